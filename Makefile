@@ -1,0 +1,35 @@
+# Two entry points that work on a fresh machine with Python 3.11: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/caldera simulate --cycles 2 examples/
+
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check operator tests benchmarks
+	$(BIN)/ruff format --check operator tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000
+	$(BIN)/python benchmarks/scheduling_basic.py --nodes 1000 --pods 10000 --gang-size 20
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

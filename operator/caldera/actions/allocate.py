@@ -1,0 +1,107 @@
+"""allocate: place pending tasks, gang by gang, queue by queue.
+
+Queues are visited in queue order (overused queues are skipped), one job per visit in job order,
+its pending tasks in task order. Each task goes to the best node that fits it now (allocate) or
+once evicted tasks are gone (pipeline). A job's placements are staged in a statement and committed
+only when the job is ready (gang: at least minAvailable tasks placed). A job that is pipelined but
+not ready keeps its reservations for the rest of the session without binding anything; otherwise
+its placements are discarded. A ready job with tasks left goes back in line, so one big job does
+not starve the others in its queue.
+
+Without an ``enqueue`` action, Pending PodGroups are promoted to Inqueue here. Best-effort tasks
+(no resource request) are left to ``backfill``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from pydantic import Field
+
+from caldera.actions._queues import OrderedQueue
+from caldera.api.fiterror import FitErrors
+from caldera.api.job import Job
+from caldera.api.queue import Queue
+from caldera.api.task import Task, TaskStatus
+from caldera.framework.placement import choose_node
+from caldera.framework.plugin import Action, Args
+from caldera.framework.session import Session
+from caldera.framework.statement import Statement
+
+__all__ = ["AllocateAction", "AllocateArgs"]
+
+
+class AllocateArgs(Args):
+    predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
+    """Accepted for Volcano compatibility. Caldera stops placing a job at its first task that fits
+    nowhere, so there is no repeated failing predicate to cache."""
+
+
+class AllocateAction(Action[AllocateArgs]):
+    name: ClassVar[str] = "allocate"
+    Args = AllocateArgs
+
+    def execute(self, ssn: Session) -> None:
+        promote = "enqueue" not in ssn.configured_actions
+        job_key = ssn.job_order_key()
+        task_key = ssn.task_order_key()
+        jobs_by_queue: dict[str, OrderedQueue[Job]] = {}
+        remaining: dict[str, deque[Task]] = {}
+        for job in ssn.jobs.values():
+            if job.queue not in ssn.queues:
+                continue
+            if job.is_pending():
+                if not promote:
+                    continue
+                job.phase = "Inqueue"
+            invalid = ssn.job_valid(job)
+            if invalid is not None:
+                job.fit_error = job.fit_error or invalid.message
+                continue
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
+            if not tasks:
+                continue
+            remaining[job.uid] = deque(sorted(tasks, key=task_key))
+            jobs_by_queue.setdefault(job.queue, OrderedQueue(job_key)).push(job)
+
+        queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(jobs_by_queue)))
+        while queues:
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = jobs_by_queue[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            stmt = ssn.statement()
+            if self._place(ssn, queue, job, remaining[job.uid], stmt):
+                jobs.push(job)
+            if ssn.job_ready(job):
+                stmt.commit()
+            elif not ssn.job_pipelined(job):
+                stmt.discard()
+            queues.push(queue)
+
+    @staticmethod
+    def _place(ssn: Session, queue: Queue, job: Job, tasks: deque[Task], stmt: Statement) -> bool:
+        """Place ``job``'s tasks in order; True when the job is ready with tasks left over."""
+        while tasks:
+            task = tasks.popleft()
+            if not ssn.allocatable(queue, task):
+                job.nodes_fit_errors[task.uid] = FitErrors(
+                    total=len(ssn.nodes),
+                    message=f"queue {queue.name} has no room for this task within its share",
+                )
+                continue
+            choice = choose_node(ssn, task)
+            if isinstance(choice, FitErrors):
+                job.nodes_fit_errors[task.uid] = choice
+                return False
+            if choice.idle:
+                stmt.allocate(task, choice.node)
+            else:
+                stmt.pipeline(task, choice.node)
+            if tasks and ssn.job_ready(job):
+                return True
+        return False

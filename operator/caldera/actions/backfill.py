@@ -1,0 +1,42 @@
+"""backfill: place best-effort tasks (no resource request) of admitted jobs.
+
+Best-effort pods take no cpu or memory, so there is no gang to wait for and no quota to check:
+each goes straight to the best node that passes the filters and has a free pod slot, and is bound.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from caldera.api.fiterror import FitErrors
+from caldera.api.task import TaskStatus
+from caldera.framework.placement import choose_node
+from caldera.framework.plugin import Action, Args
+from caldera.framework.session import Session
+
+__all__ = ["BackfillAction", "BackfillArgs"]
+
+
+class BackfillArgs(Args):
+    predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
+    """Accepted for Volcano compatibility; best-effort tasks are filtered once each anyway."""
+
+
+class BackfillAction(Action[BackfillArgs]):
+    name: ClassVar[str] = "backfill"
+    Args = BackfillArgs
+
+    def execute(self, ssn: Session) -> None:
+        task_key = ssn.task_order_key()
+        for job in sorted(ssn.jobs.values(), key=ssn.job_order_key()):
+            if job.is_pending() or ssn.job_valid(job) is not None:
+                continue
+            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            for task in sorted(pending, key=task_key):
+                choice = choose_node(ssn, task, future=False)
+                if isinstance(choice, FitErrors):
+                    job.nodes_fit_errors[task.uid] = choice
+                    continue
+                ssn.allocate(task, choice.node)

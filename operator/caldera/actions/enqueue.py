@@ -1,0 +1,44 @@
+"""enqueue: admit Pending jobs (PodGroup phase Pending → Inqueue) when the plugins allow it.
+
+Queues are visited in queue order, one job per visit in job order, so admission is shared between
+queues. A job without ``minResources`` is always admitted; otherwise every ``JobEnqueueable`` vote
+must allow it. Admitted jobs are announced to ``JobEnqueued`` (quota plugins count them).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import ClassVar
+
+from caldera.actions._queues import OrderedQueue
+from caldera.api.job import Job
+from caldera.framework.plugin import Action, NoArgs
+from caldera.framework.session import Session
+
+__all__ = ["EnqueueAction"]
+
+
+class EnqueueAction(Action[NoArgs]):
+    name: ClassVar[str] = "enqueue"
+
+    def execute(self, ssn: Session) -> None:
+        job_key = ssn.job_order_key()
+        pending: dict[str, list[Job]] = {}
+        for job in ssn.jobs.values():
+            if job.queue in ssn.queues:
+                bucket = pending.setdefault(job.queue, [])
+                if job.is_pending():
+                    bucket.append(job)
+        waiting = {name: deque(sorted(jobs, key=job_key)) for name, jobs in pending.items()}
+        queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[n] for n in sorted(pending)))
+        while queues:
+            queue = queues.pop()
+            jobs = waiting[queue.name]
+            if not jobs:
+                continue
+            job = jobs.popleft()
+            if job.min_resources is None or ssn.job_enqueueable(job):
+                ssn.job_enqueued(job)
+                job.phase = "Inqueue"
+                job.enqueued_this_session = True
+            queues.push(queue)

@@ -1,0 +1,45 @@
+"""Resource-vector comparisons with Volcano's semantics, shared by the quota plugins.
+
+All comparisons tolerate float rounding (quantities are whole engine units, so a tolerance of a
+tenth of a unit can never hide a real difference) and look only at quota columns (never the
+implicit pod slot).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from caldera.api.resources import ResourceSpace, Vector
+
+__all__ = ["EPS", "le_all", "le_where", "share", "short_names"]
+
+EPS = 0.1
+
+
+def le_all(space: ResourceSpace, left: Vector, right: Vector) -> bool:
+    """left ≤ right in every quota dimension (Volcano's ``LessEqual``)."""
+    q = space.quota
+    return bool(np.all(left[q] <= right[q] + EPS))
+
+
+def le_where(space: ResourceSpace, left: Vector, right: Vector, dims: Vector) -> bool:
+    """left ≤ right in the quota dimensions where ``dims`` is non-zero
+    (Volcano's ``LessEqualWithDimension``)."""
+    mask = space.quota & (dims > 0)
+    return bool(np.all(left[mask] <= right[mask] + EPS))
+
+
+def short_names(space: ResourceSpace, left: Vector, right: Vector, dims: Vector) -> list[str]:
+    """Names of the dimensions (where ``dims`` > 0) in which left exceeds right."""
+    mask = space.quota & (dims > 0) & (left > right + EPS)
+    return [space.names[i] for i in np.flatnonzero(mask)]
+
+
+def share(space: ResourceSpace, allocated: Vector, deserved: Vector) -> float:
+    """Dominant share: max over quota dimensions of allocated/deserved, where a zero deserved
+    counts as share 1 if anything is allocated and 0 otherwise."""
+    q = space.quota
+    a, d = allocated[q], deserved[q]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.where(d > 0, a / np.where(d > 0, d, 1.0), np.where(a > 0, 1.0, 0.0))
+    return float(ratios.max(initial=0.0))

@@ -1,0 +1,127 @@
+"""A job is a PodGroup and its tasks: the unit of gang scheduling.
+
+The job keeps its tasks indexed by state and a running sum of what its placed tasks hold, so gang
+checks (ready, pipelined, starving) and fair-share numbers are O(1) per call. All state changes go
+through :meth:`Job.set_status`, which keeps those indexes right.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caldera.api.fiterror import FitErrors
+from caldera.api.resources import Vector
+from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
+from caldera.models.volcano import PodGroupCondition, PodGroupStatus
+
+__all__ = ["READY_STATUSES", "VALID_STATUSES", "Job", "ValidateResult"]
+
+READY_STATUSES = frozenset(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED})
+VALID_STATUSES = frozenset(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING})
+
+
+@dataclass(slots=True, frozen=True)
+class ValidateResult:
+    """Why a job may not be scheduled at all this session (gang's JobValid)."""
+
+    reason: str
+    message: str
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    uid: str
+    """``<namespace>/<podgroup name>``, Volcano's job ID."""
+    namespace: str
+    name: str
+    queue: str
+    priority: int
+    min_available: int
+    min_task_member: dict[str, int]
+    min_resources: Vector | None
+    creation: float
+    pg_uid: str
+    phase: str
+    """PodGroup phase; the enqueue and allocate actions move it within a session."""
+    annotations: dict[str, str]
+    conditions: list[PodGroupCondition]
+    allocated: Vector
+    """Sum of requests of tasks in an allocated state (Allocated, Binding, Bound, Running)."""
+    api_status: PodGroupStatus
+    """The PodGroup status as the API holds it, to write only what changed."""
+    tasks: dict[str, Task] = field(default_factory=dict)
+    by_status: dict[TaskStatus, dict[str, Task]] = field(default_factory=dict)
+    nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
+    fit_error: str = ""
+    """The job-level reason (set when enqueue rejects it, or by gang at close)."""
+    enqueued_this_session: bool = False
+
+    def add_task(self, task: Task) -> None:
+        self.tasks[task.uid] = task
+        self.by_status.setdefault(task.status, {})[task.uid] = task
+        if task.status in ALLOCATED_STATUSES:
+            self.allocated += task.resreq
+
+    def set_status(self, task: Task, status: TaskStatus) -> None:
+        old = task.status
+        if old is status:
+            return
+        del self.by_status[old][task.uid]
+        self.by_status.setdefault(status, {})[task.uid] = task
+        task.status = status
+        was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
+        if now and not was:
+            self.allocated += task.resreq
+        elif was and not now:
+            self.allocated -= task.resreq
+
+    def count(self, *statuses: TaskStatus) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in statuses)
+
+    def tasks_in(self, status: TaskStatus) -> list[Task]:
+        return list(self.by_status.get(status, {}).values())
+
+    def ready_task_num(self) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in READY_STATUSES)
+
+    def waiting_task_num(self) -> int:
+        return len(self.by_status.get(TaskStatus.PIPELINED, ()))
+
+    def valid_task_num(self) -> int:
+        return sum(len(self.by_status.get(s, ())) for s in VALID_STATUSES)
+
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.by_status.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.phase in ("Pending", "")
+
+    def role_counts(self, statuses: frozenset[TaskStatus]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for status in statuses:
+            for task in self.by_status.get(status, {}).values():
+                counts[task.role] = counts.get(task.role, 0) + 1
+        return counts
+
+    def roles_meet_minimum(self, statuses: frozenset[TaskStatus]) -> bool:
+        """Every role named in ``minTaskMember`` has at least that many tasks in ``statuses``."""
+        if not self.min_task_member:
+            return True
+        counts = self.role_counts(statuses)
+        return all(counts.get(role, 0) >= need for role, need in self.min_task_member.items())
+
+    @property
+    def best_effort(self) -> bool:
+        return self.min_resources is None

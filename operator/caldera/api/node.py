@@ -1,0 +1,121 @@
+"""All schedulable nodes of a snapshot as one table of numpy arrays.
+
+Rows are nodes (sorted by name, which is also the documented tie-break order), columns are the
+snapshot's resources. Accounting follows Volcano's NodeInfo: ``used`` holds every task placed on
+the node (including releasing ones), ``idle = allocatable - used``, ``releasing`` is what evicted
+tasks will give back, ``pipelined`` is what tasks waiting for that release have reserved, and
+``future_idle = idle + releasing - pipelined``. All are kept current by :meth:`NodeTable.add_task`
+and :meth:`NodeTable.remove_task`, so a fit check for one task over every node is a single
+vectorised comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.resources import ResourceSpace, Vector
+from caldera.api.task import Task, TaskStatus
+from caldera.models.core import Taint
+
+__all__ = ["Matrix", "NodeTable"]
+
+Matrix = npt.NDArray[np.float64]
+
+
+class NodeTable:
+    __slots__ = (
+        "_label_columns",
+        "allocatable",
+        "future_idle",
+        "idle",
+        "index",
+        "labels",
+        "names",
+        "nonzero_used",
+        "pipelined",
+        "releasing",
+        "space",
+        "taints",
+        "tasks",
+        "unschedulable",
+        "used",
+    )
+
+    def __init__(
+        self,
+        space: ResourceSpace,
+        names: Sequence[str],
+        allocatable: Matrix,
+        labels: Sequence[dict[str, str]],
+        taints: Sequence[tuple[Taint, ...]],
+        unschedulable: Sequence[bool],
+    ) -> None:
+        n = len(names)
+        self.space = space
+        self.names: list[str] = list(names)
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        self.allocatable = allocatable.reshape(n, len(space))
+        self.used: Matrix = np.zeros_like(self.allocatable)
+        self.idle: Matrix = self.allocatable.copy()
+        self.releasing: Matrix = np.zeros_like(self.allocatable)
+        self.pipelined: Matrix = np.zeros_like(self.allocatable)
+        self.future_idle: Matrix = self.allocatable.copy()
+        self.nonzero_used: Matrix = np.zeros((n, 2), dtype=np.float64)
+        """(milli-cpu, memory) of placed pods with kube-scheduler's scoring defaults."""
+        self.labels: list[dict[str, str]] = list(labels)
+        self.taints: list[tuple[Taint, ...]] = list(taints)
+        self.unschedulable: npt.NDArray[np.bool_] = np.array(unschedulable, dtype=bool)
+        self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
+        self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def add_task(self, i: int, task: Task) -> None:
+        """Account ``task`` (in its current state) on node ``i``."""
+        req = task.resreq
+        if task.status is TaskStatus.PIPELINED:
+            self.pipelined[i] += req
+            self.future_idle[i] -= req
+        else:
+            self.used[i] += req
+            self.idle[i] -= req
+            if task.status is TaskStatus.RELEASING:
+                self.releasing[i] += req
+            else:
+                self.future_idle[i] -= req
+            self.nonzero_used[i, 0] += task.nonzero_cpu
+            self.nonzero_used[i, 1] += task.nonzero_memory
+        self.tasks[i][task.uid] = task
+
+    def remove_task(self, i: int, task: Task) -> None:
+        """Undo :meth:`add_task` for ``task`` in its current state."""
+        req = task.resreq
+        if task.status is TaskStatus.PIPELINED:
+            self.pipelined[i] -= req
+            self.future_idle[i] += req
+        else:
+            self.used[i] -= req
+            self.idle[i] += req
+            if task.status is TaskStatus.RELEASING:
+                self.releasing[i] -= req
+            else:
+                self.future_idle[i] += req
+            self.nonzero_used[i, 0] -= task.nonzero_cpu
+            self.nonzero_used[i, 1] -= task.nonzero_memory
+        del self.tasks[i][task.uid]
+
+    def label_column(self, key: str) -> npt.NDArray[np.object_]:
+        """The value of label ``key`` on every node (None where absent), built once per snapshot."""
+        col = self._label_columns.get(key)
+        if col is None:
+            col = np.array([lbl.get(key) for lbl in self.labels], dtype=object)
+            self._label_columns[key] = col
+        return col
+
+    def total(self) -> Vector:
+        total: Vector = self.allocatable.sum(axis=0)
+        return total

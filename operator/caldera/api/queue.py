@@ -1,0 +1,31 @@
+"""A queue as the scheduler sees it: its spec in engine units plus what the API last recorded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from caldera.api.resources import Vector
+
+__all__ = ["Queue"]
+
+
+@dataclass(slots=True, eq=False)
+class Queue:
+    name: str
+    uid: str
+    weight: int
+    capability: Vector
+    """Hard cap; +inf in every dimension the spec leaves unset."""
+    guarantee: Vector
+    deserved_spec: Vector | None
+    parent: str
+    state: str
+    reclaimable: bool
+    priority: int
+    creation: float
+    status_allocated: dict[str, float]
+    """``status.allocated`` as read from the API, to write only on change."""
+
+    @property
+    def is_open(self) -> bool:
+        return self.state == "Open"

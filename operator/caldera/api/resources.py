@@ -1,0 +1,78 @@
+"""The resource axis shared by every vector in one snapshot.
+
+A snapshot fixes the set of resource names once (cpu, memory and pods first, then every other name
+seen on nodes or pods, sorted), so requests, capacities and shares are small float64 vectors and node
+state is an (nodes × resources) matrix. Units are engine units from :mod:`caldera.quantity`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.quantity import format_resource
+
+__all__ = ["CPU", "MEMORY", "PODS", "ResourceSpace", "Vector"]
+
+Vector = npt.NDArray[np.float64]
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+_FIXED = (CPU, MEMORY, PODS)
+
+
+class ResourceSpace:
+    """An ordered, immutable set of resource names with vector helpers."""
+
+    __slots__ = ("index", "names", "quota")
+
+    def __init__(self, extra: Iterable[str] = ()) -> None:
+        others = sorted({name for name in extra if name not in _FIXED})
+        self.names: tuple[str, ...] = (*_FIXED, *others)
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
+        self.quota: npt.NDArray[np.bool_] = np.array([n != PODS for n in self.names], dtype=bool)
+        """Columns that count for shares and quotas (all but the implicit pod slot)."""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def zeros(self) -> Vector:
+        return np.zeros(len(self.names), dtype=np.float64)
+
+    def vector(self, values: Mapping[str, float], *, missing: float = 0.0) -> Vector:
+        """A vector from a name→value map; names outside the space are ignored (their owner cannot
+        be satisfied by any node anyway, see :meth:`unknown`)."""
+        vec = np.full(len(self.names), missing, dtype=np.float64)
+        for name, value in values.items():
+            i = self.index.get(name)
+            if i is not None:
+                vec[i] = value
+        return vec
+
+    def unknown(self, values: Mapping[str, float]) -> list[str]:
+        return sorted(name for name, value in values.items() if value and name not in self.index)
+
+    def to_dict(self, vec: Vector, *, skip_zero: bool = False) -> dict[str, float]:
+        return {
+            name: float(vec[i])
+            for i, name in enumerate(self.names)
+            if not (skip_zero and vec[i] == 0)
+        }
+
+    def to_quantities(self, vec: Vector) -> dict[str, str]:
+        """Render a vector as a Kubernetes ResourceList: cpu and memory always, other resources
+        when non-zero; the implicit ``pods`` slot is not a quantity users request, so it is left
+        out (as Volcano does)."""
+        out: dict[str, str] = {}
+        for i, name in enumerate(self.names):
+            if name == PODS or (name not in (CPU, MEMORY) and vec[i] == 0):
+                continue
+            out[name] = format_resource(name, float(vec[i]))
+        return out
+
+    def describe(self, vec: Vector) -> str:
+        parts = [f"{k}: {v}" for k, v in self.to_quantities(vec).items()]
+        return ", ".join(parts)

@@ -1,0 +1,81 @@
+"""A task is one pod as the scheduler sees it, with Volcano's task states.
+
+Tasks are created fresh for every snapshot and mutated only inside one session. The pod's
+scheduling constraints stay on the frozen pod spec model; the task adds the numbers the engine uses
+on the hot path (request vector, priority, state, node).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from caldera.api.resources import Vector
+from caldera.models.core import PodSpec
+
+__all__ = ["ALLOCATED_STATUSES", "Task", "TaskStatus", "Transaction"]
+
+
+class TaskStatus(enum.Enum):
+    """Volcano's task states (api/types.go), in its declaration order."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+"""States in which a task holds resources on a node (Volcano's ``AllocatedStatus``)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Transaction:
+    """The last placement a session tried for a task, kept after a gang discard so the PodGroup
+    condition can tell 'could be placed, waiting for the gang' from 'does not fit'."""
+
+    status: TaskStatus
+    node: str
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    uid: str
+    namespace: str
+    name: str
+    job: str
+    status: TaskStatus
+    resreq: Vector
+    """Effective request (kube-scheduler's PodRequests) plus one ``pods`` slot."""
+    nonzero_cpu: float
+    nonzero_memory: float
+    priority: int
+    creation: float
+    spec: PodSpec
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    best_effort: bool
+    """True when the pod requests no cpu, memory or other resource (only its pod slot)."""
+    preemptable: bool = True
+    role: str = ""
+    node: int = -1
+    """Index into the snapshot's node table, or -1."""
+    node_name: str = ""
+    last_transaction: Transaction | None = None
+    bind_annotations: dict[str, str] = field(default_factory=dict)
+    """Annotations plugins want written with the binding (e.g. device assignments)."""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"

@@ -1,0 +1,265 @@
+"""Build a fresh engine snapshot from the cluster state.
+
+What goes in, as Volcano's snapshot does: Ready nodes (sorted by name); every pod with a node
+counts on that node whatever its scheduler; pods of our scheduler names become tasks of the job of
+their PodGroup (``scheduling.k8s.io/group-name``); PodGroups whose queue exists become jobs with
+their PriorityClass value. What is left out is reported, never silently dropped: a pod naming a
+PodGroup that does not exist, a PodGroup naming a queue that does not exist, a pod bound to an
+unknown node, a node that is not Ready.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from caldera.api.job import Job
+from caldera.api.node import NodeTable
+from caldera.api.queue import Queue
+from caldera.api.resources import PODS, ResourceSpace
+from caldera.api.snapshot import Snapshot
+from caldera.api.task import Task, TaskStatus
+from caldera.cache.state import ClusterState
+from caldera.models.core import Pod, effective_requests, nonzero_requests
+from caldera.models.volcano import (
+    GROUP_NAME_ANNOTATION,
+    PREEMPTABLE_KEY,
+    TASK_SPEC_KEY,
+    PodGroup,
+)
+from caldera.models.volcano import Queue as QueueModel
+
+__all__ = ["Problem", "build_snapshot", "stable_uid"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """An object that could not take part in this session, and why."""
+
+    kind: str
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {self.message}"
+
+
+def stable_uid(kind: str, key: str) -> str:
+    """A deterministic UID for objects that have none (manifests written by hand)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"caldera:{kind}/{key}"))
+
+
+@dataclass(slots=True)
+class _Priorities:
+    values: dict[str, int]
+    default: int
+
+    def of(self, class_name: str) -> int:
+        if class_name and class_name in self.values:
+            return self.values[class_name]
+        return self.default
+
+
+def _task_status(pod: Pod) -> TaskStatus:
+    phase = pod.status.phase
+    deleting = pod.metadata.deletion_timestamp is not None
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    return {
+        "Succeeded": TaskStatus.SUCCEEDED,
+        "Failed": TaskStatus.FAILED,
+    }.get(phase, TaskStatus.UNKNOWN)
+
+
+def _resource_names(state: ClusterState) -> Iterable[str]:
+    for node in state.nodes.values():
+        yield from node.allocatable
+    for pod in state.pods.values():
+        yield from effective_requests(pod.spec)
+    for pg in state.podgroups.values():
+        yield from pg.spec.min_resources or {}
+    for q in state.queues.values():
+        yield from q.spec.capability or {}
+        yield from q.spec.guarantee.resource
+
+
+@dataclass(slots=True)
+class _Builder:
+    state: ClusterState
+    scheduler_names: frozenset[str]
+    default_queue: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def problem(self, kind: str, name: str, message: str) -> None:
+        self.problems.append(Problem(kind, name, message))
+
+    def nodes(self, space: ResourceSpace) -> NodeTable:
+        ready = []
+        for name in sorted(self.state.nodes):
+            node = self.state.nodes[name]
+            if node.ready:
+                ready.append(node)
+            else:
+                self.problem("Node", name, "not Ready: takes no new pods this session")
+        alloc = np.array(
+            [space.vector(n.allocatable) for n in ready], dtype=np.float64
+        ).reshape(len(ready), len(space))
+        return NodeTable(
+            space,
+            [n.metadata.name for n in ready],
+            alloc,
+            [dict(n.metadata.labels) for n in ready],
+            [n.spec.taints for n in ready],
+            [n.spec.unschedulable for n in ready],
+        )
+
+    def queues(self, space: ResourceSpace) -> dict[str, Queue]:
+        out = {}
+        for name, q in sorted(self.state.queues.items()):
+            out[name] = _queue(space, name, q)
+        return out
+
+    def job(self, space: ResourceSpace, key: str, pg: PodGroup, prio: _Priorities) -> Job:
+        spec, meta = pg.spec, pg.metadata
+        return Job(
+            uid=key,
+            namespace=meta.namespace,
+            name=meta.name,
+            queue=spec.queue or self.default_queue,
+            priority=prio.of(spec.priority_class_name),
+            min_available=spec.min_member,
+            min_task_member=dict(spec.min_task_member),
+            min_resources=(
+                None if spec.min_resources is None else space.vector(spec.min_resources)
+            ),
+            creation=meta.creation_timestamp or 0.0,
+            pg_uid=meta.uid or stable_uid("PodGroup", key),
+            phase=pg.status.phase or "Pending",
+            annotations=dict(meta.annotations),
+            conditions=list(pg.status.conditions),
+            allocated=space.zeros(),
+            api_status=pg.status,
+        )
+
+    def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: _Priorities) -> Task:
+        spec, meta = pod.spec, pod.metadata
+        requests = effective_requests(spec)
+        resreq = space.vector(requests)
+        resreq[space.index[PODS]] += 1.0
+        cpu, mem = nonzero_requests(spec)
+        preemptable = meta.annotations.get(PREEMPTABLE_KEY, meta.labels.get(PREEMPTABLE_KEY))
+        return Task(
+            uid=meta.uid or stable_uid("Pod", key),
+            namespace=meta.namespace,
+            name=meta.name,
+            job=job,
+            status=_task_status(pod),
+            resreq=resreq,
+            nonzero_cpu=cpu,
+            nonzero_memory=mem,
+            priority=spec.priority if spec.priority is not None else prio.of(
+                spec.priority_class_name
+            ),
+            creation=meta.creation_timestamp or 0.0,
+            spec=spec,
+            labels=dict(meta.labels),
+            annotations=dict(meta.annotations),
+            best_effort=not any(v for n, v in requests.items() if n != PODS),
+            preemptable=preemptable != "false",
+            role=meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),
+            node_name=spec.node_name,
+        )
+
+
+def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
+    spec = q.spec
+    return Queue(
+        name=name,
+        uid=q.metadata.uid or stable_uid("Queue", name),
+        weight=max(spec.weight, 1),
+        capability=space.vector(spec.capability or {}, missing=np.inf),
+        guarantee=space.vector(spec.guarantee.resource),
+        deserved_spec=None if spec.deserved is None else space.vector(spec.deserved),
+        parent=spec.parent,
+        state=q.status.state or "Open",
+        reclaimable=spec.reclaimable is not False,
+        priority=spec.priority,
+        creation=q.metadata.creation_timestamp or 0.0,
+        status_allocated=dict(q.status.allocated),
+    )
+
+
+def build_snapshot(
+    state: ClusterState,
+    *,
+    scheduler_names: Iterable[str],
+    now: float,
+    session_id: str,
+    default_queue: str = "default",
+) -> tuple[Snapshot, list[Problem]]:
+    names = frozenset(scheduler_names)
+    b = _Builder(state, names, default_queue)
+    space = ResourceSpace(_resource_names(state))
+    table = b.nodes(space)
+    queues = b.queues(space)
+    default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
+    prio = _Priorities(
+        {n: pc.value for n, pc in state.priority_classes.items()},
+        default_class[0].value if default_class else 0,
+    )
+
+    jobs: dict[str, Job] = {}
+    for key, pg in sorted(state.podgroups.items()):
+        job = b.job(space, key, pg, prio)
+        if job.queue not in queues:
+            b.problem("PodGroup", key, f"spec.queue: queue {job.queue!r} does not exist")
+            continue
+        jobs[key] = job
+
+    for key, pod in sorted(state.pods.items()):
+        ours = pod.spec.scheduler_name in names
+        job_key = ""
+        if ours:
+            group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            if group:
+                job_key = f"{pod.metadata.namespace}/{group}"
+                if job_key not in state.podgroups:
+                    b.problem(
+                        "Pod",
+                        key,
+                        f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: "
+                        f"PodGroup {job_key} does not exist",
+                    )
+                    job_key = ""
+            elif not pod.spec.node_name:
+                b.problem("Pod", key, "has no PodGroup yet: waiting for one to be created")
+        if not job_key and not pod.spec.node_name:
+            continue
+        task = b.task(space, key, pod, job_key if job_key in jobs else "", prio)
+        if task.job:
+            jobs[task.job].add_task(task)
+        if pod.spec.node_name and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+            i = table.index.get(pod.spec.node_name)
+            if i is None:
+                if pod.spec.node_name not in state.nodes:
+                    b.problem("Pod", key, f"spec.nodeName: node {pod.spec.node_name} is unknown")
+                continue
+            task.node = i
+            table.add_task(i, task)
+
+    snapshot = Snapshot(
+        space=space,
+        nodes=table,
+        jobs=jobs,
+        queues=queues,
+        now=now,
+        session_id=session_id,
+    )
+    return snapshot, b.problems

@@ -1,0 +1,43 @@
+"""The validated API objects the scheduler knows about, keyed the way the engine looks them up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caldera.models.core import Node, Pod, PriorityClass
+from caldera.models.volcano import PodGroup, Queue
+
+__all__ = ["ClusterState"]
+
+
+@dataclass(slots=True)
+class ClusterState:
+    pods: dict[str, Pod] = field(default_factory=dict)
+    """By ``namespace/name``."""
+    nodes: dict[str, Node] = field(default_factory=dict)
+    podgroups: dict[str, PodGroup] = field(default_factory=dict)
+    """By ``namespace/name``."""
+    queues: dict[str, Queue] = field(default_factory=dict)
+    priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+
+    def add(self, obj: Pod | Node | PodGroup | Queue | PriorityClass) -> bool:
+        """Store an object; True if it replaced one with the same key."""
+        meta = obj.metadata
+        if isinstance(obj, Pod):
+            key = f"{meta.namespace}/{meta.name}"
+            replaced = key in self.pods
+            self.pods[key] = obj
+        elif isinstance(obj, PodGroup):
+            key = f"{meta.namespace}/{meta.name}"
+            replaced = key in self.podgroups
+            self.podgroups[key] = obj
+        elif isinstance(obj, Node):
+            replaced = meta.name in self.nodes
+            self.nodes[meta.name] = obj
+        elif isinstance(obj, Queue):
+            replaced = meta.name in self.queues
+            self.queues[meta.name] = obj
+        else:
+            replaced = meta.name in self.priority_classes
+            self.priority_classes[meta.name] = obj
+        return replaced

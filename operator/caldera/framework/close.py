@@ -1,0 +1,103 @@
+"""Session close: what the session's decisions mean for PodGroup, Queue and Pod status.
+
+Runs every plugin's ``on_session_close`` (gang writes its conditions there), then computes for every
+job its PodGroup phase and counters with Volcano's ``jobStatus`` rules, for every queue its
+``status.allocated`` (summed up through its ancestors to ``root``), and for every pod still waiting
+its ``PodScheduled`` condition. Each status carries whether it differs from what the API holds, so
+the writer sends only changes.
+"""
+
+from __future__ import annotations
+
+import time
+
+from caldera.api.job import Job
+from caldera.api.reasons import task_scheduling_reason
+from caldera.api.resources import Vector
+from caldera.api.task import TaskStatus
+from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
+from caldera.framework.session import Session
+from caldera.models.volcano import PodGroupCondition
+
+__all__ = ["close_session", "podgroup_phase"]
+
+_SCHEDULED = (TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.FAILED, TaskStatus.SUCCEEDED)
+_WAITING = (TaskStatus.PENDING, TaskStatus.ALLOCATED, TaskStatus.PIPELINED)
+
+
+def podgroup_phase(job: Job, session_id: str) -> str:
+    """Volcano's getPodGroupPhase."""
+    unschedulable = any(
+        c.type == "Unschedulable" and c.status == "True" and c.transition_id == session_id
+        for c in job.conditions
+    )
+    if job.count(TaskStatus.RUNNING) and unschedulable:
+        return "Unknown"
+    scheduled = job.count(*_SCHEDULED) + sum(
+        1 for t in job.by_status.get(TaskStatus.RELEASING, {}).values() if t.node_name
+    )
+    if scheduled >= job.min_available:
+        finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
+        return "Completed" if scheduled == finished else "Running"
+    return "Inqueue" if job.phase == "Inqueue" else "Pending"
+
+
+def _condition_key(c: PodGroupCondition) -> tuple[str, str, str, str]:
+    return (c.type, c.status, c.reason, c.message)
+
+
+def _podgroup_status(job: Job, session_id: str) -> PodGroupStatus:
+    phase = podgroup_phase(job, session_id)
+    running = job.count(TaskStatus.RUNNING)
+    succeeded = job.count(TaskStatus.SUCCEEDED)
+    failed = job.count(TaskStatus.FAILED)
+    old = job.api_status
+    changed = (
+        (phase, running, succeeded, failed)
+        != (old.phase, old.running, old.succeeded, old.failed)
+        or [_condition_key(c) for c in job.conditions]
+        != [_condition_key(c) for c in old.conditions]
+    )
+    return PodGroupStatus(
+        namespace=job.namespace,
+        name=job.name,
+        phase=phase,
+        running=running,
+        succeeded=succeeded,
+        failed=failed,
+        conditions=tuple(job.conditions),
+        changed=changed,
+    )
+
+
+def _queue_allocated(ssn: Session) -> dict[str, Vector]:
+    allocated = {name: ssn.space.zeros() for name in ssn.queues}
+    for job in ssn.jobs.values():
+        name: str | None = job.queue
+        seen: set[str] = set()
+        while name is not None and name in allocated and name not in seen:
+            seen.add(name)
+            allocated[name] += job.allocated
+            queue = ssn.queues[name]
+            name = None if name == "root" else (queue.parent or "root")
+    return allocated
+
+
+def close_session(ssn: Session) -> None:
+    start = time.perf_counter()
+    for plugin in ssn.plugins:
+        plugin.on_session_close(ssn)
+    result = ssn.result
+    for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        result.podgroups.append(_podgroup_status(job, ssn.uid))
+        for status in _WAITING:
+            for task in sorted(job.by_status.get(status, {}).values(), key=lambda t: t.key):
+                reason, message = task_scheduling_reason(job, task)
+                result.pod_conditions.append(
+                    PodCondition(task.namespace, task.name, task.uid, reason, message)
+                )
+    for name, vec in sorted(_queue_allocated(ssn).items()):
+        quantities = ssn.space.to_quantities(vec)
+        old = ssn.space.to_quantities(ssn.space.vector(ssn.queues[name].status_allocated))
+        result.queues.append(QueueStatus(name, quantities, changed=quantities != old))
+    result.timings["close"] = time.perf_counter() - start

@@ -1,0 +1,95 @@
+"""What a session decided, as plain data for the I/O shell (or the simulator) to carry out.
+
+The engine never calls the API. A session returns a :class:`CycleResult`; the operator turns its
+intents into binds, evictions and status writes, and ``caldera simulate`` applies them to its
+in-memory cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caldera.models.volcano import PodGroupCondition
+
+__all__ = [
+    "Bind",
+    "CycleResult",
+    "Event",
+    "Evict",
+    "PodCondition",
+    "PodGroupStatus",
+    "QueueStatus",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupStatus:
+    namespace: str
+    name: str
+    phase: str
+    running: int
+    succeeded: int
+    failed: int
+    conditions: tuple[PodGroupCondition, ...]
+    changed: bool
+    """Differs from what the API holds (ignoring condition times and transition IDs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    name: str
+    allocated: dict[str, str]
+    changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    """The pod's ``PodScheduled`` condition (always status False here: not yet placed)."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str
+    namespace: str
+    name: str
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class CycleResult:
+    session_id: str
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    podgroups: list[PodGroupStatus] = field(default_factory=list)
+    queues: list[QueueStatus] = field(default_factory=list)
+    pod_conditions: list[PodCondition] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    deserved: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per-queue fair share computed this session (for reports and metrics)."""
+    timings: dict[str, float] = field(default_factory=dict)
+    """Seconds spent per phase: ``open``, each action, ``close``."""

@@ -1,0 +1,59 @@
+"""What a plugin and an action are.
+
+A plugin is a class with a ``name``, an ``Args`` model (validated when the policy loads, so a typo
+in an argument fails at start-up, not in the middle of a session) and two hooks. A fresh instance
+is made for every session, as Volcano does, so plugins may keep per-session state on ``self``.
+Actions are the same shape with one ``execute`` hook.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from caldera.framework.policy import PluginOption
+    from caldera.framework.session import Session
+
+__all__ = ["Action", "Args", "NoArgs", "Plugin"]
+
+
+class Args(BaseModel):
+    """Base for plugin and action arguments: keys as Volcano spells them (via aliases), unknown
+    keys rejected, no silent type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, frozen=True)
+
+
+class NoArgs(Args):
+    """For plugins and actions that take no arguments."""
+
+
+A = TypeVar("A", bound=Args)
+
+
+class Plugin(Generic[A]):
+    name: ClassVar[str]
+    Args: ClassVar[type[Args]] = NoArgs
+
+    def __init__(self, args: A, option: PluginOption) -> None:
+        self.args = args
+        self.option = option
+
+    def on_session_open(self, ssn: Session) -> None:
+        """Register extension-point functions on ``ssn``."""
+
+    def on_session_close(self, ssn: Session) -> None:
+        """Write back per-session results (conditions, metrics)."""
+
+
+class Action(Generic[A]):
+    name: ClassVar[str]
+    Args: ClassVar[type[Args]] = NoArgs
+
+    def __init__(self, args: A) -> None:
+        self.args = args
+
+    def execute(self, ssn: Session) -> None:
+        raise NotImplementedError

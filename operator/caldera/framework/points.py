@@ -1,0 +1,309 @@
+"""Extension points and the rules that combine plugin answers across tiers.
+
+Volcano hand-writes one tier loop per extension point (37 near-copies). Here an extension point is
+a :class:`Point`: plugins register functions into it, the policy's tier layout and per-plugin
+``enableXxx: false`` opt-outs decide which registrations count, and each combining rule is one
+function below, used by every point of its kind:
+
+=====================  =====================================================================
+rule                   points
+=====================  =====================================================================
+:func:`first_nonzero`  job, queue and task order (via :class:`OrderPoint`)
+:func:`all_true`       job ready, allocatable, preemptive
+:func:`any_true`       overused
+:func:`vote`           job pipelined, job enqueueable (reject wins; a permit decides its tier)
+:func:`first_tier`     job starving (the first tier with functions decides; all must agree)
+:func:`first_result`   job valid, pre-predicate (the first failure is the answer)
+:func:`intersection`   preemptable, reclaimable (per tier; the first non-nil tier wins)
+:func:`union`          victim tasks (per tier; the first non-empty tier wins)
+:func:`concat`         predicate (every rejection from every plugin is kept)
+:func:`total`          node order (sum of the plugins' weighted score vectors)
+:func:`call_all`       job enqueued (notification)
+=====================  =====================================================================
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from caldera.api.resources import Vector
+
+__all__ = [
+    "ABSTAIN",
+    "PERMIT",
+    "POINT_FLAGS",
+    "REJECT",
+    "OrderPoint",
+    "Point",
+    "all_true",
+    "any_true",
+    "call_all",
+    "concat",
+    "first_nonzero",
+    "first_result",
+    "first_tier",
+    "intersection",
+    "total",
+    "union",
+    "vote",
+]
+
+F = TypeVar("F")
+T = TypeVar("T")
+R = TypeVar("R")
+
+PERMIT = 1
+ABSTAIN = 0
+REJECT = -1
+
+POINT_FLAGS: dict[str, tuple[str, ...]] = {
+    "enableJobOrder": ("job_order",),
+    "enableJobReady": ("job_ready",),
+    "enableJobPipelined": ("job_pipelined",),
+    "enableTaskOrder": ("task_order",),
+    "enablePreemptable": ("preemptable",),
+    "enableReclaimable": ("reclaimable",),
+    "enablePreemptive": ("preemptive",),
+    "enableQueueOrder": ("queue_order",),
+    "enabledClusterOrder": ("cluster_order",),
+    "enablePredicate": ("predicate", "pre_predicate"),
+    "enableBestNode": ("best_node",),
+    "enableNodeOrder": ("node_order",),
+    "enableTargetJob": ("target_job",),
+    "enableReservedNodes": ("reserved_nodes",),
+    "enableJobEnqueued": ("job_enqueueable", "job_enqueued"),
+    "enabledVictim": ("victim_tasks",),
+    "enableJobStarving": ("job_starving",),
+    "enabledOverused": ("overused",),
+    "enabledAllocatable": ("allocatable",),
+    "enabledHyperNodeOrder": ("hypernode_order",),
+    "enabledSubJobReady": ("subjob_ready",),
+    "enabledSubJobPipelined": ("subjob_pipelined",),
+    "enabledSubJobOrder": ("subjob_order",),
+    "enabledHyperNodeGradient": ("hypernode_gradient",),
+}
+"""Volcano's per-plugin option keys (note its mixed ``enable``/``enabled`` prefixes) and the
+points each one switches. Absent means on. Job valid and event handlers have no switch."""
+
+
+class Point(Generic[F]):
+    """One extension point: registered functions, grouped by tier in policy order.
+
+    ``layout`` is the policy's tiers as lists of plugin names; ``enabled`` says whether a plugin's
+    options leave this point switched on. A registration that is switched off is dropped at once,
+    so dispatch never re-checks flags.
+    """
+
+    __slots__ = ("_by_plugin", "_enabled", "_layout", "_tiers", "name")
+
+    def __init__(
+        self,
+        name: str,
+        layout: Sequence[Sequence[str]],
+        enabled: Callable[[str, str], bool],
+    ) -> None:
+        self.name = name
+        self._layout = layout
+        self._enabled = enabled
+        self._by_plugin: dict[str, list[F]] = {}
+        self._tiers: list[list[F]] | None = None
+
+    def add(self, plugin: str, fn: F) -> None:
+        if not self._enabled(plugin, self.name):
+            return
+        self._by_plugin.setdefault(plugin, []).append(fn)
+        self._tiers = None
+
+    @property
+    def tiers(self) -> list[list[F]]:
+        """Registered functions per tier (tiers without any are left out)."""
+        if self._tiers is None:
+            tiers = []
+            for names in self._layout:
+                fns = [fn for name in names for fn in self._by_plugin.get(name, ())]
+                if fns:
+                    tiers.append(fns)
+            self._tiers = tiers
+        return self._tiers
+
+    def __iter__(self) -> Iterator[F]:
+        for tier in self.tiers:
+            yield from tier
+
+    def __bool__(self) -> bool:
+        return bool(self._by_plugin)
+
+
+def all_true(point: Point[Callable[..., bool]], *args: Any) -> bool:
+    return all(fn(*args) for fn in point)
+
+
+def any_true(point: Point[Callable[..., bool]], *args: Any) -> bool:
+    return any(fn(*args) for fn in point)
+
+
+def call_all(point: Point[Callable[..., None]], *args: Any) -> None:
+    for fn in point:
+        fn(*args)
+
+
+def vote(point: Point[Callable[[T], int]], obj: T) -> bool:
+    """Any reject → False; a tier with a permit (and no reject) → True; all abstain → next tier;
+    no tier decides → True."""
+    for tier in point.tiers:
+        permitted = False
+        for fn in tier:
+            res = fn(obj)
+            if res < 0:
+                return False
+            if res > 0:
+                permitted = True
+        if permitted:
+            return True
+    return True
+
+
+def first_tier(point: Point[Callable[[T], bool]], obj: T, default: bool = False) -> bool:
+    """The first tier that has functions decides, and all of them must say True."""
+    for tier in point.tiers:
+        return all(fn(obj) for fn in tier)
+    return default
+
+
+def first_result(point: Point[Callable[[T], R | None]], obj: T) -> R | None:
+    """The first non-None answer (a failure), or None when every function passes."""
+    for fn in point:
+        res = fn(obj)
+        if res is not None:
+            return res
+    return None
+
+
+def concat(point: Point[Callable[[T], Sequence[R]]], obj: T) -> list[R]:
+    out: list[R] = []
+    for fn in point:
+        out.extend(fn(obj))
+    return out
+
+
+def total(point: Point[Callable[[T, Any], Vector]], obj: T, idx: Any, size: int) -> Vector:
+    """Sum of every plugin's (already weighted) score vector over the candidate nodes ``idx``."""
+    scores = np.zeros(size, dtype=np.float64)
+    for fn in point:
+        scores += fn(obj, idx)
+    return scores
+
+
+def intersection(
+    point: Point[Callable[[T, Sequence[R]], tuple[Sequence[R], int]]],
+    actor: T,
+    candidates: Sequence[R],
+) -> list[R] | None:
+    """Victims every voting plugin of a tier agrees on; plugins answering ABSTAIN are skipped; an
+    empty answer empties the tier. The first tier with a non-nil answer decides."""
+    for tier in point.tiers:
+        victims: list[R] | None = None
+        for fn in tier:
+            chosen, verdict = fn(actor, candidates)
+            if verdict == ABSTAIN:
+                continue
+            if not chosen:
+                victims = []
+                break
+            if victims is None:
+                victims = list(chosen)
+            else:
+                keep = {id(v) for v in chosen}
+                victims = [v for v in victims if id(v) in keep]
+        if victims is not None:
+            return victims
+    return None
+
+
+def union(point: Point[Callable[[Sequence[R]], Sequence[R]]], tasks: Sequence[R]) -> list[R]:
+    for tier in point.tiers:
+        seen: dict[int, R] = {}
+        for fn in tier:
+            for victim in fn(tasks):
+                seen.setdefault(id(victim), victim)
+        if seen:
+            return list(seen.values())
+    return []
+
+
+def first_nonzero(point: Point[Callable[[T, T], int]], left: T, right: T) -> int:
+    for fn in point:
+        res = fn(left, right)
+        if res:
+            return res
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Key(Generic[T]):
+    fn: Callable[[T], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Cmp(Generic[T]):
+    fn: Callable[[T, T], int]
+
+
+def _as_cmp(entry: _Key[T] | _Cmp[T]) -> Callable[[T, T], int]:
+    if isinstance(entry, _Cmp):
+        return entry.fn
+    key = entry.fn
+
+    def cmp(left: T, right: T) -> int:
+        a, b = key(left), key(right)
+        return -1 if a < b else (1 if a > b else 0)
+
+    return cmp
+
+
+class OrderPoint(Point[_Key[T] | _Cmp[T]]):
+    """An order point: first non-zero comparison in tier/plugin order wins.
+
+    Plugins may register a comparison (``add_cmp``, Volcano's ``func(l, r) int``) or, when their
+    order is "by some value", a sort key (``add_key``). Comparing by a key is exactly a comparison
+    that is non-zero when the keys differ, so when every registration is a key the combined order
+    is the tuple of keys, compared natively: no Python call per comparison.
+    """
+
+    __slots__ = ()
+
+    def add_key(self, plugin: str, fn: Callable[[T], Any]) -> None:
+        self.add(plugin, _Key(fn))
+
+    def add_cmp(self, plugin: str, fn: Callable[[T, T], int]) -> None:
+        self.add(plugin, _Cmp(fn))
+
+    def compare(self, left: T, right: T) -> int:
+        for entry in self:
+            res = _as_cmp(entry)(left, right)
+            if res:
+                return res
+        return 0
+
+    def sort_key(self, fallback: Callable[[T], Any]) -> Callable[[T], Any]:
+        """A key function ordering objects by this point, ties broken by ``fallback``."""
+        entries = list(self)
+        if all(isinstance(e, _Key) for e in entries):
+            keys = [e.fn for e in entries]
+            return lambda obj: (*(k(obj) for k in keys), fallback(obj))
+        cmps = [_as_cmp(e) for e in entries]
+
+        def compare(left: T, right: T) -> int:
+            for cmp in cmps:
+                res = cmp(left, right)
+                if res:
+                    return res
+            a, b = fallback(left), fallback(right)
+            return -1 if a < b else (1 if a > b else 0)
+
+        return functools.cmp_to_key(compare)

@@ -1,0 +1,264 @@
+"""A scheduling session: one snapshot, the policy's plugins, and the actions that use them.
+
+The session owns the snapshot for its lifetime. Plugins register functions on its extension points
+in ``on_session_open``; actions ask the session (``ssn.job_ready(job)``, ``ssn.predicate(task)``…)
+and the session combines the plugins' answers with the rule of each point's kind (see
+:mod:`caldera.framework.points`). Placement primitives keep the job index, the node table and the
+plugins' event handlers in step; decisions accumulate in :attr:`Session.result`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.job import Job, ValidateResult
+from caldera.api.queue import Queue
+from caldera.api.resources import Vector
+from caldera.api.snapshot import Snapshot
+from caldera.api.task import Task, TaskStatus
+from caldera.framework import points as rules
+from caldera.framework.intents import Bind, CycleResult, Event, Evict
+from caldera.framework.plugin import Plugin
+from caldera.framework.points import OrderPoint, Point
+from caldera.framework.policy import Policy
+from caldera.framework.registry import Registry
+from caldera.framework.statement import Statement
+from caldera.models.volcano import PodGroupCondition
+
+__all__ = ["EventHandler", "Rejection", "Session"]
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+Rejection = tuple[str, BoolArray]
+"""A filter's verdict: a reason and the mask (over all nodes) of nodes it rejects for it."""
+
+VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandler:
+    """Called whenever a task is placed (allocate, pipeline) or unplaced (discard, evict)."""
+
+    allocate: Callable[[Task], None] | None = None
+    deallocate: Callable[[Task], None] | None = None
+
+
+class Session:
+    def __init__(self, snapshot: Snapshot, policy: Policy, registry: Registry) -> None:
+        self.snapshot = snapshot
+        self.policy = policy
+        self.registry = registry
+        self.uid = snapshot.session_id
+        self.now = snapshot.now
+        self.space = snapshot.space
+        self.nodes = snapshot.nodes
+        self.jobs = snapshot.jobs
+        self.queues = snapshot.queues
+        self.result = CycleResult(session_id=self.uid)
+        self.plugins: list[Plugin[Any]] = []
+        self.configured_actions = frozenset(a.name for a in policy.actions)
+
+        layout = policy.layout
+
+        def enabled(plugin: str, point: str) -> bool:
+            opt = policy.option(plugin)
+            return opt is None or opt.enabled(point)
+
+        def point(name: str) -> Any:
+            return Point(name, layout, enabled)
+
+        def order(name: str) -> Any:
+            return OrderPoint(name, layout, enabled)
+
+        self.job_order_point: OrderPoint[Job] = order("job_order")
+        self.queue_order_point: OrderPoint[Queue] = order("queue_order")
+        self.task_order_point: OrderPoint[Task] = order("task_order")
+        self.job_valid_point: Point[Callable[[Job], ValidateResult | None]] = point("job_valid")
+        self.job_enqueueable_point: Point[Callable[[Job], int]] = point("job_enqueueable")
+        self.job_enqueued_point: Point[Callable[[Job], None]] = point("job_enqueued")
+        self.job_ready_point: Point[Callable[[Job], bool]] = point("job_ready")
+        self.job_pipelined_point: Point[Callable[[Job], int]] = point("job_pipelined")
+        self.job_starving_point: Point[Callable[[Job], bool]] = point("job_starving")
+        self.overused_point: Point[Callable[[Queue], bool]] = point("overused")
+        self.allocatable_point: Point[Callable[[Queue, Task], bool]] = point("allocatable")
+        self.preemptive_point: Point[Callable[[Queue, Task], bool]] = point("preemptive")
+        self.pre_predicate_point: Point[Callable[[Task], str | None]] = point("pre_predicate")
+        self.predicate_point: Point[Callable[[Task], Sequence[Rejection]]] = point("predicate")
+        self.node_order_point: Point[Callable[[Task, IntArray], Vector]] = point("node_order")
+        self.best_node_point: Point[Callable[[Task, IntArray, Vector], int | None]] = point(
+            "best_node"
+        )
+        self.preemptable_point: Point[VictimFn] = point("preemptable")
+        self.reclaimable_point: Point[VictimFn] = point("reclaimable")
+        self.victim_tasks_point: Point[Callable[[Sequence[Task]], Sequence[Task]]] = point(
+            "victim_tasks"
+        )
+        self.event_handlers: Point[EventHandler] = point("event_handler")
+        self._handlers: list[EventHandler] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        start = time.perf_counter()
+        for tier in self.policy.tiers:
+            for opt in tier:
+                cls = self.registry.plugin(opt.name)
+                plugin = cls(opt.args, opt)
+                self.plugins.append(plugin)
+                plugin.on_session_open(self)
+        self._handlers = [h for h in self.event_handlers]
+        self.result.timings["open"] = time.perf_counter() - start
+
+    def run_actions(self) -> None:
+        for spec in self.policy.actions:
+            start = time.perf_counter()
+            self.registry.action(spec.name)(spec.args).execute(self)
+            self.result.timings[spec.name] = time.perf_counter() - start
+
+    # -- ordering ----------------------------------------------------------------------------
+
+    def job_order_key(self) -> Callable[[Job], Any]:
+        """Plugins' job order, then PodGroup creation time, then UID (Volcano's fallback)."""
+        return self.job_order_point.sort_key(lambda j: (j.creation, j.pg_uid, j.uid))
+
+    def queue_order_key(self) -> Callable[[Queue], Any]:
+        return self.queue_order_point.sort_key(lambda q: (q.creation, q.uid, q.name))
+
+    def task_order_key(self) -> Callable[[Task], Any]:
+        """Plugins' task order, then priority, creation time and name (Volcano's CompareTask)."""
+        return self.task_order_point.sort_key(
+            lambda t: (-t.priority, t.creation, t.namespace, t.name)
+        )
+
+    # -- job and queue verdicts ---------------------------------------------------------------
+
+    def job_valid(self, job: Job) -> ValidateResult | None:
+        return rules.first_result(self.job_valid_point, job)
+
+    def job_enqueueable(self, job: Job) -> bool:
+        return rules.vote(self.job_enqueueable_point, job)
+
+    def job_enqueued(self, job: Job) -> None:
+        rules.call_all(self.job_enqueued_point, job)
+
+    def job_ready(self, job: Job) -> bool:
+        return rules.all_true(self.job_ready_point, job)
+
+    def job_pipelined(self, job: Job) -> bool:
+        return rules.vote(self.job_pipelined_point, job)
+
+    def job_starving(self, job: Job) -> bool:
+        return rules.first_tier(self.job_starving_point, job)
+
+    def overused(self, queue: Queue) -> bool:
+        return rules.any_true(self.overused_point, queue)
+
+    def allocatable(self, queue: Queue, task: Task) -> bool:
+        return rules.all_true(self.allocatable_point, queue, task)
+
+    def preemptive(self, queue: Queue, task: Task) -> bool:
+        return rules.all_true(self.preemptive_point, queue, task)
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def pre_predicate(self, task: Task) -> str | None:
+        return rules.first_result(self.pre_predicate_point, task)
+
+    def predicate(self, task: Task) -> list[Rejection]:
+        return rules.concat(self.predicate_point, task)
+
+    def node_order(self, task: Task, candidates: IntArray) -> Vector:
+        return rules.total(self.node_order_point, task, candidates, len(candidates))
+
+    def best_node(self, task: Task, candidates: IntArray, scores: Vector) -> int | None:
+        for fn in self.best_node_point:
+            choice = fn(task, candidates, scores)
+            if choice is not None:
+                return choice
+        return None
+
+    # -- victims ------------------------------------------------------------------------------
+
+    def preemptable(self, preemptor: Task, preemptees: Sequence[Task]) -> list[Task] | None:
+        return rules.intersection(self.preemptable_point, preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: Task, reclaimees: Sequence[Task]) -> list[Task] | None:
+        return rules.intersection(self.reclaimable_point, reclaimer, reclaimees)
+
+    def victim_tasks(self, tasks: Sequence[Task]) -> list[Task]:
+        return rules.union(self.victim_tasks_point, tasks)
+
+    # -- placement primitives (used by Statement) -----------------------------------------------
+
+    def statement(self) -> Statement:
+        return Statement(self)
+
+    def _fire(self, task: Task, allocate: bool) -> None:
+        handlers = self._handlers if self._handlers is not None else list(self.event_handlers)
+        for h in handlers:
+            fn = h.allocate if allocate else h.deallocate
+            if fn is not None:
+                fn(task)
+
+    def place(self, task: Task, node: int, status: TaskStatus) -> None:
+        self.jobs[task.job].set_status(task, status)
+        task.node = node
+        task.node_name = self.nodes.names[node]
+        self.nodes.add_task(node, task)
+        self._fire(task, True)
+
+    def unplace(self, task: Task) -> None:
+        self.nodes.remove_task(task.node, task)
+        self.jobs[task.job].set_status(task, TaskStatus.PENDING)
+        task.node = -1
+        task.node_name = ""
+        self._fire(task, False)
+
+    def release(self, task: Task) -> None:
+        self._move(task, TaskStatus.RELEASING)
+        self._fire(task, False)
+
+    def unrelease(self, task: Task, previous: TaskStatus) -> None:
+        self._move(task, previous)
+        self._fire(task, True)
+
+    def _move(self, task: Task, status: TaskStatus) -> None:
+        self.nodes.remove_task(task.node, task)
+        self.jobs[task.job].set_status(task, status)
+        self.nodes.add_task(task.node, task)
+
+    def bind(self, task: Task) -> None:
+        """Send an allocated task to the binder."""
+        self.jobs[task.job].set_status(task, TaskStatus.BINDING)
+        self.result.binds.append(
+            Bind(task.namespace, task.name, task.uid, task.node_name, dict(task.bind_annotations))
+        )
+
+    def evict(self, task: Task, reason: str) -> None:
+        self.result.evictions.append(Evict(task.namespace, task.name, task.uid, reason))
+
+    def allocate(self, task: Task, node: int) -> None:
+        """Place and bind at once (backfill: no gang to wait for)."""
+        self.place(task, node, TaskStatus.ALLOCATED)
+        self.bind(task)
+
+    # -- status helpers for plugins -----------------------------------------------------------
+
+    def update_podgroup_condition(self, job: Job, condition: PodGroupCondition) -> None:
+        """Upsert a condition by type (Volcano keeps one condition per type)."""
+        for i, cond in enumerate(job.conditions):
+            if cond.type == condition.type:
+                job.conditions[i] = condition
+                return
+        job.conditions.append(condition)
+
+    def record_event(self, job: Job, type_: str, reason: str, message: str) -> None:
+        self.result.events.append(
+            Event("PodGroup", job.namespace, job.name, type_, reason, message)
+        )

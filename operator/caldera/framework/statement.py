@@ -1,0 +1,80 @@
+"""A statement: an undo log of placement decisions for one job.
+
+Actions stage allocations, pipelines and evictions in a statement and then either commit them
+(allocations become binds, evictions become evictions) or discard them, undoing every operation in
+reverse order so the session is exactly as before. A gang that is pipelined but not ready is
+neither: its reservations stay in the session (so later jobs cannot take them) and vanish with it.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from caldera.api.task import Task, TaskStatus, Transaction
+
+if TYPE_CHECKING:
+    from caldera.framework.session import Session
+
+__all__ = ["Op", "Statement"]
+
+
+class Op(enum.Enum):
+    ALLOCATE = "Allocate"
+    PIPELINE = "Pipeline"
+    EVICT = "Evict"
+
+
+@dataclass(slots=True)
+class _Entry:
+    op: Op
+    task: Task
+    reason: str = ""
+    previous: TaskStatus = TaskStatus.PENDING
+
+
+class Statement:
+    __slots__ = ("_ops", "_ssn")
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._ops: list[_Entry] = []
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def allocate(self, task: Task, node: int) -> None:
+        self._ssn.place(task, node, TaskStatus.ALLOCATED)
+        self._ops.append(_Entry(Op.ALLOCATE, task))
+
+    def pipeline(self, task: Task, node: int) -> None:
+        self._ssn.place(task, node, TaskStatus.PIPELINED)
+        self._ops.append(_Entry(Op.PIPELINE, task))
+
+    def evict(self, task: Task, reason: str) -> None:
+        previous = task.status
+        self._ssn.release(task)
+        self._ops.append(_Entry(Op.EVICT, task, reason=reason, previous=previous))
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        ssn = self._ssn
+        for entry in reversed(self._ops):
+            task = entry.task
+            if entry.op is Op.EVICT:
+                ssn.unrelease(task, entry.previous)
+            else:
+                task.last_transaction = Transaction(task.status, task.node_name)
+                ssn.unplace(task)
+        self._ops.clear()
+
+    def commit(self) -> None:
+        """Hand allocations to the binder and evictions to the evictor, oldest first."""
+        ssn = self._ssn
+        for entry in self._ops:
+            if entry.op is Op.ALLOCATE:
+                ssn.bind(entry.task)
+            elif entry.op is Op.EVICT:
+                ssn.evict(entry.task, entry.reason)
+        self._ops.clear()

@@ -1,0 +1,246 @@
+"""Core Kubernetes kinds the scheduler reads: Pod, Node, PriorityClass.
+
+Only the fields scheduling needs are modelled; everything else is ignored. Pod requests are
+computed here exactly as kube-scheduler computes them, because every later decision depends on them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from caldera.models.base import ApiModel, ObjectMeta, ResourceList
+
+__all__ = [
+    "Affinity",
+    "Container",
+    "Node",
+    "NodeAffinity",
+    "NodeSelector",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "Pod",
+    "PriorityClass",
+    "Taint",
+    "Toleration",
+    "effective_requests",
+]
+
+# kube-scheduler scores pods that do not state a cpu or memory request as if they asked for this
+# much (schedutil.DefaultMilliCPURequest / DefaultMemoryRequest).
+DEFAULT_MILLI_CPU_REQUEST = 100.0
+DEFAULT_MEMORY_REQUEST = 200.0 * 1024 * 1024
+
+
+class Toleration(ApiModel):
+    key: str = ""
+    operator: Literal["Exists", "Equal", ""] = ""
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """kube's ToleratesTaint: empty effect matches all effects, empty key with Exists matches
+        every taint, Equal (or empty) operator compares values."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+class Taint(ApiModel):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class NodeSelectorRequirement(ApiModel):
+    key: str = Field(min_length=1)
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _check_values(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        if self.operator in ("Gt", "Lt"):
+            if len(self.values) != 1:
+                raise ValueError(f"operator {self.operator} needs exactly one value")
+            try:
+                int(self.values[0])
+            except ValueError:
+                raise ValueError(f"operator {self.operator} needs an integer value") from None
+        return self
+
+
+class NodeSelectorTerm(ApiModel):
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+class NodeSelector(ApiModel):
+    node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
+
+
+class PreferredSchedulingTerm(ApiModel):
+    weight: int = Field(ge=1, le=100)
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(ApiModel):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+class Affinity(ApiModel):
+    node_affinity: NodeAffinity | None = None
+
+
+class ContainerResources(ApiModel):
+    requests: ResourceList = Field(default_factory=dict)
+    limits: ResourceList = Field(default_factory=dict)
+
+    def effective(self) -> dict[str, float]:
+        """Requests, with the API server's defaulting: a resource that has only a limit requests
+        that limit."""
+        return {**self.limits, **self.requests}
+
+
+class Container(ApiModel):
+    name: str = ""
+    image: str = ""
+    resources: ContainerResources = Field(default_factory=ContainerResources)
+    restart_policy: str | None = None
+
+    @property
+    def is_sidecar(self) -> bool:
+        return self.restart_policy == "Always"
+
+
+class PodSpec(ApiModel):
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    containers: tuple[Container, ...] = Field(min_length=1)
+    init_containers: tuple[Container, ...] = ()
+    overhead: ResourceList = Field(default_factory=dict)
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+
+
+class PodStatus(ApiModel):
+    phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] = "Pending"
+
+
+class Pod(ApiModel):
+    metadata: ObjectMeta
+    spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
+
+
+def _add(into: dict[str, float], more: dict[str, float]) -> None:
+    for name, value in more.items():
+        into[name] = into.get(name, 0.0) + value
+
+
+def _max(into: dict[str, float], other: dict[str, float]) -> None:
+    for name, value in other.items():
+        if value > into.get(name, 0.0):
+            into[name] = value
+
+
+def _requests(
+    spec: PodSpec, container_requests: dict[int, dict[str, float]], overhead: dict[str, float]
+) -> dict[str, float]:
+    """kube's PodRequests: sum of app containers; sidecars (restartable init containers) run
+    alongside them and every later init container; the pod needs the max of that and each init
+    container's peak; overhead is added on top."""
+    reqs: dict[str, float] = {}
+    for c in spec.containers:
+        _add(reqs, container_requests[id(c)])
+    sidecars: dict[str, float] = {}
+    init_peak: dict[str, float] = {}
+    for c in spec.init_containers:
+        own = container_requests[id(c)]
+        if c.is_sidecar:
+            _add(reqs, own)
+            _add(sidecars, own)
+            step = dict(sidecars)
+        else:
+            step = dict(own)
+            _add(step, sidecars)
+        _max(init_peak, step)
+    _max(reqs, init_peak)
+    _add(reqs, overhead)
+    return reqs
+
+
+def effective_requests(spec: PodSpec) -> dict[str, float]:
+    """The pod's resource request as kube-scheduler's NodeResourcesFit sees it."""
+    per = {id(c): c.resources.effective() for c in (*spec.containers, *spec.init_containers)}
+    return _requests(spec, per, spec.overhead)
+
+
+def nonzero_requests(spec: PodSpec) -> tuple[float, float]:
+    """(milli-cpu, memory) for scoring: like :func:`effective_requests`, but a container that does
+    not state cpu or memory counts kube-scheduler's defaults (100m, 200Mi)."""
+    per: dict[int, dict[str, float]] = {}
+    for c in (*spec.containers, *spec.init_containers):
+        own = c.resources.effective()
+        per[id(c)] = {
+            "cpu": own.get("cpu", DEFAULT_MILLI_CPU_REQUEST),
+            "memory": own.get("memory", DEFAULT_MEMORY_REQUEST),
+        }
+    reqs = _requests(spec, per, spec.overhead)
+    return reqs["cpu"], reqs["memory"]
+
+
+class NodeSpec(ApiModel):
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+
+
+class NodeCondition(ApiModel):
+    type: str
+    status: str = "Unknown"
+
+
+class NodeStatus(ApiModel):
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    conditions: tuple[NodeCondition, ...] = ()
+
+
+class Node(ApiModel):
+    metadata: ObjectMeta
+    spec: NodeSpec = Field(default_factory=NodeSpec)
+    status: NodeStatus = Field(default_factory=NodeStatus)
+
+    @property
+    def allocatable(self) -> dict[str, float]:
+        """Allocatable, falling back to capacity where the kubelet has not reported it."""
+        return {**self.status.capacity, **self.status.allocatable}
+
+    @property
+    def ready(self) -> bool:
+        """Ready unless a Ready condition says otherwise (a plain manifest states no conditions)."""
+        for cond in self.status.conditions:
+            if cond.type == "Ready":
+                return cond.status == "True"
+        return True
+
+
+class PriorityClass(ApiModel):
+    metadata: ObjectMeta
+    value: int
+    global_default: bool = False
+    preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None

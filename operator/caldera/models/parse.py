@@ -1,0 +1,76 @@
+"""Turn raw API objects (dicts from YAML or a watch event) into models, with readable errors.
+
+A malformed object yields a :class:`ObjectError` that names the kind, the object and the field
+(``Pod default/web-0: spec.containers[0].resources.requests: cpu: invalid quantity '1x'``), so
+callers can report it and carry on with the other objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from caldera.models.core import Node, Pod, PriorityClass
+from caldera.models.volcano import PodGroup, Queue
+
+__all__ = ["KINDS", "NAMESPACED", "ObjectError", "describe", "parse_object"]
+
+KINDS: dict[str, type[BaseModel]] = {
+    "Pod": Pod,
+    "Node": Node,
+    "PodGroup": PodGroup,
+    "Queue": Queue,
+    "PriorityClass": PriorityClass,
+}
+NAMESPACED = frozenset({"Pod", "PodGroup"})
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectError:
+    kind: str
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.name}: {self.message}"
+
+
+def describe(kind: str, raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    name = str(meta.get("name") or "<unnamed>")
+    ns = meta.get("namespace")
+    if kind in NAMESPACED:
+        return f"{ns or 'default'}/{name}"
+    return name
+
+
+def _loc(parts: tuple[int | str, ...]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def parse_object(kind: str, raw: Mapping[str, Any]) -> BaseModel | ObjectError:
+    """Validate ``raw`` as ``kind``; namespaced kinds without a namespace get ``default``."""
+    model = KINDS[kind]
+    data = dict(raw)
+    if kind in NAMESPACED:
+        meta = data.get("metadata")
+        if isinstance(meta, Mapping) and not meta.get("namespace"):
+            data["metadata"] = {**meta, "namespace": "default"}
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        messages = []
+        for err in exc.errors()[:3]:
+            loc = _loc(tuple(err["loc"]))
+            msg = err["msg"].removeprefix("Value error, ")
+            messages.append(f"{loc}: {msg}" if loc else msg)
+        more = len(exc.errors()) - len(messages)
+        text = "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
+        return ObjectError(kind, describe(kind, raw), text)

@@ -1,0 +1,87 @@
+"""Volcano's scheduling kinds: PodGroup and Queue (``scheduling.volcano.sh/v1beta1``).
+
+Field names, defaults and validation follow Volcano's CRDs (see shared/reference/volcano.md §1), so
+objects written for Volcano load unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp
+
+__all__ = [
+    "GROUP_NAME_ANNOTATION",
+    "QUEUE_NAME_ANNOTATION",
+    "PodGroup",
+    "PodGroupCondition",
+    "Queue",
+]
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+GROUP_MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+
+PodGroupPhase = Literal["Pending", "Running", "Unknown", "Inqueue", "Completed", ""]
+QueueState = Literal["Open", "Closed", "Closing", "Unknown", ""]
+
+
+class PodGroupCondition(ApiModel):
+    type: str
+    status: str = "True"
+    transition_id: str = Field(default="", alias="transitionID")
+    last_transition_time: Timestamp = None
+    reason: str = ""
+    message: str = ""
+
+
+class PodGroupSpec(ApiModel):
+    min_member: int = Field(default=0, ge=0)
+    min_task_member: dict[str, int] = Field(default_factory=dict)
+    queue: str = ""
+    priority_class_name: str = ""
+    min_resources: ResourceList | None = None
+
+
+class PodGroupStatus(ApiModel):
+    phase: PodGroupPhase = ""
+    conditions: tuple[PodGroupCondition, ...] = ()
+    running: int = Field(default=0, ge=0)
+    succeeded: int = Field(default=0, ge=0)
+    failed: int = Field(default=0, ge=0)
+
+
+class PodGroup(ApiModel):
+    metadata: ObjectMeta
+    spec: PodGroupSpec = Field(default_factory=PodGroupSpec)
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+
+
+class Guarantee(ApiModel):
+    resource: ResourceList = Field(default_factory=dict)
+
+
+class QueueSpec(ApiModel):
+    # The CRD says min 1, but Volcano's mutating webhook turns 0 into 1 before validation.
+    weight: int = Field(default=1, ge=0, le=65535)
+    capability: ResourceList | None = None
+    reclaimable: bool | None = None
+    guarantee: Guarantee = Field(default_factory=Guarantee)
+    deserved: ResourceList | None = None
+    parent: str = ""
+    priority: int = Field(default=0, ge=0)
+
+
+class QueueStatus(ApiModel):
+    state: QueueState = ""
+    allocated: ResourceList = Field(default_factory=dict)
+
+
+class Queue(ApiModel):
+    metadata: ObjectMeta
+    spec: QueueSpec = Field(default_factory=QueueSpec)
+    status: QueueStatus = Field(default_factory=QueueStatus)

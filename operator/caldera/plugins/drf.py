@@ -1,0 +1,53 @@
+"""drf: dominant resource fairness between jobs.
+
+A job's share is its largest fraction of any cluster resource; jobs with smaller shares go first,
+and a task may preempt another job's task only if that leaves the victim's job with at least the
+preemptor's share. Shares are kept current through the session's allocate/deallocate events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from caldera.api.compare import share
+from caldera.api.task import Task
+from caldera.framework.plugin import NoArgs, Plugin
+from caldera.framework.points import PERMIT
+from caldera.framework.session import EventHandler, Session
+
+__all__ = ["DrfPlugin"]
+
+SHARE_DELTA = 0.000001
+
+
+class DrfPlugin(Plugin[NoArgs]):
+    name: ClassVar[str] = "drf"
+
+    def on_session_open(self, ssn: Session) -> None:
+        space = ssn.space
+        total = ssn.snapshot.total_allocatable()
+        shares = {uid: share(space, job.allocated, total) for uid, job in ssn.jobs.items()}
+        self.shares = shares
+
+        def update(task: Task) -> None:
+            shares[task.job] = share(space, ssn.jobs[task.job].allocated, total)
+
+        def preemptable(preemptor: Task, preemptees: Sequence[Task]) -> tuple[list[Task], int]:
+            mine = share(space, ssn.jobs[preemptor.job].allocated + preemptor.resreq, total)
+            remaining = {}
+            victims = []
+            for task in preemptees:
+                alloc = remaining.get(task.job)
+                if alloc is None:
+                    alloc = ssn.jobs[task.job].allocated.copy()
+                alloc -= task.resreq
+                remaining[task.job] = alloc
+                theirs = share(space, alloc, total)
+                if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
+                    victims.append(task)
+            return victims, PERMIT
+
+        ssn.job_order_point.add_key(self.name, lambda j: shares[j.uid])
+        ssn.preemptable_point.add(self.name, preemptable)
+        ssn.event_handlers.add(self.name, EventHandler(allocate=update, deallocate=update))

@@ -1,0 +1,115 @@
+"""gang: all-or-nothing placement of a PodGroup's minMember tasks, and its status conditions.
+
+A job is valid only with enough live tasks (and enough per role, ``minTaskMember``); it is ready
+when minMember tasks are placed, pipelined when they are placed or waiting for released resources.
+Unready jobs go first in job order. Victims may only come from tasks above a job's minimum. At
+session close every job gets Volcano's ``Unschedulable`` or ``Scheduled`` condition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from caldera.api.job import READY_STATUSES, VALID_STATUSES, Job, ValidateResult
+from caldera.api.reasons import job_fit_error
+from caldera.api.task import Task, TaskStatus
+from caldera.framework.plugin import NoArgs, Plugin
+from caldera.framework.points import PERMIT, REJECT
+from caldera.framework.session import Session
+from caldera.models.volcano import PodGroupCondition
+
+__all__ = ["GangPlugin"]
+
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+READY_REASON = "tasks in gang are ready to be scheduled"
+_PIPELINED = frozenset(READY_STATUSES | {TaskStatus.PIPELINED})
+
+
+def _valid(job: Job) -> ValidateResult | None:
+    if not job.roles_meet_minimum(VALID_STATUSES):
+        return ValidateResult(
+            NOT_ENOUGH_PODS_OF_TASK, "Not enough valid pods of each task for gang-scheduling"
+        )
+    valid = job.valid_task_num()
+    if valid < job.min_available:
+        return ValidateResult(
+            NOT_ENOUGH_TASKS,
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, "
+            f"min: {job.min_available}",
+        )
+    return None
+
+
+def _ready(job: Job) -> bool:
+    return job.is_ready() and job.roles_meet_minimum(READY_STATUSES)
+
+
+def _pipelined(job: Job) -> int:
+    return PERMIT if job.is_pipelined() and job.roles_meet_minimum(_PIPELINED) else REJECT
+
+
+class GangPlugin(Plugin[NoArgs]):
+    name: ClassVar[str] = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        def victims(_: Task, candidates: Sequence[Task]) -> tuple[list[Task], int]:
+            occupied: dict[str, int] = {}
+            chosen = []
+            for task in candidates:
+                job = ssn.jobs[task.job]
+                left = occupied.setdefault(job.uid, job.ready_task_num())
+                if left > job.min_available:
+                    occupied[job.uid] = left - 1
+                    chosen.append(task)
+            return chosen, PERMIT
+
+        ssn.job_valid_point.add(self.name, _valid)
+        ssn.preemptable_point.add(self.name, victims)
+        ssn.reclaimable_point.add(self.name, victims)
+        ssn.job_order_point.add_key(self.name, lambda j: 1 if j.is_ready() else 0)
+        ssn.job_ready_point.add(self.name, _ready)
+        ssn.job_pipelined_point.add(self.name, _pipelined)
+        ssn.job_starving_point.add(self.name, Job.is_starving)
+
+    def on_session_close(self, ssn: Session) -> None:
+        for job in ssn.jobs.values():
+            if not job.tasks:
+                continue
+            if job.is_ready():
+                cond = PodGroupCondition(
+                    type="Scheduled",
+                    status="True",
+                    transition_id=ssn.uid,
+                    last_transition_time=ssn.now,
+                    reason=READY_REASON,
+                    message="",
+                )
+            else:
+                releasing = sum(
+                    1 for t in job.by_status.get(TaskStatus.RELEASING, {}).values() if t.node_name
+                )
+                ready = job.ready_task_num() + job.pending_best_effort_num()
+                if releasing and ready + releasing >= job.min_available:
+                    continue
+                placeable = sum(
+                    1
+                    for t in job.by_status.get(TaskStatus.PENDING, {}).values()
+                    if t.last_transaction is not None
+                    and t.last_transaction.status
+                    in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND)
+                )
+                unready = job.min_available - (placeable + job.ready_task_num())
+                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
+                job.fit_error = msg
+                cond = PodGroupCondition(
+                    type="Unschedulable",
+                    status="True",
+                    transition_id=ssn.uid,
+                    last_transition_time=ssn.now,
+                    reason=NOT_ENOUGH_RESOURCES,
+                    message=msg,
+                )
+            ssn.update_podgroup_condition(job, cond)

@@ -1,0 +1,64 @@
+"""overcommit: admit jobs while the cluster, inflated by a factor, still has room for them.
+
+Idle is ``total × overcommit-factor − used``; jobs already admitted (Inqueue, or Running but short of
+their minResources) hold their not-yet-placed minimum against it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from caldera.api.compare import le_where, short_names
+from caldera.api.job import Job
+from caldera.framework.plugin import Args, Plugin
+from caldera.framework.points import PERMIT, REJECT
+from caldera.framework.session import Session
+
+__all__ = ["OvercommitArgs", "OvercommitPlugin"]
+
+DEFAULT_FACTOR = 1.2
+
+
+class OvercommitArgs(Args):
+    factor: float = Field(DEFAULT_FACTOR, alias="overcommit-factor")
+
+
+class OvercommitPlugin(Plugin[OvercommitArgs]):
+    name: ClassVar[str] = "overcommit"
+    Args = OvercommitArgs
+
+    def on_session_open(self, ssn: Session) -> None:
+        space = ssn.space
+        factor = self.args.factor if self.args.factor >= 1.0 else DEFAULT_FACTOR
+        idle = ssn.snapshot.total_allocatable() * factor - ssn.nodes.used.sum(axis=0)
+        inqueue = space.zeros()
+        for job in ssn.jobs.values():
+            if job.min_resources is None:
+                continue
+            if job.phase == "Inqueue":
+                inqueue += job.min_resources
+            elif job.phase == "Running" and job.ready_task_num() >= job.min_available:
+                inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
+
+        def enqueueable(job: Job) -> int:
+            if job.min_resources is None:
+                return PERMIT
+            need = inqueue + job.min_resources
+            if le_where(space, need, idle, job.min_resources):
+                return PERMIT
+            over = ", ".join(f"overused {n}" for n in short_names(space, need, idle, need))
+            msg = "resource in cluster is overused" + (f": {over}" if over else "")
+            job.fit_error = msg
+            ssn.record_event(job, "Normal", "Unschedulable", msg)
+            return REJECT
+
+        def enqueued(job: Job) -> None:
+            nonlocal inqueue
+            if job.min_resources is not None:
+                inqueue = inqueue + job.min_resources
+
+        ssn.job_enqueueable_point.add(self.name, enqueueable)
+        ssn.job_enqueued_point.add(self.name, enqueued)

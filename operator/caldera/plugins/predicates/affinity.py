@@ -1,0 +1,103 @@
+"""NodeAffinity: ``nodeSelector`` and required node-affinity terms, with kube's semantics.
+
+A pod fits a node when every nodeSelector label matches and, if required terms are given, at least
+one term matches (all its expressions and fields). Each distinct requirement is evaluated once per
+session over the label column it names and cached, and each distinct pod constraint is cached as a
+whole, so identical pods cost one dictionary lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.node import NodeTable
+from caldera.api.task import Task
+from caldera.framework.session import Rejection
+from caldera.models.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+
+__all__ = ["node_affinity_filter", "requirement_mask"]
+
+REASON = "node(s) didn't match Pod's node affinity/selector"
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _int_or_none(value: object) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+def requirement_mask(column: npt.NDArray[np.object_], req: NodeSelectorRequirement) -> BoolArray:
+    """Nodes whose value (None = label absent) satisfies ``req``."""
+    op = req.operator
+    if op == "Exists":
+        return np.array([v is not None for v in column], dtype=bool)
+    if op == "DoesNotExist":
+        return np.array([v is None for v in column], dtype=bool)
+    if op in ("In", "NotIn"):
+        values = set(req.values)
+        inside = np.array([v is not None and v in values for v in column], dtype=bool)
+        return inside if op == "In" else ~inside
+    bound = int(req.values[0])
+    numbers = [_int_or_none(v) for v in column]
+    if op == "Gt":
+        return np.array([n is not None and n > bound for n in numbers], dtype=bool)
+    return np.array([n is not None and n < bound for n in numbers], dtype=bool)
+
+
+def node_affinity_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+    req_cache: dict[tuple[str, NodeSelectorRequirement], BoolArray] = {}
+    pod_cache: dict[tuple[tuple[tuple[str, str], ...], NodeSelector | None], list[Rejection]] = {}
+    names = np.array(nodes.names, dtype=object)
+
+    def requirement(req: NodeSelectorRequirement, field: bool) -> BoolArray:
+        key = ("field" if field else "label", req)
+        mask = req_cache.get(key)
+        if mask is None:
+            if field:
+                column = names if req.key == "metadata.name" else np.full(len(nodes), None)
+            else:
+                column = nodes.label_column(req.key)
+            mask = req_cache[key] = requirement_mask(column, req)
+        return mask
+
+    def term_mask(term: NodeSelectorTerm) -> BoolArray:
+        if not term.match_expressions and not term.match_fields:
+            return np.zeros(len(nodes), dtype=bool)
+        mask = np.ones(len(nodes), dtype=bool)
+        for req in term.match_expressions:
+            mask &= requirement(req, False)
+        for req in term.match_fields:
+            mask &= requirement(req, True)
+        return mask
+
+    def reject(task: Task) -> list[Rejection]:
+        spec = task.spec
+        required = None
+        if spec.affinity is not None and spec.affinity.node_affinity is not None:
+            required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+        if not spec.node_selector and required is None:
+            return []
+        key = (tuple(sorted(spec.node_selector.items())), required)
+        hit = pod_cache.get(key)
+        if hit is not None:
+            return hit
+        fits = np.ones(len(nodes), dtype=bool)
+        for label, value in spec.node_selector.items():
+            fits &= requirement(NodeSelectorRequirement(key=label, operator="In", values=(value,)), False)
+        if required is not None:
+            any_term = np.zeros(len(nodes), dtype=bool)
+            for term in required.node_selector_terms:
+                any_term |= term_mask(term)
+            fits &= any_term
+        result = [(REASON, ~fits)] if not fits.all() else []
+        pod_cache[key] = result
+        return result
+
+    return reject

@@ -1,0 +1,75 @@
+"""NodeUnschedulable and TaintToleration, vectorised by grouping nodes with identical taints.
+
+A cluster has few distinct taint sets, so the nodes are grouped once per session and a pod's
+tolerations are checked once per group (and cached per distinct toleration list): per task the
+cost is a dictionary lookup. Reasons read as kube-scheduler prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from caldera.api.node import NodeTable
+from caldera.api.task import Task
+from caldera.framework.session import Rejection
+from caldera.models.core import Taint, Toleration
+
+__all__ = ["taint_filter", "unschedulable_filter"]
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
+_FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
+    for taint in taints:
+        if taint.effect in _FILTERED_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+def unschedulable_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+    mask = nodes.unschedulable
+    if not mask.any():
+        return lambda task: []
+    rejection = [(UNSCHEDULABLE, mask)]
+
+    def reject(task: Task) -> list[Rejection]:
+        if any(t.tolerates(UNSCHEDULABLE_TAINT) for t in task.spec.tolerations):
+            return []
+        return rejection
+
+    return reject
+
+
+def taint_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+    groups: dict[tuple[Taint, ...], list[int]] = {}
+    for i, taints in enumerate(nodes.taints):
+        if any(t.effect in _FILTERED_EFFECTS for t in taints):
+            groups.setdefault(taints, []).append(i)
+    if not groups:
+        return lambda task: []
+    index = [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+    cache: dict[tuple[Toleration, ...], list[Rejection]] = {}
+
+    def reject(task: Task) -> list[Rejection]:
+        tolerations = task.spec.tolerations
+        hit = cache.get(tolerations)
+        if hit is not None:
+            return hit
+        masks: dict[str, np.ndarray] = {}
+        for taints, rows in index:
+            taint = _untolerated(taints, tolerations)
+            if taint is not None:
+                reason = f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+                mask = masks.get(reason)
+                if mask is None:
+                    mask = masks[reason] = np.zeros(len(nodes), dtype=bool)
+                mask[rows] = True
+        result = list(masks.items())
+        cache[tolerations] = result
+        return result
+
+    return reject

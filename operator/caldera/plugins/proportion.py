@@ -1,0 +1,187 @@
+"""proportion: share the cluster between queues by weight (weighted water-filling).
+
+Each session every queue's *deserved* share is computed by repeatedly handing out what is left of
+the cluster in proportion to the weights of the queues that still want more, never above a queue's
+real capability (``min(capability, total − Σguarantee + own guarantee)``) or its request, never
+below its guarantee. Queues then take turns by ``spec.priority`` (higher first) and share
+(allocated/deserved, lower first); a queue at or over its share is overused and skipped; a task is
+allocatable only if it keeps its queue within its share; jobs are admitted while the queue's real
+capability still covers what is allocated and admitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from caldera.api.compare import le_all, le_where, share, short_names
+from caldera.api.job import Job
+from caldera.api.queue import Queue
+from caldera.api.resources import ResourceSpace, Vector
+from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
+from caldera.framework.plugin import NoArgs, Plugin
+from caldera.framework.points import PERMIT, REJECT
+from caldera.framework.session import EventHandler, Session
+
+__all__ = ["ProportionPlugin", "QueueShare", "water_fill"]
+
+_MAX_ROUNDS = 1000
+
+
+@dataclass(slots=True, eq=False)
+class QueueShare:
+    queue: Queue
+    allocated: Vector
+    request: Vector
+    inqueue: Vector
+    elastic: Vector
+    real_capability: Vector
+    deserved: Vector
+    share: float = 0.0
+
+
+def water_fill(space: ResourceSpace, total: Vector, shares: Sequence[QueueShare]) -> None:
+    """Set every ``deserved`` by weighted water-filling of ``total``."""
+    remaining = total.copy()
+    met: set[int] = set()
+    for _ in range(_MAX_ROUNDS):
+        weight = sum(s.queue.weight for i, s in enumerate(shares) if i not in met)
+        if weight == 0:
+            break
+        before = remaining.copy()
+        grown = space.zeros()
+        shrunk = space.zeros()
+        for i, s in enumerate(shares):
+            if i in met:
+                continue
+            old = s.deserved
+            new = old + remaining * (s.queue.weight / weight)
+            new = np.minimum(new, s.real_capability)
+            new = np.minimum(new, s.request)
+            new = np.maximum(new, s.queue.guarantee)
+            s.deserved = new
+            if le_all(space, s.request, new):
+                met.add(i)
+            diff = new - old
+            grown += np.maximum(diff, 0.0)
+            shrunk += np.maximum(-diff, 0.0)
+        remaining = remaining - grown + shrunk
+        quota = space.quota
+        if np.all(remaining[quota] < 0.1) or np.allclose(remaining, before, rtol=0, atol=1e-6):
+            break
+
+
+class ProportionPlugin(Plugin[NoArgs]):
+    name: ClassVar[str] = "proportion"
+
+    def on_session_open(self, ssn: Session) -> None:
+        space = ssn.space
+        total = ssn.snapshot.total_allocatable()
+        guaranteed = space.zeros()
+        for queue in ssn.queues.values():
+            guaranteed += queue.guarantee
+        free = np.maximum(total - guaranteed, 0.0)
+        shares: dict[str, QueueShare] = {}
+        for name in sorted(ssn.queues):
+            queue = ssn.queues[name]
+            shares[name] = QueueShare(
+                queue=queue,
+                allocated=space.zeros(),
+                request=space.zeros(),
+                inqueue=space.zeros(),
+                elastic=space.zeros(),
+                real_capability=np.minimum(queue.capability, free + queue.guarantee),
+                deserved=space.zeros(),
+            )
+        for job in ssn.jobs.values():
+            s = shares.get(job.queue)
+            if s is None:
+                continue
+            s.allocated += job.allocated
+            s.request += job.allocated
+            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
+                s.request += task.resreq
+            minimum = job.min_resources if job.min_resources is not None else space.zeros()
+            if job.phase == "Inqueue":
+                s.inqueue += minimum
+            elif (
+                job.phase == "Running"
+                and job.min_resources is not None
+                and sum(job.count(st) for st in ALLOCATED_STATUSES) >= job.min_available
+            ):
+                s.inqueue += np.maximum(minimum - job.allocated, 0.0)
+            s.elastic += np.maximum(job.allocated - minimum, 0.0)
+        water_fill(space, total, list(shares.values()))
+        for s in shares.values():
+            s.share = share(space, s.allocated, s.deserved)
+            ssn.result.deserved[s.queue.name] = space.to_quantities(s.deserved)
+        self.shares = shares
+
+        def update(task: Task, sign: float) -> None:
+            s = shares.get(ssn.jobs[task.job].queue)
+            if s is not None:
+                s.allocated += sign * task.resreq
+                s.share = share(space, s.allocated, s.deserved)
+
+        def queue_key(queue: Queue) -> tuple[int, float]:
+            s = shares.get(queue.name)
+            return (-queue.priority, s.share if s is not None else 0.0)
+
+        def overused(queue: Queue) -> bool:
+            s = shares.get(queue.name)
+            return s is not None and le_all(space, s.deserved, s.allocated)
+
+        def allocatable(queue: Queue, task: Task) -> bool:
+            s = shares.get(queue.name)
+            if s is None or not queue.is_open:
+                return False
+            return le_where(space, s.allocated + task.resreq, s.deserved, task.resreq)
+
+        def enqueueable(job: Job) -> int:
+            s = shares[job.queue]
+            if not s.queue.is_open:
+                job.fit_error = f"queue {s.queue.name} is {s.queue.state or 'not open'}"
+                return REJECT
+            if job.min_resources is None:
+                return PERMIT
+            need = job.min_resources + s.allocated + s.inqueue - s.elastic
+            if le_where(space, need, s.real_capability, job.min_resources):
+                return PERMIT
+            short = short_names(space, need, s.real_capability, job.min_resources)
+            detail = ", ".join(f"insufficient {n}" for n in short)
+            msg = "queue resource quota insufficient" + (f": {detail}" if detail else "")
+            job.fit_error = msg
+            ssn.record_event(job, "Normal", "Unschedulable", msg)
+            return REJECT
+
+        def enqueued(job: Job) -> None:
+            if job.min_resources is not None:
+                shares[job.queue].inqueue += job.min_resources
+
+        def reclaimable(reclaimer: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
+            left: dict[str, Vector] = {}
+            victims = []
+            for task in reclaimees:
+                s = shares[ssn.jobs[task.job].queue]
+                alloc = left.setdefault(s.queue.name, s.allocated.copy())
+                if np.any((alloc < reclaimer.resreq - 0.1)[space.quota]):
+                    continue
+                if not le_all(space, alloc, s.deserved):
+                    alloc -= task.resreq
+                    victims.append(task)
+            return victims, PERMIT
+
+        ssn.queue_order_point.add_key(self.name, queue_key)
+        ssn.overused_point.add(self.name, overused)
+        ssn.allocatable_point.add(self.name, allocatable)
+        ssn.preemptive_point.add(self.name, allocatable)
+        ssn.job_enqueueable_point.add(self.name, enqueueable)
+        ssn.job_enqueued_point.add(self.name, enqueued)
+        ssn.reclaimable_point.add(self.name, reclaimable)
+        ssn.event_handlers.add(
+            self.name,
+            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
+        )

@@ -1,0 +1,133 @@
+"""Kubernetes resource quantities: exact parsing and canonical formatting.
+
+Every resource number that enters Caldera (pod requests, node allocatable, queue capability, PodGroup
+minResources) is a Kubernetes ``Quantity`` string, and every number we write back (queue
+``status.allocated``) must read the way Kubernetes itself would print it. Parsing is exact (rational
+arithmetic, no floats), so ``1G`` and ``1Gi`` stay different and ``0.1`` cpu is exactly ``100m``.
+
+Engine units follow kube-scheduler: cpu in millicores (``MilliValue``), everything else in whole
+units (``Value``: bytes for memory and storage, a count for extended resources). Both round up, as
+Kubernetes' ``ScaledValue`` does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+__all__ = [
+    "CPU",
+    "QuantityError",
+    "format_binary",
+    "format_decimal",
+    "format_resource",
+    "parse_quantity",
+    "to_engine_units",
+]
+
+CPU = "cpu"
+
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_NUMBER = re.compile(r"^([+-]?)(\d+\.?\d*|\.\d+)(.*)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?\d+)$")
+# Kubernetes rejects exponents outside this range long before any real cluster needs them.
+_MAX_EXPONENT = 100
+
+
+class QuantityError(ValueError):
+    """A string that is not a valid Kubernetes quantity."""
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Parse a quantity into its exact rational value (``"1.5Gi"`` → ``Fraction(1610612736)``)."""
+    if isinstance(text, bool):
+        raise QuantityError(f"invalid quantity {text!r}: not a number")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(f"invalid quantity {text!r}")
+        return Fraction(str(text))
+    if not isinstance(text, str):
+        raise QuantityError(f"invalid quantity {text!r}: expected a string or a number")
+    match = _NUMBER.match(text.strip()) if text == text.strip() else None
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    sign, digits, suffix = match.groups()
+    value = Fraction(digits)
+    if suffix in _BINARY:
+        value *= 1024 ** _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        value *= Fraction(10) ** _DECIMAL[suffix]
+    else:
+        exp = _EXPONENT.match(suffix)
+        if exp is None:
+            raise QuantityError(f"invalid quantity {text!r}: unknown suffix {suffix!r}")
+        power = int(exp.group(1))
+        if abs(power) > _MAX_EXPONENT:
+            raise QuantityError(f"invalid quantity {text!r}: exponent out of range")
+        value *= Fraction(10) ** power
+    return -value if sign == "-" else value
+
+
+def to_engine_units(resource: str, quantity: str | int | float) -> float:
+    """Convert a quantity to the unit the engine stores: millicores for cpu, whole units otherwise.
+
+    Rounds up like Kubernetes' ``MilliValue``/``Value``. Negative quantities are rejected: no request
+    or capacity in Kubernetes may be negative.
+    """
+    value = parse_quantity(quantity)
+    if value < 0:
+        raise QuantityError(f"invalid quantity {quantity!r}: must not be negative")
+    if resource == CPU:
+        value *= 1000
+    return float(math.ceil(value))
+
+
+def _canonical_decimal(value: Fraction) -> str:
+    """Format like Kubernetes' DecimalSI canonical form: the largest 10^3k suffix that keeps an
+    integer mantissa (``1500m``, ``2``, ``12k``); values finer than nano are rounded up to ``n``."""
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    value = abs(value)
+    nanos = math.ceil(value * 10**9)
+    exponent = -9
+    while exponent < 18 and nanos % 1000 == 0:
+        nanos //= 1000
+        exponent += 3
+    suffix = {v: k for k, v in _DECIMAL.items()}[exponent]
+    return f"{sign}{nanos}{suffix}"
+
+
+def format_decimal(value: Fraction | float | int) -> str:
+    """Canonical DecimalSI text for a value in base units (cores, counts)."""
+    return _canonical_decimal(Fraction(value))
+
+
+def format_binary(value: Fraction | float | int) -> str:
+    """Canonical BinarySI text (``1536Mi``, ``1Gi``); like Kubernetes, values under 1024 or not a
+    whole multiple of 1024 fall back to plain decimal."""
+    frac = Fraction(value)
+    if frac.denominator != 1 or abs(frac) < 1024:
+        return _canonical_decimal(frac)
+    number = int(frac)
+    power = 0
+    while power < 6 and number % 1024 == 0:
+        number //= 1024
+        power += 1
+    if power == 0:
+        return _canonical_decimal(frac)
+    suffix = {v: k for k, v in _BINARY.items()}[power]
+    return f"{number}{suffix}"
+
+
+def format_resource(resource: str, engine_value: float) -> str:
+    """Render an engine value of ``resource`` as the quantity Kubernetes would print."""
+    if resource == CPU:
+        return format_decimal(Fraction(round(engine_value)) / 1000)
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return format_binary(round(engine_value))
+    return format_decimal(round(engine_value))

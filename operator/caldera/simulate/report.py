@@ -1,0 +1,136 @@
+"""What ``caldera simulate`` prints: a JSON document for tools, a table for people.
+
+The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``,
+``queues``, ``pods`` and ``unschedulable``, with keys sorted so equal input gives equal bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from caldera.models.volcano import PodGroupCondition
+from caldera.quantity import format_resource
+from caldera.simulate.runner import Simulation
+
+__all__ = ["to_json", "to_table"]
+
+
+def _time(stamp: float | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(c: PodGroupCondition) -> dict[str, Any]:
+    return {
+        "type": c.type,
+        "status": c.status,
+        "reason": c.reason,
+        "message": c.message,
+        "transitionID": c.transition_id,
+        "lastTransitionTime": _time(c.last_transition_time),
+    }
+
+
+def _unschedulable(sim: Simulation) -> dict[str, str]:
+    if not sim.cycles:
+        return {}
+    last = sim.cycles[-1].result
+    return {f"{c.namespace}/{c.name}": c.message for c in last.pod_conditions}
+
+
+def report(sim: Simulation) -> dict[str, Any]:
+    state = sim.state
+    return {
+        "binds": [
+            {"pod": f"{b.namespace}/{b.name}", "node": b.node, "cycle": rec.cycle}
+            for rec in sim.cycles
+            for b in rec.result.binds
+        ],
+        "evictions": [
+            {"pod": f"{e.namespace}/{e.name}", "reason": e.reason, "cycle": rec.cycle}
+            for rec in sim.cycles
+            for e in rec.result.evictions
+        ],
+        "podGroups": {
+            key: {
+                "phase": pg.status.phase,
+                "running": pg.status.running,
+                "succeeded": pg.status.succeeded,
+                "failed": pg.status.failed,
+                "conditions": [_condition(c) for c in pg.status.conditions],
+            }
+            for key, pg in sorted(state.podgroups.items())
+        },
+        "queues": {
+            name: {
+                "state": q.status.state or "Open",
+                "allocated": {k: format_resource(k, v) for k, v in sorted(q.status.allocated.items())},
+            }
+            for name, q in sorted(state.queues.items())
+        },
+        "pods": {key: {"annotations": dict(sorted(a.items()))}
+                 for key, a in sorted(sim.bind_annotations.items())},
+        "unschedulable": dict(sorted(_unschedulable(sim).items())),
+    }
+
+
+def to_json(sim: Simulation) -> str:
+    return json.dumps(report(sim), indent=2, sort_keys=True) + "\n"
+
+
+def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str = "    ") -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    out = []
+    for row in [header, *rows]:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)] + [row[-1]]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def to_table(sim: Simulation) -> str:
+    lines: list[str] = []
+    for rec in sim.cycles:
+        res = rec.result
+        lines.append(f"== cycle {rec.cycle} ==")
+        for problem in rec.problems:
+            lines.append(f"  ! {problem}")
+        if res.binds:
+            lines.append(f"  bound ({len(res.binds)}):")
+            lines += _rows(("POD", "NODE"), [(f"{b.namespace}/{b.name}", b.node) for b in res.binds])
+        else:
+            lines.append("  bound: nothing")
+        if res.evictions:
+            lines.append(f"  evicted ({len(res.evictions)}):")
+            lines += _rows(("POD", "REASON"),
+                           [(f"{e.namespace}/{e.name}", e.reason) for e in res.evictions])
+        if res.pod_conditions:
+            lines.append(f"  pending ({len(res.pod_conditions)}):")
+            lines += _rows(("POD", "STATUS", "WHY"),
+                           [(f"{c.namespace}/{c.name}", c.reason, c.message)
+                            for c in res.pod_conditions])
+        allocated = {q.name: q.allocated for q in res.queues}
+        if res.deserved or allocated:
+            lines.append("  queues:")
+            rows = []
+            for name in sorted(set(allocated) | set(res.deserved)):
+                rows.append((name, _res(res.deserved.get(name)), _res(allocated.get(name))))
+            lines += _rows(("QUEUE", "DESERVED", "ALLOCATED"), rows)
+        for ev in res.events:
+            lines.append(f"  event {ev.kind} {ev.namespace}/{ev.name} {ev.reason}: {ev.message}")
+        lines.append("")
+    lines.append("== podgroups after the last cycle ==")
+    rows = [(k, pg.status.phase or "-", str(pg.spec.min_member), str(pg.status.running),
+             pg.spec.queue or "default")
+            for k, pg in sorted(sim.state.podgroups.items())]
+    if rows:
+        lines += _rows(("PODGROUP", "PHASE", "MINMEMBER", "RUNNING", "QUEUE"), rows, indent="  ")
+    return "\n".join(lines) + "\n"
+
+
+def _res(values: dict[str, str] | None) -> str:
+    if not values:
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))

@@ -1,0 +1,142 @@
+"""Run scheduling cycles on an in-memory cluster, applying decisions between cycles.
+
+Between cycles the simulator does what the rest of Kubernetes would: a bound pod gets its node and
+phase Running (the kubelet), an evicted pod disappears, and the PodGroup and Queue status the
+session wrote is stored. Simulated time starts one period after the newest creation time in the
+input and advances one schedule period per cycle, so the output depends only on the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
+from caldera.cache.snapshot import Problem, build_snapshot, stable_uid
+from caldera.cache.state import ClusterState
+from caldera.framework.cycle import run_cycle
+from caldera.framework.intents import CycleResult
+from caldera.framework.policy import Policy
+from caldera.framework.registry import Registry
+from caldera.models.volcano import GROUP_NAME_ANNOTATION
+from caldera.quantity import to_engine_units
+
+__all__ = ["CycleRecord", "Simulation", "adopt_bare_pods", "simulate"]
+
+
+@dataclass(slots=True)
+class CycleRecord:
+    cycle: int
+    now: float
+    result: CycleResult
+    problems: list[Problem]
+
+
+@dataclass(slots=True)
+class Simulation:
+    state: ClusterState
+    cycles: list[CycleRecord] = field(default_factory=list)
+    bind_annotations: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list[str]:
+    """Give our pods without a PodGroup one, as the PodGroup controller would."""
+    names = frozenset(scheduler_names)
+    created = []
+    for key, pod in sorted(state.pods.items()):
+        if pod.spec.scheduler_name not in names or pod.spec.node_name:
+            continue
+        if GROUP_NAME_ANNOTATION in pod.metadata.annotations:
+            continue
+        if not pod.metadata.uid:
+            meta = pod.metadata.model_copy(update={"uid": stable_uid("Pod", key)})
+            pod = pod.model_copy(update={"metadata": meta})
+        group = implicit_podgroup_name(pod)
+        pg_key = f"{pod.metadata.namespace}/{group}"
+        if pg_key not in state.podgroups:
+            state.podgroups[pg_key] = implicit_podgroup(pod)
+            created.append(pg_key)
+        state.pods[key] = annotate_pod(pod, group)
+    return created
+
+
+def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
+    for bind in result.binds:
+        key = f"{bind.namespace}/{bind.name}"
+        pod = state.pods[key]
+        meta = pod.metadata
+        if bind.annotations:
+            meta = meta.model_copy(update={"annotations": {**meta.annotations, **bind.annotations}})
+            sim.bind_annotations.setdefault(key, {}).update(bind.annotations)
+        state.pods[key] = pod.model_copy(
+            update={
+                "metadata": meta,
+                "spec": pod.spec.model_copy(update={"node_name": bind.node}),
+                "status": pod.status.model_copy(update={"phase": "Running"}),
+            }
+        )
+    for evict in result.evictions:
+        state.pods.pop(f"{evict.namespace}/{evict.name}", None)
+    for st in result.podgroups:
+        key = f"{st.namespace}/{st.name}"
+        pg = state.podgroups.get(key)
+        if pg is None or not st.changed:
+            continue
+        status = pg.status.model_copy(
+            update={
+                "phase": st.phase,
+                "running": st.running,
+                "succeeded": st.succeeded,
+                "failed": st.failed,
+                "conditions": st.conditions,
+            }
+        )
+        state.podgroups[key] = pg.model_copy(update={"status": status})
+    for qs in result.queues:
+        queue = state.queues.get(qs.name)
+        if queue is None or not qs.changed:
+            continue
+        allocated = {k: to_engine_units(k, v) for k, v in qs.allocated.items()}
+        status = queue.status.model_copy(update={"allocated": allocated})
+        state.queues[qs.name] = queue.model_copy(update={"status": status})
+
+
+def _start_time(state: ClusterState) -> float:
+    metas = [
+        *(o.metadata for o in state.pods.values()),
+        *(o.metadata for o in state.podgroups.values()),
+        *(o.metadata for o in state.queues.values()),
+        *(o.metadata for o in state.nodes.values()),
+    ]
+    stamps = [m.creation_timestamp for m in metas if m.creation_timestamp is not None]
+    return max(stamps, default=0.0)
+
+
+def simulate(
+    state: ClusterState,
+    policy: Policy,
+    registry: Registry,
+    *,
+    scheduler_names: Iterable[str],
+    cycles: int = 1,
+    period: float = 1.0,
+    default_queue: str = "default",
+) -> Simulation:
+    names = list(scheduler_names)
+    sim = Simulation(state=state)
+    start = _start_time(state)
+    for cycle in range(1, cycles + 1):
+        adopt_bare_pods(state, names)
+        now = start + cycle * period
+        snapshot, problems = build_snapshot(
+            state,
+            scheduler_names=names,
+            now=now,
+            session_id=stable_uid("Session", str(cycle)),
+            default_queue=default_queue,
+        )
+        result = run_cycle(snapshot, policy, registry)
+        sim.cycles.append(CycleRecord(cycle, now, result, problems))
+        _apply(state, result, sim)
+    return sim
+
