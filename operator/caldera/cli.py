@@ -34,22 +34,33 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="caldera", description="Caldera batch scheduler")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the scheduler offline on Kubernetes manifests")
-    sim.add_argument("--policy", help="scheduler policy (volcano-scheduler.conf format); "
-                     "default: Volcano's built-in default")
-    sim.add_argument("--scheduler-name", action="append", dest="scheduler_names",
-                     help="schedule pods with this schedulerName (repeatable; default volcano)")
+    sim.add_argument(
+        "--policy",
+        help="scheduler policy (volcano-scheduler.conf format); "
+        "default: Volcano's built-in default",
+    )
+    sim.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        help="schedule pods with this schedulerName (repeatable; default volcano)",
+    )
     sim.add_argument("--cycles", type=_positive, default=1, help="scheduling cycles to run")
     sim.add_argument("--output", choices=("table", "json"), default="table")
-    sim.add_argument("manifests", nargs="+", metavar="MANIFEST",
-                     help="YAML files (multi-document or kind: List), or - for stdin")
+    sim.add_argument(
+        "manifests",
+        nargs="+",
+        metavar="MANIFEST",
+        help="YAML files (multi-document or kind: List), or - for stdin",
+    )
     return parser
 
 
 def _simulate(args: argparse.Namespace) -> int:
     registry = Registry.from_entry_points()
     try:
-        policy = load_policy_file(args.policy, registry) if args.policy else default_policy(
-            registry
+        policy = (
+            load_policy_file(args.policy, registry) if args.policy else default_policy(registry)
         )
     except ConfigError as exc:
         print(f"caldera: invalid policy: {exc}", file=sys.stderr)
@@ -57,8 +68,13 @@ def _simulate(args: argparse.Namespace) -> int:
     loaded = load_manifests(args.manifests)
     for warning in loaded.warnings:
         print(f"caldera: {warning}", file=sys.stderr)
-    sim = simulate(loaded.state, policy, registry,
-                   scheduler_names=args.scheduler_names or ["volcano"], cycles=args.cycles)
+    sim = simulate(
+        loaded.state,
+        policy,
+        registry,
+        scheduler_names=args.scheduler_names or ["volcano"],
+        cycles=args.cycles,
+    )
     seen: set[str] = set()
     for rec in sim.cycles:
         for problem in rec.problems:

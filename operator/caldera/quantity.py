@@ -1,7 +1,7 @@
 """Kubernetes resource quantities: exact parsing and canonical formatting.
 
-Every resource number that enters Caldera (pod requests, node allocatable, queue capability, PodGroup
-minResources) is a Kubernetes ``Quantity`` string, and every number we write back (queue
+Every resource number that enters Caldera (pod requests, node allocatable, queue capability,
+PodGroup minResources) is a Kubernetes ``Quantity`` string, and every number we write back (queue
 ``status.allocated``) must read the way Kubernetes itself would print it. Parsing is exact (rational
 arithmetic, no floats), so ``1G`` and ``1Gi`` stay different and ``0.1`` cpu is exactly ``100m``.
 
@@ -40,7 +40,7 @@ class QuantityError(ValueError):
     """A string that is not a valid Kubernetes quantity."""
 
 
-def parse_quantity(text: str | int | float) -> Fraction:
+def parse_quantity(text: str | float) -> Fraction:
     """Parse a quantity into its exact rational value (``"1.5Gi"`` → ``Fraction(1610612736)``)."""
     if isinstance(text, bool):
         raise QuantityError(f"invalid quantity {text!r}: not a number")
@@ -72,11 +72,11 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return -value if sign == "-" else value
 
 
-def to_engine_units(resource: str, quantity: str | int | float) -> float:
+def to_engine_units(resource: str, quantity: str | float) -> float:
     """Convert a quantity to the unit the engine stores: millicores for cpu, whole units otherwise.
 
-    Rounds up like Kubernetes' ``MilliValue``/``Value``. Negative quantities are rejected: no request
-    or capacity in Kubernetes may be negative.
+    Rounds up like Kubernetes' ``MilliValue``/``Value``. Negative quantities are rejected: no
+    request     or capacity in Kubernetes may be negative.
     """
     value = parse_quantity(quantity)
     if value < 0:
@@ -102,12 +102,12 @@ def _canonical_decimal(value: Fraction) -> str:
     return f"{sign}{nanos}{suffix}"
 
 
-def format_decimal(value: Fraction | float | int) -> str:
+def format_decimal(value: Fraction | float) -> str:
     """Canonical DecimalSI text for a value in base units (cores, counts)."""
     return _canonical_decimal(Fraction(value))
 
 
-def format_binary(value: Fraction | float | int) -> str:
+def format_binary(value: Fraction | float) -> str:
     """Canonical BinarySI text (``1536Mi``, ``1Gi``); like Kubernetes, values under 1024 or not a
     whole multiple of 1024 fall back to plain decimal."""
     frac = Fraction(value)

@@ -11,7 +11,7 @@ import numpy as np
 
 from caldera.api.resources import ResourceSpace, Vector
 
-__all__ = ["EPS", "le_all", "le_where", "share", "short_names"]
+__all__ = ["EPS", "ShareMeter", "le_all", "le_where", "share", "short_names"]
 
 EPS = 0.1
 
@@ -43,3 +43,21 @@ def share(space: ResourceSpace, allocated: Vector, deserved: Vector) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = np.where(d > 0, a / np.where(d > 0, d, 1.0), np.where(a > 0, 1.0, 0.0))
     return float(ratios.max(initial=0.0))
+
+
+class ShareMeter:
+    """:func:`share` against a fixed denominator, precomputed for the hot path."""
+
+    __slots__ = ("_inv", "_pos", "_zero")
+
+    def __init__(self, space: ResourceSpace, denominator: Vector) -> None:
+        q = space.quota
+        self._pos = q & (denominator > 0)
+        self._zero = q & ~(denominator > 0)
+        self._inv = 1.0 / denominator[self._pos]
+
+    def __call__(self, allocated: Vector) -> float:
+        best = float((allocated[self._pos] * self._inv).max(initial=0.0))
+        if best < 1.0 and self._zero.any() and (allocated[self._zero] > 0).any():
+            return 1.0
+        return best

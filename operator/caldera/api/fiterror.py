@@ -2,8 +2,8 @@
 
 Filters report a rejection mask per reason over all nodes; a node rejected for several reasons
 counts once under each (every failing reason is kept, not just the first). The text is Volcano's
-``FitErrors.Error()``: ``0/<N> nodes are unavailable: <n> <reason>, ….`` with the ``<n> <reason>``
-entries sorted as strings.
+``FitErrors.Error()``: ``0/<N> nodes are unavailable: <n> <reason>, ….`` with the
+``<n> <reason>`` entries sorted as strings.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ __all__ = ["FitErrors", "histogram"]
 
 
 def histogram(counts: Mapping[str, int]) -> str:
-    """``"<n> <reason>"`` entries sorted as strings and joined, as Volcano's sortReasonsHistogram."""
+    """``"<n> <reason>"`` entries sorted as strings and joined (Volcano's sortReasonsHistogram)."""
     return ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items() if n))
 
 

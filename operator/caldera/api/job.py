@@ -55,25 +55,37 @@ class Job:
     fit_error: str = ""
     """The job-level reason (set when enqueue rejects it, or by gang at close)."""
     enqueued_this_session: bool = False
+    _ready: int = 0
+    _valid: int = 0
+    _waiting: int = 0
+    _pending_best_effort: int = 0
+
+    def _count(self, task: Task, sign: int) -> None:
+        status = task.status
+        if status in ALLOCATED_STATUSES:
+            self.allocated += sign * task.resreq
+        if status in READY_STATUSES:
+            self._ready += sign
+        if status in VALID_STATUSES:
+            self._valid += sign
+        if status is TaskStatus.PIPELINED:
+            self._waiting += sign
+        elif status is TaskStatus.PENDING and task.best_effort:
+            self._pending_best_effort += sign
 
     def add_task(self, task: Task) -> None:
         self.tasks[task.uid] = task
         self.by_status.setdefault(task.status, {})[task.uid] = task
-        if task.status in ALLOCATED_STATUSES:
-            self.allocated += task.resreq
+        self._count(task, 1)
 
     def set_status(self, task: Task, status: TaskStatus) -> None:
-        old = task.status
-        if old is status:
+        if task.status is status:
             return
-        del self.by_status[old][task.uid]
+        self._count(task, -1)
+        del self.by_status[task.status][task.uid]
         self.by_status.setdefault(status, {})[task.uid] = task
         task.status = status
-        was, now = old in ALLOCATED_STATUSES, status in ALLOCATED_STATUSES
-        if now and not was:
-            self.allocated += task.resreq
-        elif was and not now:
-            self.allocated -= task.resreq
+        self._count(task, 1)
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.by_status.get(s, ())) for s in statuses)
@@ -82,28 +94,28 @@ class Job:
         return list(self.by_status.get(status, {}).values())
 
     def ready_task_num(self) -> int:
-        return sum(len(self.by_status.get(s, ())) for s in READY_STATUSES)
+        """Tasks Allocated, Binding, Bound, Running or Succeeded."""
+        return self._ready
 
     def waiting_task_num(self) -> int:
-        return len(self.by_status.get(TaskStatus.PIPELINED, ()))
+        """Tasks Pipelined."""
+        return self._waiting
 
     def valid_task_num(self) -> int:
-        return sum(len(self.by_status.get(s, ())) for s in VALID_STATUSES)
+        """Tasks that can still count toward the gang (ready, pipelined or pending)."""
+        return self._valid
 
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.by_status.get(TaskStatus.PENDING, {}).values() if t.best_effort)
+        return self._pending_best_effort
 
     def is_ready(self) -> bool:
-        return self.ready_task_num() + self.pending_best_effort_num() >= self.min_available
+        return self._ready + self._pending_best_effort >= self.min_available
 
     def is_pipelined(self) -> bool:
-        return (
-            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_num()
-            >= self.min_available
-        )
+        return self._waiting + self._ready + self._pending_best_effort >= self.min_available
 
     def is_starving(self) -> bool:
-        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+        return self._waiting + self._ready < self.min_available
 
     def is_pending(self) -> bool:
         return self.phase in ("Pending", "")

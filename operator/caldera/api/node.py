@@ -6,7 +6,8 @@ the node (including releasing ones), ``idle = allocatable - used``, ``releasing`
 tasks will give back, ``pipelined`` is what tasks waiting for that release have reserved, and
 ``future_idle = idle + releasing - pipelined``. All are kept current by :meth:`NodeTable.add_task`
 and :meth:`NodeTable.remove_task`, so a fit check for one task over every node is a single
-vectorised comparison.
+vectorised comparison. Every change appends the row to :attr:`NodeTable.changes`, so caches of
+per-node results can refresh just the rows that changed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class NodeTable:
     __slots__ = (
         "_label_columns",
         "allocatable",
+        "changes",
         "future_idle",
         "idle",
         "index",
@@ -70,6 +72,8 @@ class NodeTable:
         self.unschedulable: npt.NDArray[np.bool_] = np.array(unschedulable, dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+        self.changes: list[int] = []
+        """Append-only log of rows whose accounting changed this session."""
 
     def __len__(self) -> int:
         return len(self.names)
@@ -90,6 +94,7 @@ class NodeTable:
             self.nonzero_used[i, 0] += task.nonzero_cpu
             self.nonzero_used[i, 1] += task.nonzero_memory
         self.tasks[i][task.uid] = task
+        self.changes.append(i)
 
     def remove_task(self, i: int, task: Task) -> None:
         """Undo :meth:`add_task` for ``task`` in its current state."""
@@ -107,6 +112,7 @@ class NodeTable:
             self.nonzero_used[i, 0] -= task.nonzero_cpu
             self.nonzero_used[i, 1] -= task.nonzero_memory
         del self.tasks[i][task.uid]
+        self.changes.append(i)
 
     def label_column(self, key: str) -> npt.NDArray[np.object_]:
         """The value of label ``key`` on every node (None where absent), built once per snapshot."""

@@ -1,8 +1,8 @@
 """The resource axis shared by every vector in one snapshot.
 
 A snapshot fixes the set of resource names once (cpu, memory and pods first, then every other name
-seen on nodes or pods, sorted), so requests, capacities and shares are small float64 vectors and node
-state is an (nodes × resources) matrix. Units are engine units from :mod:`caldera.quantity`.
+seen on nodes or pods, sorted), so requests, capacities and shares are small float64 vectors and
+node state is an (nodes × resources) matrix. Units are engine units from :mod:`caldera.quantity`.
 """
 
 from __future__ import annotations

@@ -30,8 +30,15 @@ def implicit_podgroup(pod: Pod, *, min_member: int = 1) -> PodGroup:
     }
     owners = [o for o in meta.owner_references if o.controller]
     if not owners:
-        owners_raw = [{"apiVersion": "v1", "kind": "Pod", "name": meta.name, "uid": meta.uid,
-                       "controller": True}]
+        owners_raw = [
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": meta.name,
+                "uid": meta.uid,
+                "controller": True,
+            }
+        ]
     else:
         owners_raw = [o.model_dump(by_alias=True) for o in owners]
     return PodGroup.model_validate(

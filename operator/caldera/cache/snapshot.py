@@ -108,9 +108,9 @@ class _Builder:
                 ready.append(node)
             else:
                 self.problem("Node", name, "not Ready: takes no new pods this session")
-        alloc = np.array(
-            [space.vector(n.allocatable) for n in ready], dtype=np.float64
-        ).reshape(len(ready), len(space))
+        alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
+            len(ready), len(space)
+        )
         return NodeTable(
             space,
             [n.metadata.name for n in ready],
@@ -164,9 +164,9 @@ class _Builder:
             resreq=resreq,
             nonzero_cpu=cpu,
             nonzero_memory=mem,
-            priority=spec.priority if spec.priority is not None else prio.of(
-                spec.priority_class_name
-            ),
+            priority=spec.priority
+            if spec.priority is not None
+            else prio.of(spec.priority_class_name),
             creation=meta.creation_timestamp or 0.0,
             spec=spec,
             labels=dict(meta.labels),

@@ -52,12 +52,12 @@ def _podgroup_status(job: Job, session_id: str) -> PodGroupStatus:
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
     old = job.api_status
-    changed = (
-        (phase, running, succeeded, failed)
-        != (old.phase, old.running, old.succeeded, old.failed)
-        or [_condition_key(c) for c in job.conditions]
-        != [_condition_key(c) for c in old.conditions]
-    )
+    changed = (phase, running, succeeded, failed) != (
+        old.phase,
+        old.running,
+        old.succeeded,
+        old.failed,
+    ) or [_condition_key(c) for c in job.conditions] != [_condition_key(c) for c in old.conditions]
     return PodGroupStatus(
         namespace=job.namespace,
         name=job.name,

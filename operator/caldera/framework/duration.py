@@ -1,4 +1,4 @@
-"""Go ``time.ParseDuration`` syntax (``300ms``, ``1h30m``, ``-1.5h``), as Volcano's arguments use."""
+"""Go ``time.ParseDuration`` syntax (``300ms``, ``1h30m``, ``-1.5h``), used by Volcano arguments."""
 
 from __future__ import annotations
 
@@ -6,7 +6,16 @@ import re
 
 __all__ = ["parse_go_duration"]
 
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
 _PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 

@@ -60,10 +60,8 @@ class Choice:
 def _fits(avail: Matrix, req: Vector, cols: npt.NDArray[np.intp]) -> BoolArray:
     if len(cols) == 1:
         c = int(cols[0])
-        fits: BoolArray = avail[:, c] >= req[c]
-        return fits
-    ok: BoolArray = (avail[:, cols] >= req[cols]).all(axis=1)
-    return ok
+        return np.asarray(avail[:, c] >= req[c], dtype=np.bool_)
+    return np.asarray((avail[:, cols] >= req[cols]).all(axis=1), dtype=np.bool_)
 
 
 def choose_node(ssn: Session, task: Task, *, future: bool = True) -> Choice | FitErrors:

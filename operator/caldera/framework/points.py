@@ -17,7 +17,7 @@ rule                   points
 :func:`intersection`   preemptable, reclaimable (per tier; the first non-nil tier wins)
 :func:`union`          victim tasks (per tier; the first non-empty tier wins)
 :func:`concat`         predicate (every rejection from every plugin is kept)
-:func:`total`          node order (sum of the plugins' weighted score vectors)
+:class:`~caldera.framework.scoring.ScoreCache`  node order (sum of weighted score vectors)
 :func:`call_all`       job enqueued (notification)
 =====================  =====================================================================
 """
@@ -29,9 +29,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import numpy as np
-
-from caldera.api.resources import Vector
 
 __all__ = [
     "ABSTAIN",
@@ -48,7 +45,6 @@ __all__ = [
     "first_result",
     "first_tier",
     "intersection",
-    "total",
     "union",
     "vote",
 ]
@@ -191,14 +187,6 @@ def concat(point: Point[Callable[[T], Sequence[R]]], obj: T) -> list[R]:
     return out
 
 
-def total(point: Point[Callable[[T, Any], Vector]], obj: T, idx: Any, size: int) -> Vector:
-    """Sum of every plugin's (already weighted) score vector over the candidate nodes ``idx``."""
-    scores = np.zeros(size, dtype=np.float64)
-    for fn in point:
-        scores += fn(obj, idx)
-    return scores
-
-
 def intersection(
     point: Point[Callable[[T, Sequence[R]], tuple[Sequence[R], int]]],
     actor: T,
@@ -294,7 +282,7 @@ class OrderPoint(Point[_Key[T] | _Cmp[T]]):
         """A key function ordering objects by this point, ties broken by ``fallback``."""
         entries = list(self)
         if all(isinstance(e, _Key) for e in entries):
-            keys = [e.fn for e in entries]
+            keys = [e.fn for e in entries if isinstance(e, _Key)]
             return lambda obj: (*(k(obj) for k in keys), fallback(obj))
         cmps = [_as_cmp(e) for e in entries]
 

@@ -3,8 +3,8 @@
 A policy names the actions to run (in order), the plugin tiers with their per-plugin switches and
 arguments, and per-action arguments under ``configurations``. Everything is checked when the file
 loads: malformed YAML, unknown keys, unknown action or plugin names, wrong argument types and
-Volcano's drf/proportion hierarchy conflict all raise :class:`~caldera.errors.ConfigError` naming the
-exact key, so a bad file never reaches a session.
+Volcano's drf/proportion hierarchy conflict all raise :class:`~caldera.errors.ConfigError` naming
+the exact key, so a bad file never reaches a session.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from caldera.framework.registry import Registry
 __all__ = [
     "DEFAULT_POLICY_YAML",
     "ActionSpec",
-    "Policy",
     "PluginOption",
+    "Policy",
     "default_policy",
     "load_policy",
     "load_policy_file",
@@ -140,7 +140,9 @@ def _actions(raw: Any, registry: Registry, source: str) -> list[str]:
     seen: set[str] = set()
     for i, name in enumerate(names):
         if not name:
-            raise ConfigError(f"empty action name at position {i + 1}", key="actions", source=source)
+            raise ConfigError(
+                f"empty action name at position {i + 1}", key="actions", source=source
+            )
         if name in seen:
             raise ConfigError(f"action {name!r} listed twice", key="actions", source=source)
         seen.add(name)
@@ -155,7 +157,9 @@ def _configurations(raw: Any, registry: Registry, source: str) -> dict[str, Args
     if raw is None:
         return {}
     if not isinstance(raw, list):
-        raise ConfigError("must be a list of {name, arguments}", key="configurations", source=source)
+        raise ConfigError(
+            "must be a list of {name, arguments}", key="configurations", source=source
+        )
     out: dict[str, Args] = {}
     for i, item in enumerate(raw):
         key = f"configurations[{i}]"
@@ -163,7 +167,7 @@ def _configurations(raw: Any, registry: Registry, source: str) -> dict[str, Args
             raise ConfigError("must be a map with 'name'", key=key, source=source)
         extra = set(item) - {"name", "arguments"}
         if extra:
-            raise ConfigError("unknown key", key=f"{key}.{sorted(extra)[0]}", source=source)
+            raise ConfigError("unknown key", key=f"{key}.{min(extra)}", source=source)
         name = item.get("name")
         if not isinstance(name, str):
             raise ConfigError("missing action name", key=f"{key}.name", source=source)
@@ -190,7 +194,9 @@ def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
         if key not in _TOP_KEYS:
             raise ConfigError("unknown key", key=str(key), source=source)
     if "actions" not in raw:
-        raise ConfigError("missing (e.g. actions: \"enqueue, allocate\")", key="actions", source=source)
+        raise ConfigError(
+            'missing (e.g. actions: "enqueue, allocate")', key="actions", source=source
+        )
     action_names = _actions(raw["actions"], registry, source)
     configured = _configurations(raw.get("configurations"), registry, source)
 

@@ -28,6 +28,7 @@ from caldera.framework.plugin import Plugin
 from caldera.framework.points import OrderPoint, Point
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.framework.scoring import NodeScorer, ScoreCache
 from caldera.framework.statement import Statement
 from caldera.models.volcano import PodGroupCondition
 
@@ -90,7 +91,7 @@ class Session:
         self.preemptive_point: Point[Callable[[Queue, Task], bool]] = point("preemptive")
         self.pre_predicate_point: Point[Callable[[Task], str | None]] = point("pre_predicate")
         self.predicate_point: Point[Callable[[Task], Sequence[Rejection]]] = point("predicate")
-        self.node_order_point: Point[Callable[[Task, IntArray], Vector]] = point("node_order")
+        self.node_order_point: Point[NodeScorer] = point("node_order")
         self.best_node_point: Point[Callable[[Task, IntArray, Vector], int | None]] = point(
             "best_node"
         )
@@ -101,6 +102,7 @@ class Session:
         )
         self.event_handlers: Point[EventHandler] = point("event_handler")
         self._handlers: list[EventHandler] | None = None
+        self._scores: ScoreCache | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -112,7 +114,7 @@ class Session:
                 plugin = cls(opt.args, opt)
                 self.plugins.append(plugin)
                 plugin.on_session_open(self)
-        self._handlers = [h for h in self.event_handlers]
+        self._handlers = list(self.event_handlers)
         self.result.timings["open"] = time.perf_counter() - start
 
     def run_actions(self) -> None:
@@ -174,7 +176,10 @@ class Session:
         return rules.concat(self.predicate_point, task)
 
     def node_order(self, task: Task, candidates: IntArray) -> Vector:
-        return rules.total(self.node_order_point, task, candidates, len(candidates))
+        """Summed weighted node scores of ``task`` on the candidate rows."""
+        if self._scores is None:
+            self._scores = ScoreCache(self.nodes, self.node_order_point)
+        return self._scores.score(task, candidates)
 
     def best_node(self, task: Task, candidates: IntArray, scores: Vector) -> int | None:
         for fn in self.best_node_point:

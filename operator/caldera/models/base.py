@@ -25,7 +25,7 @@ def _resource_list(value: Any) -> dict[str, float]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ValueError("expected a map of resource name to quantity")
+        raise ValueError("expected a map of resource name to quantity")  # noqa: TRY004
     out: dict[str, float] = {}
     for name, quantity in value.items():
         try:
@@ -44,11 +44,11 @@ def _timestamp(value: Any) -> float | None:
         return float(value)
     elif isinstance(value, str):
         try:
-            stamp = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            stamp = datetime.fromisoformat(value)
         except ValueError:
             raise ValueError(f"invalid RFC 3339 time {value!r}") from None
     else:
-        raise ValueError(f"invalid time {value!r}")
+        raise ValueError(f"invalid time {value!r}")  # noqa: TRY004
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()

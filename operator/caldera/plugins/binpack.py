@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from caldera.api.resources import CPU, MEMORY, Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
+from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 
 __all__ = ["BinpackArgs", "BinpackPlugin"]
@@ -64,8 +65,11 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         if self.args.weight == 0:
             return
         nodes = ssn.nodes
-        cols = [(ssn.space.index[r], float(w)) for r, w in self.args.weights().items()
-                if r in ssn.space.index and w > 0]
+        cols = [
+            (ssn.space.index[r], float(w))
+            for r, w in self.args.weights().items()
+            if r in ssn.space.index and w > 0
+        ]
         scale = MAX_NODE_SCORE * self.args.weight
 
         def score(task: Task, idx: IntArray) -> Vector:
@@ -88,4 +92,4 @@ class BinpackPlugin(Plugin[BinpackArgs]):
             total[overflow] = 0.0
             return total
 
-        ssn.node_order_point.add(self.name, score)
+        ssn.node_order_point.add(self.name, NodeScorer(score, local=True))

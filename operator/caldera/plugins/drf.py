@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from caldera.api.compare import share
+from caldera.api.compare import ShareMeter
+from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
@@ -25,17 +26,17 @@ class DrfPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "drf"
 
     def on_session_open(self, ssn: Session) -> None:
-        space = ssn.space
-        total = ssn.snapshot.total_allocatable()
-        shares = {uid: share(space, job.allocated, total) for uid, job in ssn.jobs.items()}
+        share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
+        shares = {uid: share(job.allocated) for uid, job in ssn.jobs.items()}
         self.shares = shares
 
         def update(task: Task) -> None:
-            shares[task.job] = share(space, ssn.jobs[task.job].allocated, total)
+            if task.job in shares:
+                shares[task.job] = share(ssn.jobs[task.job].allocated)
 
         def preemptable(preemptor: Task, preemptees: Sequence[Task]) -> tuple[list[Task], int]:
-            mine = share(space, ssn.jobs[preemptor.job].allocated + preemptor.resreq, total)
-            remaining = {}
+            mine = share(ssn.jobs[preemptor.job].allocated + preemptor.resreq)
+            remaining: dict[str, Vector] = {}
             victims = []
             for task in preemptees:
                 alloc = remaining.get(task.job)
@@ -43,7 +44,7 @@ class DrfPlugin(Plugin[NoArgs]):
                     alloc = ssn.jobs[task.job].allocated.copy()
                 alloc -= task.resreq
                 remaining[task.job] = alloc
-                theirs = share(space, alloc, total)
+                theirs = share(alloc)
                 if mine < theirs or abs(mine - theirs) <= SHARE_DELTA:
                     victims.append(task)
             return victims, PERMIT

@@ -37,8 +37,7 @@ def _valid(job: Job) -> ValidateResult | None:
     if valid < job.min_available:
         return ValidateResult(
             NOT_ENOUGH_TASKS,
-            f"Not enough valid tasks for gang-scheduling, valid: {valid}, "
-            f"min: {job.min_available}",
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}",
         )
     return None
 
@@ -102,7 +101,9 @@ class GangPlugin(Plugin[NoArgs]):
                     in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND)
                 )
                 unready = job.min_available - (placeable + job.ready_task_num())
-                msg = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
+                msg = (
+                    f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
+                )
                 job.fit_error = msg
                 cond = PodGroupCondition(
                     type="Unschedulable",

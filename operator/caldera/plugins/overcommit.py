@@ -1,7 +1,7 @@
 """overcommit: admit jobs while the cluster, inflated by a factor, still has room for them.
 
-Idle is ``total × overcommit-factor − used``; jobs already admitted (Inqueue, or Running but short of
-their minResources) hold their not-yet-placed minimum against it.
+Idle is ``total × overcommit-factor − used``; jobs already admitted (Inqueue, or Running but short
+of their minResources) hold their not-yet-placed minimum against it.
 """
 
 from __future__ import annotations

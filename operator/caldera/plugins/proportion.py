@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from caldera.api.compare import le_all, le_where, share, short_names
+from caldera.api.compare import ShareMeter, le_all, le_where, share, short_names
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
@@ -41,6 +41,7 @@ class QueueShare:
     real_capability: Vector
     deserved: Vector
     share: float = 0.0
+    meter: ShareMeter | None = None
 
 
 def water_fill(space: ResourceSpace, total: Vector, shares: Sequence[QueueShare]) -> None:
@@ -116,15 +117,17 @@ class ProportionPlugin(Plugin[NoArgs]):
             s.elastic += np.maximum(job.allocated - minimum, 0.0)
         water_fill(space, total, list(shares.values()))
         for s in shares.values():
-            s.share = share(space, s.allocated, s.deserved)
+            s.meter = ShareMeter(space, s.deserved)
+            s.share = s.meter(s.allocated)
             ssn.result.deserved[s.queue.name] = space.to_quantities(s.deserved)
         self.shares = shares
 
         def update(task: Task, sign: float) -> None:
-            s = shares.get(ssn.jobs[task.job].queue)
-            if s is not None:
+            job = ssn.jobs.get(task.job)
+            s = shares.get(job.queue) if job is not None else None
+            if s is not None and s.meter is not None:
                 s.allocated += sign * task.resreq
-                s.share = share(space, s.allocated, s.deserved)
+                s.share = s.meter(s.allocated)
 
         def queue_key(queue: Queue) -> tuple[int, float]:
             s = shares.get(queue.name)

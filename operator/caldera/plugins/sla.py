@@ -38,9 +38,7 @@ class SlaPlugin(Plugin[SlaArgs]):
     Args = SlaArgs
 
     def on_session_open(self, ssn: Session) -> None:
-        default = (
-            parse_go_duration(self.args.waiting_time) if self.args.waiting_time else None
-        )
+        default = parse_go_duration(self.args.waiting_time) if self.args.waiting_time else None
 
         def waiting(job: Job) -> float | None:
             raw = job.annotations.get(ANNOTATION)

@@ -1,4 +1,4 @@
-"""Reading manifests: multi-document YAML, ``kind: List``, files or stdin.
+"""Reading manifests: multi-document YAML, ``kind: List``, files, directories or stdin.
 
 Each object is validated on its own; a malformed one is reported (kind, name, field) and skipped
 so the rest still load. Objects without a creation time get one from a fixed epoch in file order,
@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -39,10 +40,20 @@ class Loaded:
     """Objects of :data:`LATER_KINDS`, kept for the features that will use them."""
 
 
-def _documents(sources: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, Any]]:
+def _expand(sources: Sequence[str]) -> Iterator[str]:
+    """Files as given; a directory stands for its ``*.yaml``/``*.yml`` files in name order."""
     for source in sources:
+        path = Path(source)
+        if source != "-" and path.is_dir():
+            yield from sorted(str(p) for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+        else:
+            yield source
+
+
+def _documents(sources: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, Any]]:
+    for source in _expand(sources):
         try:
-            text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
+            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
         except OSError as exc:
             warnings.append(f"{source}: cannot read: {exc.strerror}")
             continue
@@ -76,8 +87,10 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
             out.pending_kinds.setdefault(str(kind), []).append(doc)
             continue
         if kind not in KINDS:
-            out.warnings.append(f"{source}: ignored {kind or 'an object without kind'} "
-                                f"{describe(str(kind), doc)}: kind not used by the scheduler")
+            out.warnings.append(
+                f"{source}: ignored {kind or 'an object without kind'} "
+                f"{describe(str(kind), doc)}: kind not used by the scheduler"
+            )
             continue
         raw = dict(doc)
         meta = raw.get("metadata")

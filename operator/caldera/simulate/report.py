@@ -7,6 +7,7 @@ The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,12 +68,16 @@ def report(sim: Simulation) -> dict[str, Any]:
         "queues": {
             name: {
                 "state": q.status.state or "Open",
-                "allocated": {k: format_resource(k, v) for k, v in sorted(q.status.allocated.items())},
+                "allocated": {
+                    k: format_resource(k, v) for k, v in sorted(q.status.allocated.items())
+                },
             }
             for name, q in sorted(state.queues.items())
         },
-        "pods": {key: {"annotations": dict(sorted(a.items()))}
-                 for key, a in sorted(sim.bind_annotations.items())},
+        "pods": {
+            key: {"annotations": dict(sorted(a.items()))}
+            for key, a in sorted(sim.bind_annotations.items())
+        },
         "unschedulable": dict(sorted(_unschedulable(sim).items())),
     }
 
@@ -81,7 +86,9 @@ def to_json(sim: Simulation) -> str:
     return json.dumps(report(sim), indent=2, sort_keys=True) + "\n"
 
 
-def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str = "    ") -> list[str]:
+def _rows(
+    header: tuple[str, ...], rows: Sequence[tuple[str, ...]], indent: str = "    "
+) -> list[str]:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     out = []
     for row in [header, *rows]:
@@ -95,38 +102,49 @@ def to_table(sim: Simulation) -> str:
     for rec in sim.cycles:
         res = rec.result
         lines.append(f"== cycle {rec.cycle} ==")
-        for problem in rec.problems:
-            lines.append(f"  ! {problem}")
+        lines.extend(f"  ! {problem}" for problem in rec.problems)
         if res.binds:
             lines.append(f"  bound ({len(res.binds)}):")
-            lines += _rows(("POD", "NODE"), [(f"{b.namespace}/{b.name}", b.node) for b in res.binds])
+            lines += _rows(
+                ("POD", "NODE"), [(f"{b.namespace}/{b.name}", b.node) for b in res.binds]
+            )
         else:
             lines.append("  bound: nothing")
         if res.evictions:
             lines.append(f"  evicted ({len(res.evictions)}):")
-            lines += _rows(("POD", "REASON"),
-                           [(f"{e.namespace}/{e.name}", e.reason) for e in res.evictions])
+            lines += _rows(
+                ("POD", "REASON"), [(f"{e.namespace}/{e.name}", e.reason) for e in res.evictions]
+            )
         if res.pod_conditions:
             lines.append(f"  pending ({len(res.pod_conditions)}):")
-            lines += _rows(("POD", "STATUS", "WHY"),
-                           [(f"{c.namespace}/{c.name}", c.reason, c.message)
-                            for c in res.pod_conditions])
+            lines += _rows(
+                ("POD", "STATUS", "WHY"),
+                [(f"{c.namespace}/{c.name}", c.reason, c.message) for c in res.pod_conditions],
+            )
         allocated = {q.name: q.allocated for q in res.queues}
         if res.deserved or allocated:
             lines.append("  queues:")
-            rows = []
-            for name in sorted(set(allocated) | set(res.deserved)):
-                rows.append((name, _res(res.deserved.get(name)), _res(allocated.get(name))))
+            rows = [
+                (name, _res(res.deserved.get(name)), _res(allocated.get(name)))
+                for name in sorted(set(allocated) | set(res.deserved))
+            ]
             lines += _rows(("QUEUE", "DESERVED", "ALLOCATED"), rows)
         for ev in res.events:
             lines.append(f"  event {ev.kind} {ev.namespace}/{ev.name} {ev.reason}: {ev.message}")
         lines.append("")
     lines.append("== podgroups after the last cycle ==")
-    rows = [(k, pg.status.phase or "-", str(pg.spec.min_member), str(pg.status.running),
-             pg.spec.queue or "default")
-            for k, pg in sorted(sim.state.podgroups.items())]
-    if rows:
-        lines += _rows(("PODGROUP", "PHASE", "MINMEMBER", "RUNNING", "QUEUE"), rows, indent="  ")
+    pg_rows = [
+        (
+            k,
+            pg.status.phase or "-",
+            str(pg.spec.min_member),
+            str(pg.status.running),
+            pg.spec.queue or "default",
+        )
+        for k, pg in sorted(sim.state.podgroups.items())
+    ]
+    if pg_rows:
+        lines += _rows(("PODGROUP", "PHASE", "MINMEMBER", "RUNNING", "QUEUE"), pg_rows, indent="  ")
     return "\n".join(lines) + "\n"
 
 

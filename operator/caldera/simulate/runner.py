@@ -97,8 +97,8 @@ def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
         if queue is None or not qs.changed:
             continue
         allocated = {k: to_engine_units(k, v) for k, v in qs.allocated.items()}
-        status = queue.status.model_copy(update={"allocated": allocated})
-        state.queues[qs.name] = queue.model_copy(update={"status": status})
+        queue_status = queue.status.model_copy(update={"allocated": allocated})
+        state.queues[qs.name] = queue.model_copy(update={"status": queue_status})
 
 
 def _start_time(state: ClusterState) -> float:
@@ -139,4 +139,3 @@ def simulate(
         sim.cycles.append(CycleRecord(cycle, now, result, problems))
         _apply(state, result, sim)
     return sim
-

@@ -17,6 +17,7 @@ from pydantic import Field
 from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
+from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 from caldera.plugins.nodeorder import resources
 
@@ -62,4 +63,4 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
                 total += scorer(task, idx) * weight
             return total
 
-        ssn.node_order_point.add(self.name, score)
+        ssn.node_order_point.add(self.name, NodeScorer(score, local=True))

@@ -77,7 +77,7 @@ def most_requested(table: NodeTable) -> Scorer:
 
 
 def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
-    cols = [space.index[r] for r in (CPU, MEMORY, GPU) if r in space.index]
+    cols = np.array([space.index[r] for r in (CPU, MEMORY, GPU) if r in space.index], dtype=np.intp)
 
     def score(task: Task, idx: IntArray) -> Vector:
         alloc = table.allocatable[np.ix_(idx, cols)]
@@ -95,8 +95,13 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
             general = np.sqrt((dev * dev).sum(axis=1) / n)
             two = present.sum(axis=1) == 2
             # kube special-cases exactly two resources as |a - b| / 2
-            pair = np.abs(np.where(present, frac, 0.0).sum(axis=1) - 2 * np.where(
-                present, frac, np.inf).min(axis=1, initial=np.inf)) / 2
+            pair = (
+                np.abs(
+                    np.where(present, frac, 0.0).sum(axis=1)
+                    - 2 * np.where(present, frac, np.inf).min(axis=1, initial=np.inf)
+                )
+                / 2
+            )
             std = np.where(count > 2, general, np.where(two, pair, 0.0))
         return np.trunc((1.0 - std) * MAX)
 

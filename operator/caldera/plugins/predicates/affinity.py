@@ -81,7 +81,9 @@ def node_affinity_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
         spec = task.spec
         required = None
         if spec.affinity is not None and spec.affinity.node_affinity is not None:
-            required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+            required = (
+                spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution
+            )
         if not spec.node_selector and required is None:
             return []
         key = (tuple(sorted(spec.node_selector.items())), required)
@@ -90,7 +92,9 @@ def node_affinity_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
             return hit
         fits = np.ones(len(nodes), dtype=bool)
         for label, value in spec.node_selector.items():
-            fits &= requirement(NodeSelectorRequirement(key=label, operator="In", values=(value,)), False)
+            fits &= requirement(
+                NodeSelectorRequirement(key=label, operator="In", values=(value,)), False
+            )
         if required is not None:
             any_term = np.zeros(len(nodes), dtype=bool)
             for term in required.node_selector_terms:

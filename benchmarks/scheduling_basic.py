@@ -1,0 +1,177 @@
+"""Decision-only scheduling throughput on kube-scheduler's SchedulingBasic shape.
+
+Nodes have 4 cpu / 32Gi / 110 pods; 1000 pods (100m / 500Mi) already run on them; P pending pods of
+100m / 500Mi wait, each in its own PodGroup or, with ``--gang-size G``, in PodGroups of G
+(minMember G). Sessions run with the default policy until one binds nothing. Throughput is pods
+bound per second of session time (open + actions + close); building the snapshot from the API
+objects is reported separately, as is peak RSS.
+
+    python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
+
+from caldera.cache.snapshot import build_snapshot, stable_uid
+from caldera.cache.state import ClusterState
+from caldera.framework.cycle import run_cycle
+from caldera.framework.policy import default_policy
+from caldera.framework.registry import Registry
+from caldera.models.core import Node, Pod
+from caldera.models.volcano import PodGroup, Queue
+
+RUNNING = 1000
+
+
+def _pod(name: str, *, node: str = "", group: str = "") -> Pod:
+    return Pod.model_validate(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "uid": stable_uid("Pod", name),
+                "creationTimestamp": 1_700_000_000.0,
+                "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+            },
+            "spec": {
+                "schedulerName": "volcano" if group else "default-scheduler",
+                "nodeName": node,
+                "containers": [
+                    {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
+                ],
+            },
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+    )
+
+
+def build_state(nodes: int, pods: int, gang: int) -> ClusterState:
+    state = ClusterState()
+    for i in range(nodes):
+        state.add(
+            Node.model_validate(
+                {
+                    "metadata": {"name": f"node-{i:05d}"},
+                    "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+                }
+            )
+        )
+    state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
+    for i in range(RUNNING):
+        state.add(_pod(f"running-{i:05d}", node=f"node-{i % nodes:05d}"))
+    size = gang or 1
+    for g in range(0, pods, size):
+        members = min(size, pods - g)
+        group = f"pg-{g // size:05d}"
+        state.add(
+            PodGroup.model_validate(
+                {
+                    "metadata": {
+                        "name": group,
+                        "namespace": "default",
+                        "creationTimestamp": 1_700_000_000.0 + g,
+                    },
+                    "spec": {
+                        "minMember": members,
+                        "queue": "default",
+                        "minResources": {
+                            "cpu": f"{100 * members}m",
+                            "memory": f"{500 * members}Mi",
+                        },
+                    },
+                    "status": {"phase": "Pending"},
+                }
+            )
+        )
+        for k in range(members):
+            state.add(_pod(f"pending-{g + k:05d}", group=group))
+    return state
+
+
+def _bind_all(state: ClusterState, binds: list[Any]) -> None:
+    for b in binds:
+        key = f"{b.namespace}/{b.name}"
+        pod = state.pods[key]
+        state.pods[key] = pod.model_copy(
+            update={
+                "spec": pod.spec.model_copy(update={"node_name": b.node}),
+                "status": pod.status.model_copy(update={"phase": "Running"}),
+            }
+        )
+
+
+def run(nodes: int, pods: int, gang: int, max_sessions: int = 20) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    state = build_state(nodes, pods, gang)
+    objects_s = time.perf_counter() - t0
+    registry = Registry.from_entry_points()
+    policy = default_policy(registry)
+    bound = 0
+    sessions: list[dict[str, float]] = []
+    snapshot_s = 0.0
+    for n in range(1, max_sessions + 1):
+        t1 = time.perf_counter()
+        snapshot, _ = build_snapshot(
+            state, scheduler_names=["volcano"], now=1_700_100_000.0 + n, session_id=f"s{n}"
+        )
+        t2 = time.perf_counter()
+        result = run_cycle(snapshot, policy, registry)
+        t3 = time.perf_counter()
+        snapshot_s += t2 - t1
+        sessions.append({"seconds": t3 - t2, "binds": len(result.binds), **result.timings})
+        bound += len(result.binds)
+        if not result.binds:
+            break
+        _bind_all(state, result.binds)
+    session_s = sum(s["seconds"] for s in sessions)
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "gang_size": gang,
+        "bound": bound,
+        "sessions": len(sessions),
+        "session_seconds": round(session_s, 4),
+        "pods_per_second": round(bound / session_s, 1) if session_s else 0.0,
+        "snapshot_build_seconds": round(snapshot_s, 4),
+        "object_setup_seconds": round(objects_s, 4),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "per_session": [{k: round(v, 4) for k, v in s.items()} for s in sessions],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--gang-size", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out = run(args.nodes, args.pods, args.gang_size)
+    if args.json:
+        print(json.dumps(out))
+        return
+    print(
+        f"{out['nodes']} nodes, {out['pods']} pending pods"
+        + (f" in gangs of {out['gang_size']}" if out["gang_size"] else "")
+        + f": {out['bound']} bound in {out['sessions']} session(s)"
+    )
+    print(f"  decision-only throughput: {out['pods_per_second']:.0f} pods/s")
+    print(f"  session time:             {out['session_seconds']:.3f} s")
+    print(f"  snapshot build:           {out['snapshot_build_seconds']:.3f} s")
+    print(f"  peak RSS:                 {out['peak_rss_mb']:.0f} MiB")
+    for i, s in enumerate(out["per_session"], 1):
+        phases = ", ".join(f"{k} {v:.3f}s" for k, v in s.items() if k not in ("seconds", "binds"))
+        print(f"  session {i}: {s['binds']} binds, {s['seconds']:.3f}s ({phases})")
+
+
+if __name__ == "__main__":
+    main()
