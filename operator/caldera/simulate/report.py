@@ -13,7 +13,7 @@ from typing import Any
 
 from caldera.models.volcano import PodGroupCondition
 from caldera.quantity import format_resource
-from caldera.simulate.runner import Simulation
+from caldera.simulate.runner import CycleRecord, Simulation
 
 __all__ = ["to_json", "to_table"]
 
@@ -97,6 +97,27 @@ def _rows(
     return out
 
 
+def _waiting(sim: Simulation, rec: CycleRecord) -> list[tuple[str, ...]]:
+    """One row per PodGroup that this session marked Unschedulable."""
+    rows = []
+    for st in rec.result.podgroups:
+        cond = next(
+            (
+                c
+                for c in st.conditions
+                if c.type == "Unschedulable" and c.transition_id == rec.result.session_id
+            ),
+            None,
+        )
+        if cond is None:
+            continue
+        key = f"{st.namespace}/{st.name}"
+        pg = sim.state.podgroups.get(key)
+        queue = (pg.spec.queue or "default") if pg else "-"
+        rows.append((key, queue, st.phase, cond.message))
+    return rows
+
+
 def to_table(sim: Simulation) -> str:
     lines: list[str] = []
     for rec in sim.cycles:
@@ -104,36 +125,41 @@ def to_table(sim: Simulation) -> str:
         lines.append(f"== cycle {rec.cycle} ==")
         lines.extend(f"  ! {problem}" for problem in rec.problems)
         if res.binds:
-            lines.append(f"  bound ({len(res.binds)}):")
+            lines.append(f"  bound {len(res.binds)} pod(s):")
             lines += _rows(
                 ("POD", "NODE"), [(f"{b.namespace}/{b.name}", b.node) for b in res.binds]
             )
         else:
-            lines.append("  bound: nothing")
+            lines.append("  bound nothing")
         if res.evictions:
-            lines.append(f"  evicted ({len(res.evictions)}):")
+            lines.append(f"  evicted {len(res.evictions)} pod(s):")
             lines += _rows(
                 ("POD", "REASON"), [(f"{e.namespace}/{e.name}", e.reason) for e in res.evictions]
             )
-        if res.pod_conditions:
-            lines.append(f"  pending ({len(res.pod_conditions)}):")
-            lines += _rows(
-                ("POD", "STATUS", "WHY"),
-                [(f"{c.namespace}/{c.name}", c.reason, c.message) for c in res.pod_conditions],
-            )
+        waiting = _waiting(sim, rec)
+        if waiting:
+            lines.append(f"  waiting {len(waiting)} podgroup(s):")
+            lines += _rows(("PODGROUP", "QUEUE", "PHASE", "WHY"), waiting)
         allocated = {q.name: q.allocated for q in res.queues}
         if res.deserved or allocated:
             lines.append("  queues:")
             rows = [
-                (name, _res(res.deserved.get(name)), _res(allocated.get(name)))
+                (
+                    name,
+                    str(sim.state.queues[name].spec.weight) if name in sim.state.queues else "-",
+                    _res(res.deserved.get(name)),
+                    _res(allocated.get(name)),
+                )
                 for name in sorted(set(allocated) | set(res.deserved))
             ]
-            lines += _rows(("QUEUE", "DESERVED", "ALLOCATED"), rows)
-        for ev in res.events:
-            lines.append(f"  event {ev.kind} {ev.namespace}/{ev.name} {ev.reason}: {ev.message}")
+            lines += _rows(("QUEUE", "WEIGHT", "DESERVED", "ALLOCATED"), rows)
+        lines.extend(
+            f"  event {ev.kind} {ev.namespace}/{ev.name} {ev.reason}: {ev.message}"
+            for ev in res.events
+        )
         lines.append("")
     lines.append("== podgroups after the last cycle ==")
-    pg_rows = [
+    pg_rows: list[tuple[str, ...]] = [
         (
             k,
             pg.status.phase or "-",

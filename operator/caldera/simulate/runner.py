@@ -1,9 +1,11 @@
 """Run scheduling cycles on an in-memory cluster, applying decisions between cycles.
 
-Between cycles the simulator does what the rest of Kubernetes would: a bound pod gets its node and
-phase Running (the kubelet), an evicted pod disappears, and the PodGroup and Queue status the
-session wrote is stored. Simulated time starts one period after the newest creation time in the
-input and advances one schedule period per cycle, so the output depends only on the input.
+Before the first cycle the ``root`` and default queues are created if missing, as the scheduler
+does at startup. Between cycles the simulator does what the rest of Kubernetes would: a bound pod
+gets its node and phase Running (the kubelet), an evicted pod disappears, and the PodGroup and
+Queue status the session wrote is stored. Simulated time starts one period after the newest
+creation time in the input and advances one schedule period per cycle, so the output depends only
+on the input.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
+from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import Problem, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
@@ -125,6 +128,7 @@ def simulate(
     names = list(scheduler_names)
     sim = Simulation(state=state)
     start = _start_time(state)
+    ensure_builtin_queues(state, default_queue, created=start)
     for cycle in range(1, cycles + 1):
         adopt_bare_pods(state, names)
         now = start + cycle * period

@@ -1,0 +1,1 @@
+"""Test configuration: tests import the product from the ``operator/`` source root."""
