@@ -173,9 +173,9 @@ def priority_class(name: str, value: int, *, default: bool = False) -> PriorityC
 
 def _parse(kind: str, raw: dict[str, Any]) -> Any:
     obj = parse_object(kind, raw)
-    if not isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass):
-        raise AssertionError(f"test object does not validate: {obj}")
-    return obj
+    if isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass):
+        return obj
+    raise AssertionError(f"test object does not validate: {obj}")
 
 
 def policy(text: str | None = None) -> Policy:

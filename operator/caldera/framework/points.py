@@ -14,7 +14,7 @@ rule                   points
 :func:`vote`           job pipelined, job enqueueable (reject wins; a permit decides its tier)
 :func:`first_tier`     job starving (the first tier with functions decides; all must agree)
 :func:`first_result`   job valid, pre-predicate (the first failure is the answer)
-:func:`intersection`   preemptable, reclaimable (per tier; the first non-nil tier wins)
+:func:`intersection`   preemptable, reclaimable (per tier; the first non-empty tier wins)
 :func:`union`          victim tasks (per tier; the first non-empty tier wins)
 :func:`concat`         predicate (every rejection from every plugin is kept)
 :class:`~caldera.framework.scoring.ScoreCache`  node order (sum of weighted score vectors)
@@ -28,7 +28,6 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-
 
 __all__ = [
     "ABSTAIN",
@@ -192,23 +191,28 @@ def intersection(
     actor: T,
     candidates: Sequence[R],
 ) -> list[R] | None:
-    """Victims every voting plugin of a tier agrees on; plugins answering ABSTAIN are skipped; an
-    empty answer empties the tier. The first tier with a non-nil answer decides."""
+    """Victims every voting plugin of a tier agrees on; plugins answering ABSTAIN are skipped.
+
+    A plugin that offers no victim, or an intersection that runs empty, ends its tier without a
+    decision and the next tier is asked, as in Volcano (``victims = nil; break``; its maintainers:
+    "if victims is nil in first tier, the decision should be made by next tier", PR #1563, #3312).
+    The first tier with a non-empty set decides; None when no tier does. Unlike Volcano master, an
+    emptied intersection is not refilled by the tier's next plugin (volcano issue #5963).
+    """
     for tier in point.tiers:
         victims: list[R] | None = None
         for fn in tier:
             chosen, verdict = fn(actor, candidates)
             if verdict == ABSTAIN:
                 continue
-            if not chosen:
-                victims = []
-                break
             if victims is None:
                 victims = list(chosen)
             else:
                 keep = {id(v) for v in chosen}
                 victims = [v for v in victims if id(v) in keep]
-        if victims is not None:
+            if not victims:
+                break
+        if victims:
             return victims
     return None
 

@@ -41,9 +41,15 @@ class _Table:
             raise ConfigError(f"unknown {self.kind} {name!r} (known: {known})")
         if len(loaders) > 1:
             raise ConfigError(f"{self.kind} {name!r} is provided by {len(loaders)} packages")
-        cls = loaders[0]()
-        if getattr(cls, "name", None) != name:
-            raise ConfigError(f"{self.kind} {name!r} resolves to a class named {cls.name!r}")
+        try:
+            cls = loaders[0]()
+        except Exception as exc:  # a broken third-party package must not crash the loader
+            raise ConfigError(
+                f"{self.kind} {name!r} cannot be loaded: {type(exc).__name__}: {exc}"
+            ) from exc
+        found = getattr(cls, "name", None)
+        if found != name:
+            raise ConfigError(f"{self.kind} {name!r} resolves to a class named {found!r}")
         self._loaded[name] = cls
         return cls
 

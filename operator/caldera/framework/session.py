@@ -10,7 +10,7 @@ plugins' event handlers in step; decisions accumulate in :attr:`Session.result`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,8 @@ Rejection = tuple[str, BoolArray]
 """A filter's verdict: a reason and the mask (over all nodes) of nodes it rejects for it."""
 
 VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
+HyperNodeScorer = Callable[[Job, Mapping[str, Sequence[int]]], Mapping[str, float]]
+"""Scores HyperNodes (name → member node rows) for a job."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,15 @@ class Session:
         self.victim_tasks_point: Point[Callable[[Sequence[Task]], Sequence[Task]]] = point(
             "victim_tasks"
         )
+        self.target_job_point: Point[Callable[[Sequence[Job]], Job | None]] = point("target_job")
+        self.reserved_nodes_point: Point[Callable[[], None]] = point("reserved_nodes")
+        # Multi-cluster and sub-job (HyperNode-aware) points: registered and combined like their
+        # whole-job counterparts; until sub-groups land a job is its own single sub-job.
+        self.cluster_order_point: OrderPoint[str] = order("cluster_order")
+        self.subjob_order_point: OrderPoint[Job] = order("subjob_order")
+        self.subjob_ready_point: Point[Callable[[Job], bool]] = point("subjob_ready")
+        self.subjob_pipelined_point: Point[Callable[[Job], int]] = point("subjob_pipelined")
+        self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
         self.event_handlers: Point[EventHandler] = point("event_handler")
         self._handlers: list[EventHandler] | None = None
         self._scores: ScoreCache | None = None
@@ -187,6 +198,35 @@ class Session:
             if choice is not None:
                 return choice
         return None
+
+    def hypernode_order(
+        self, job: Job, hypernodes: Mapping[str, Sequence[int]]
+    ) -> dict[str, float]:
+        """Summed plugin scores per HyperNode (weighted sum, like node order)."""
+        scores = dict.fromkeys(hypernodes, 0.0)
+        for fn in self.hypernode_order_point:
+            for name, value in fn(job, hypernodes).items():
+                if name in scores:
+                    scores[name] += value
+        return scores
+
+    # -- jobs: targets, reservations, sub-jobs ---------------------------------------------
+
+    def target_job(self, jobs: Sequence[Job]) -> Job | None:
+        """The job a reclaim should serve first: the first plugin that names one decides."""
+        return rules.first_result(self.target_job_point, jobs)
+
+    def reserved_nodes(self) -> None:
+        rules.call_all(self.reserved_nodes_point)
+
+    def subjob_order_key(self) -> Callable[[Job], Any]:
+        return self.subjob_order_point.sort_key(lambda j: (j.creation, j.pg_uid, j.uid))
+
+    def subjob_ready(self, job: Job) -> bool:
+        return rules.all_true(self.subjob_ready_point, job)
+
+    def subjob_pipelined(self, job: Job) -> bool:
+        return rules.vote(self.subjob_pipelined_point, job)
 
     # -- victims ------------------------------------------------------------------------------
 
