@@ -6,6 +6,7 @@ computed here exactly as kube-scheduler computes them, because every later decis
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -31,6 +32,10 @@ __all__ = [
 # much (schedutil.DefaultMilliCPURequest / DefaultMemoryRequest).
 DEFAULT_MILLI_CPU_REQUEST = 100.0
 DEFAULT_MEMORY_REQUEST = 200.0 * 1024 * 1024
+
+# Gt/Lt values as Go's strconv.ParseInt reads them: Python's int() would also take spaces,
+# underscores and other scripts' digits.
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
 
 
 class Toleration(ApiModel):
@@ -72,10 +77,8 @@ class NodeSelectorRequirement(ApiModel):
         if self.operator in ("Gt", "Lt"):
             if len(self.values) != 1:
                 raise ValueError(f"operator {self.operator} needs exactly one value")
-            try:
-                int(self.values[0])
-            except ValueError:
-                raise ValueError(f"operator {self.operator} needs an integer value") from None
+            if not _INTEGER.fullmatch(self.values[0]):
+                raise ValueError(f"operator {self.operator} needs an integer value")
         return self
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from caldera.models.core import Node, Pod, PriorityClass
 from caldera.models.volcano import PodGroup, Queue
@@ -39,12 +40,16 @@ class ObjectError:
 
 
 def describe(kind: str, raw: Mapping[str, Any]) -> str:
+    """``namespace/name`` for namespaced kinds (``default`` when unset), ``name`` for the
+    scheduler's cluster-scoped kinds; for other kinds, ``namespace/name`` if one is stated."""
     meta = raw.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
     name = str(meta.get("name") or "<unnamed>")
     ns = meta.get("namespace")
     if kind in NAMESPACED:
         return f"{ns or 'default'}/{name}"
+    if kind not in KINDS and ns:
+        return f"{ns}/{name}"
     return name
 
 
@@ -66,11 +71,26 @@ def parse_object(kind: str, raw: Mapping[str, Any]) -> BaseModel | ObjectError:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        errors = _relevant(exc.errors())
         messages = []
-        for err in exc.errors()[:3]:
+        for err in errors[:3]:
             loc = _loc(tuple(err["loc"]))
             msg = err["msg"].removeprefix("Value error, ")
             messages.append(f"{loc}: {msg}" if loc else msg)
-        more = len(exc.errors()) - len(messages)
+        more = len(errors) - len(messages)
         text = "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
         return ObjectError(kind, describe(kind, raw), text)
+
+
+def _relevant(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Drop the "too short" error pydantic adds to a list whose only items failed validation
+    (``containers: [{bad}]`` would also read "should have at least 1 item"): the item's own error
+    is the one to report."""
+    locs = [tuple(err["loc"]) for err in errors]
+
+    def shadowed(loc: tuple[int | str, ...]) -> bool:
+        return any(len(other) > len(loc) and other[: len(loc)] == loc for other in locs)
+
+    return [
+        err for err in errors if not (err["type"] == "too_short" and shadowed(tuple(err["loc"])))
+    ]

@@ -57,22 +57,47 @@ def _documents(sources: Sequence[str], warnings: list[str]) -> Iterator[tuple[st
         except OSError as exc:
             warnings.append(f"{source}: cannot read: {exc.strerror}")
             continue
-        name = "<stdin>" if source == "-" else source
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            warnings.append(f"{name}: invalid YAML{where}: {getattr(exc, 'problem', exc)}")
+        except UnicodeDecodeError as exc:
+            warnings.append(f"{source}: cannot read: not UTF-8 text ({exc.reason})")
             continue
-        for doc in docs:
+        name = "<stdin>" if source == "-" else source
+        for doc in _parse_yaml(name, text, warnings):
             if doc is None:
                 continue
-            if isinstance(doc, Mapping) and doc.get("kind") == "List":
+            if _is_list(doc):
                 for item in doc.get("items") or []:
                     yield name, item
             else:
                 yield name, doc
+
+
+def _is_list(doc: Any) -> bool:
+    """``kind: List`` as ``kubectl get -o yaml`` prints it, or a typed list (``PodList``) as the
+    API returns it."""
+    if not isinstance(doc, Mapping):
+        return False
+    kind = doc.get("kind")
+    if kind == "List":
+        return True
+    return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
+
+
+def _parse_yaml(name: str, text: str, warnings: list[str]) -> Iterator[Any]:
+    """The documents of one file; at a YAML error, the documents before it are kept (as
+    ``kubectl apply`` applies them) and the rest of the file is skipped with a warning."""
+    docs = yaml.safe_load_all(text)
+    while True:
+        try:
+            doc = next(docs)
+        except StopIteration:
+            return
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or exc
+            warnings.append(f"{name}: invalid YAML{where}: {problem}; rest of the file skipped")
+            return
+        yield doc
 
 
 def load_manifests(sources: Sequence[str]) -> Loaded:

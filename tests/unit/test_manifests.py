@@ -1,0 +1,336 @@
+"""Loading manifests: the formats people feed the simulator, and what happens to bad input.
+
+Every object is validated on its own; anything skipped is reported in ``Loaded.warnings`` and the
+rest still loads.
+"""
+
+from __future__ import annotations
+
+import io
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from caldera.simulate.manifests import EPOCH, LATER_KINDS, load_manifests
+
+POD_A = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: a}
+spec:
+  containers: [{name: main, resources: {requests: {cpu: 500m}}}]
+"""
+POD_B = POD_A.replace("name: a", "name: b")
+NODE = """\
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi}}
+"""
+QUEUE = """\
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: q}
+spec: {weight: 2}
+"""
+
+
+def write(directory: Path, name: str, text: str) -> str:
+    path = directory / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+def docs(*texts: str) -> str:
+    return "---\n".join(texts)
+
+
+def test_multi_document_yaml(tmp_path: Path) -> None:
+    loaded = load_manifests([write(tmp_path, "all.yaml", docs(POD_A, NODE, QUEUE, POD_B))])
+    assert loaded.warnings == []
+    assert sorted(loaded.state.pods) == ["default/a", "default/b"]
+    assert list(loaded.state.nodes) == ["n1"]
+    assert loaded.state.queues["q"].spec.weight == 2
+    assert loaded.state.pods["default/a"].spec.containers[0].resources.requests == {"cpu": 500.0}
+
+
+def test_kind_list_as_kubectl_get_prints_it(tmp_path: Path) -> None:
+    text = """\
+    apiVersion: v1
+    kind: List
+    metadata: {resourceVersion: ""}
+    items:
+    - apiVersion: v1
+      kind: Node
+      metadata: {name: n1}
+    - apiVersion: v1
+      kind: Pod
+      metadata: {name: a, namespace: ml}
+      spec: {containers: [{name: main}]}
+    """
+    loaded = load_manifests([write(tmp_path, "list.yaml", text)])
+    assert loaded.warnings == []
+    assert list(loaded.state.nodes) == ["n1"]
+    assert list(loaded.state.pods) == ["ml/a"]
+
+
+def test_a_typed_list_as_the_api_returns_it(tmp_path: Path) -> None:
+    text = """\
+    apiVersion: v1
+    kind: NodeList
+    items:
+    - {kind: Node, metadata: {name: n1}}
+    - {kind: Node, metadata: {name: n2}}
+    """
+    loaded = load_manifests([write(tmp_path, "nodes.yaml", text)])
+    assert loaded.warnings == []
+    assert sorted(loaded.state.nodes) == ["n1", "n2"]
+
+
+def test_an_empty_list_loads_nothing_quietly(tmp_path: Path) -> None:
+    loaded = load_manifests([write(tmp_path, "empty.yaml", "kind: List\nitems: []\n")])
+    assert loaded.warnings == []
+    assert loaded.state.pods == {}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("", id="an empty file"),
+        pytest.param("---\n---\n", id="only separators"),
+        pytest.param("# just a comment\n", id="only a comment"),
+        pytest.param("---\n# nothing\n---\n", id="separators and comments"),
+    ],
+)
+def test_empty_documents_are_skipped_quietly(tmp_path: Path, text: str) -> None:
+    loaded = load_manifests([write(tmp_path, "empty.yaml", text)])
+    assert loaded.warnings == []
+    assert loaded.state.pods == {}
+    assert loaded.state.nodes == {}
+
+
+def test_empty_documents_between_objects_are_skipped(tmp_path: Path) -> None:
+    text = "---\n" + POD_A + "---\n---\n" + POD_B + "---\n"
+    loaded = load_manifests([write(tmp_path, "gaps.yaml", text)])
+    assert loaded.warnings == []
+    assert sorted(loaded.state.pods) == ["default/a", "default/b"]
+
+
+def test_a_directory_loads_its_yaml_files_in_name_order(tmp_path: Path) -> None:
+    write(tmp_path, "b.yml", POD_B)
+    write(tmp_path, "a.yaml", POD_A)
+    write(tmp_path, "c.yaml", NODE)
+    write(tmp_path, "notes.txt", "kind: Pod\nthis is not: [yaml")
+    write(tmp_path, "pod.json.bak", POD_A.replace("name: a", "name: backup"))
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "nested.yaml", POD_A.replace("name: a", "name: nested"))
+    loaded = load_manifests([str(tmp_path)])
+    assert loaded.warnings == []
+    # Insertion order of the store follows load order: a.yaml before b.yml.
+    assert list(loaded.state.pods) == ["default/a", "default/b"]
+    assert list(loaded.state.nodes) == ["n1"]
+    a = loaded.state.pods["default/a"].metadata.creation_timestamp
+    b = loaded.state.pods["default/b"].metadata.creation_timestamp
+    assert a is not None and b is not None and a < b
+
+
+def test_stdin_is_read_for_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(docs(POD_A, NODE)))
+    loaded = load_manifests(["-"])
+    assert loaded.warnings == []
+    assert list(loaded.state.pods) == ["default/a"]
+    assert list(loaded.state.nodes) == ["n1"]
+
+
+def test_stdin_and_files_combine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(POD_B))
+    loaded = load_manifests([write(tmp_path, "a.yaml", POD_A), "-"])
+    assert list(loaded.state.pods) == ["default/a", "default/b"]
+
+
+def test_warnings_from_stdin_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Service\nmetadata: {name: web}\n"))
+    loaded = load_manifests(["-"])
+    assert loaded.warnings == ["<stdin>: ignored Service web: kind not used by the scheduler"]
+
+
+def test_unknown_kinds_are_ignored_with_a_warning(tmp_path: Path) -> None:
+    text = docs(
+        "kind: Deployment\nmetadata: {name: web, namespace: shop}\n",
+        POD_A,
+        "kind: ConfigMap\nmetadata: {name: settings}\n",
+        "metadata: {name: kindless}\n",
+    )
+    path = write(tmp_path, "mixed.yaml", text)
+    loaded = load_manifests([path])
+    assert loaded.warnings == [
+        f"{path}: ignored Deployment shop/web: kind not used by the scheduler",
+        f"{path}: ignored ConfigMap settings: kind not used by the scheduler",
+        f"{path}: ignored an object without kind kindless: kind not used by the scheduler",
+    ]
+    assert list(loaded.state.pods) == ["default/a"]
+
+
+def test_documents_that_are_not_objects_are_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "odd.yaml", docs("just a string\n", "[1, 2]\n", POD_A))
+    loaded = load_manifests([path])
+    assert loaded.warnings == [f"{path}: skipped a document that is not an object"] * 2
+    assert list(loaded.state.pods) == ["default/a"]
+
+
+@pytest.mark.parametrize("kind", sorted(LATER_KINDS))
+def test_kinds_for_later_features_are_kept_without_warnings(tmp_path: Path, kind: str) -> None:
+    text = docs(
+        f"kind: {kind}\nmetadata: {{name: one}}\n", f"kind: {kind}\nmetadata: {{name: two}}\n"
+    )
+    loaded = load_manifests([write(tmp_path, "later.yaml", text)])
+    assert loaded.warnings == []
+    assert [doc["metadata"]["name"] for doc in loaded.pending_kinds[kind]] == ["one", "two"]
+
+
+def test_the_later_kinds_are_the_ones_support_is_planned_for() -> None:
+    assert {
+        "HyperNode",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "StorageClass",
+        "CSINode",
+    } == LATER_KINDS
+
+
+def test_malformed_yaml_is_reported_with_its_line_and_other_files_still_load(
+    tmp_path: Path,
+) -> None:
+    bad = write(tmp_path, "bad.yaml", "kind: Pod\nmetadata:\n  name: [unclosed\n")
+    good = write(tmp_path, "good.yaml", POD_A)
+    loaded = load_manifests([bad, good])
+    assert len(loaded.warnings) == 1
+    assert loaded.warnings[0].startswith(f"{bad}: invalid YAML at line 4: ")
+    assert list(loaded.state.pods) == ["default/a"]
+
+
+def test_documents_before_a_yaml_error_still_load(tmp_path: Path) -> None:
+    text = docs(POD_A, NODE, "kind: Pod\nmetadata: {name: [oops}\n", POD_B)
+    path = write(tmp_path, "partial.yaml", text)
+    loaded = load_manifests([path])
+    assert len(loaded.warnings) == 1
+    warning = loaded.warnings[0]
+    assert warning.startswith(f"{path}: invalid YAML at line 13: ")
+    assert warning.endswith("; rest of the file skipped")
+    assert list(loaded.state.pods) == ["default/a"]
+    assert list(loaded.state.nodes) == ["n1"]
+
+
+def test_a_tab_indented_file_is_reported_not_raised(tmp_path: Path) -> None:
+    path = write(tmp_path, "tabs.yaml", "kind: Pod\nmetadata:\n\tname: a\n")
+    loaded = load_manifests([path])
+    assert len(loaded.warnings) == 1
+    assert loaded.warnings[0].startswith(f"{path}: invalid YAML at line 3: ")
+
+
+def test_a_missing_file_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.yaml")
+    loaded = load_manifests([missing, write(tmp_path, "a.yaml", POD_A)])
+    assert loaded.warnings == [f"{missing}: cannot read: No such file or directory"]
+    assert list(loaded.state.pods) == ["default/a"]
+
+
+def test_a_file_that_is_not_utf8_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
+    binary = tmp_path / "image.yaml"
+    binary.write_bytes(b"\xff\xfe\x00kind")
+    loaded = load_manifests([str(binary), write(tmp_path, "a.yaml", POD_A)])
+    assert len(loaded.warnings) == 1
+    assert loaded.warnings[0].startswith(f"{binary}: cannot read: not UTF-8 text")
+    assert list(loaded.state.pods) == ["default/a"]
+
+
+def test_a_malformed_object_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
+    bad_pod = POD_A.replace("name: a", "name: broken").replace("500m", "lots")
+    path = write(tmp_path, "pods.yaml", docs(POD_A, bad_pod, POD_B))
+    loaded = load_manifests([path])
+    assert loaded.warnings == [
+        (
+            f"{path}: Pod default/broken: spec.containers[0].resources.requests: cpu: "
+            "invalid quantity 'lots'; skipped"
+        )
+    ]
+    assert sorted(loaded.state.pods) == ["default/a", "default/b"]
+
+
+def test_a_malformed_node_inside_a_list_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
+    text = """\
+    kind: List
+    items:
+    - {kind: Node, metadata: {name: n1}, spec: {taints: [{key: k, effect: Never}]}}
+    - {kind: Node, metadata: {name: n2}}
+    """
+    path = write(tmp_path, "nodes.yaml", text)
+    loaded = load_manifests([path])
+    assert len(loaded.warnings) == 1
+    assert loaded.warnings[0].startswith(f"{path}: Node n1: spec.taints[0].effect: ")
+    assert list(loaded.state.nodes) == ["n2"]
+
+
+def test_duplicates_are_warned_and_the_last_one_wins(tmp_path: Path) -> None:
+    first = write(tmp_path, "1.yaml", docs(POD_A, QUEUE))
+    second = write(tmp_path, "2.yaml", docs(POD_A.replace("500m", "2"), QUEUE.replace("2}", "5}")))
+    loaded = load_manifests([first, second])
+    assert loaded.warnings == [
+        f"{second}: Pod default/a appears twice; the last one is used",
+        f"{second}: Queue q appears twice; the last one is used",
+    ]
+    assert loaded.state.pods["default/a"].spec.containers[0].resources.requests == {"cpu": 2000.0}
+    assert loaded.state.queues["q"].spec.weight == 5
+
+
+def test_a_pod_without_namespace_duplicates_one_in_default(tmp_path: Path) -> None:
+    explicit = POD_A.replace("{name: a}", "{name: a, namespace: default}")
+    path = write(tmp_path, "pods.yaml", docs(POD_A, explicit))
+    loaded = load_manifests([path])
+    assert loaded.warnings == [f"{path}: Pod default/a appears twice; the last one is used"]
+
+
+def test_same_name_in_different_namespaces_is_not_a_duplicate(tmp_path: Path) -> None:
+    other = POD_A.replace("{name: a}", "{name: a, namespace: ml}")
+    loaded = load_manifests([write(tmp_path, "pods.yaml", docs(POD_A, other))])
+    assert loaded.warnings == []
+    assert sorted(loaded.state.pods) == ["default/a", "ml/a"]
+
+
+def test_objects_without_creation_time_are_stamped_in_file_order(tmp_path: Path) -> None:
+    pods = [POD_A.replace("name: a", f"name: p{i}") for i in range(4)]
+    first = write(tmp_path, "1.yaml", docs(*pods[:2]))
+    second = write(tmp_path, "2.yaml", docs(*pods[2:]))
+    loaded = load_manifests([first, second])
+    stamps = [loaded.state.pods[f"default/p{i}"].metadata.creation_timestamp for i in range(4)]
+    assert stamps == [EPOCH + i / 1000 for i in range(4)]
+
+
+def test_every_kind_shares_one_creation_order(tmp_path: Path) -> None:
+    loaded = load_manifests([write(tmp_path, "all.yaml", docs(QUEUE, NODE, POD_A))])
+    assert loaded.state.queues["q"].metadata.creation_timestamp == EPOCH
+    assert loaded.state.nodes["n1"].metadata.creation_timestamp == EPOCH + 1 / 1000
+    assert loaded.state.pods["default/a"].metadata.creation_timestamp == EPOCH + 2 / 1000
+
+
+def test_a_stated_creation_time_is_kept(tmp_path: Path) -> None:
+    stamped = POD_B.replace(
+        "metadata: {name: b}", "metadata: {name: b, creationTimestamp: '2020-01-01T00:00:00Z'}"
+    )
+    loaded = load_manifests([write(tmp_path, "pods.yaml", docs(POD_A, stamped))])
+    assert loaded.state.pods["default/b"].metadata.creation_timestamp == 1_577_836_800.0
+    assert loaded.state.pods["default/a"].metadata.creation_timestamp == EPOCH
+
+
+def test_an_unquoted_yaml_timestamp_is_understood(tmp_path: Path) -> None:
+    # PyYAML turns an unquoted timestamp into a datetime; it must mean the same instant.
+    stamped = POD_A.replace(
+        "metadata: {name: a}", "metadata: {name: a, creationTimestamp: 2020-01-01T00:00:00Z}"
+    )
+    loaded = load_manifests([write(tmp_path, "pod.yaml", stamped)])
+    assert loaded.state.pods["default/a"].metadata.creation_timestamp == 1_577_836_800.0
+
+
+def test_the_epoch_is_fixed_so_runs_are_reproducible() -> None:
+    assert EPOCH == 1_735_689_600.0  # 2025-01-01T00:00:00Z
