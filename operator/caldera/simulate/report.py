@@ -99,7 +99,7 @@ def _rows(
 
 def _waiting(sim: Simulation, rec: CycleRecord) -> list[tuple[str, ...]]:
     """One row per PodGroup that this session marked Unschedulable."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for st in rec.result.podgroups:
         cond = next(
             (
