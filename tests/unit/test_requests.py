@@ -416,3 +416,30 @@ def test_effective_requests_do_not_apply_the_scoring_defaults() -> None:
     pod = spec(c(), init=(c(sidecar=True),))
     assert effective_requests(pod) == {}
     assert nonzero_requests(pod) == (2 * DEFAULT_CPU, 2 * DEFAULT_MEMORY)
+
+
+def test_pod_level_requests_replace_the_container_aggregate_for_cpu_and_memory() -> None:
+    from caldera.models.core import Pod
+
+    pod = Pod.model_validate(
+        {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+                "overhead": {"cpu": "100m"},
+                "containers": [
+                    {
+                        "name": "a",
+                        "resources": {"requests": {"cpu": "500m", "nvidia.com/gpu": "1"}},
+                    },
+                    {"name": "b"},
+                ],
+            },
+        }
+    )
+    assert effective_requests(pod.spec) == {
+        "cpu": 2100.0,
+        "memory": 1024.0**3,
+        "nvidia.com/gpu": 1.0,
+    }
+    assert nonzero_requests(pod.spec) == (2100.0, 1024.0**3)

@@ -132,6 +132,8 @@ class PodSpec(ApiModel):
     containers: tuple[Container, ...] = Field(min_length=1)
     init_containers: tuple[Container, ...] = ()
     overhead: ResourceList = Field(default_factory=dict)
+    resources: ContainerResources | None = None
+    """Pod-level resources (PodLevelResources, on by default since Kubernetes 1.34)."""
     node_selector: dict[str, str] = Field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
@@ -187,10 +189,25 @@ def _requests(
     return reqs
 
 
+def _pod_level(spec: PodSpec) -> dict[str, float]:
+    """Pod-level requests that replace the containers' aggregate (cpu, memory, hugepages)."""
+    if spec.resources is None:
+        return {}
+    return {
+        name: value
+        for name, value in spec.resources.effective().items()
+        if name in ("cpu", "memory") or name.startswith("hugepages-")
+    }
+
+
 def effective_requests(spec: PodSpec) -> dict[str, float]:
-    """The pod's resource request as kube-scheduler's NodeResourcesFit sees it."""
+    """The pod's resource request as kube-scheduler's NodeResourcesFit sees it: containers
+    aggregated, pod-level requests (where set) replacing that aggregate, overhead on top."""
     per = {id(c): c.resources.effective() for c in (*spec.containers, *spec.init_containers)}
-    return _requests(spec, per, spec.overhead)
+    reqs = _requests(spec, per, {})
+    reqs.update(_pod_level(spec))
+    _add(reqs, spec.overhead)
+    return reqs
 
 
 def nonzero_requests(spec: PodSpec) -> tuple[float, float]:
@@ -203,7 +220,9 @@ def nonzero_requests(spec: PodSpec) -> tuple[float, float]:
             "cpu": own.get("cpu", DEFAULT_MILLI_CPU_REQUEST),
             "memory": own.get("memory", DEFAULT_MEMORY_REQUEST),
         }
-    reqs = _requests(spec, per, spec.overhead)
+    reqs = _requests(spec, per, {})
+    reqs.update({k: v for k, v in _pod_level(spec).items() if k in ("cpu", "memory")})
+    _add(reqs, spec.overhead)
     return reqs["cpu"], reqs["memory"]
 
 
