@@ -8,6 +8,11 @@ not ready keeps its reservations for the rest of the session without binding any
 its placements are discarded. A ready job with tasks left goes back in line, so one big job does
 not starve the others in its queue.
 
+When a task fits no node the job's other tasks are still tried if they can make it ready
+(Volcano's ``NeedContinueAllocating``); with ``predicateErrorCacheEnable`` (default on), tasks of a
+role (``volcano.sh/task-spec``) that already failed in this session are skipped without filtering,
+since they would fail the same way.
+
 Without an ``enqueue`` action, Pending PodGroups are promoted to Inqueue here. Best-effort tasks
 (no resource request) are left to ``backfill``.
 """
@@ -34,8 +39,8 @@ __all__ = ["AllocateAction", "AllocateArgs"]
 
 class AllocateArgs(Args):
     predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
-    """Accepted for Volcano compatibility. Caldera stops placing a job at its first task that fits
-    nowhere, so there is no repeated failing predicate to cache."""
+    """Volcano's per-role predicate-error cache: when on, a task whose role
+    (``volcano.sh/task-spec``) already fit no node this session is skipped without filtering."""
 
 
 class AllocateAction(Action[AllocateArgs]):
@@ -65,6 +70,7 @@ class AllocateAction(Action[AllocateArgs]):
             remaining[job.uid] = deque(sorted(tasks, key=task_key))
             jobs_by_queue.setdefault(job.queue, OrderedQueue(job_key)).push(job)
 
+        failed_roles: dict[str, set[str]] = {}
         queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(jobs_by_queue)))
         while queues:
             queue = queues.pop()
@@ -75,7 +81,8 @@ class AllocateAction(Action[AllocateArgs]):
                 continue
             job = jobs.pop()
             stmt = ssn.statement()
-            if self._place(ssn, queue, job, remaining[job.uid], stmt):
+            failed = failed_roles.setdefault(job.uid, set())
+            if self._place(ssn, queue, job, remaining[job.uid], stmt, failed, self.args):
                 jobs.push(job)
             if ssn.job_ready(job):
                 stmt.commit()
@@ -84,8 +91,18 @@ class AllocateAction(Action[AllocateArgs]):
             queues.push(queue)
 
     @staticmethod
-    def _place(ssn: Session, queue: Queue, job: Job, tasks: deque[Task], stmt: Statement) -> bool:
-        """Place ``job``'s tasks in order; True when the job is ready with tasks left over."""
+    def _place(
+        ssn: Session,
+        queue: Queue,
+        job: Job,
+        tasks: deque[Task],
+        stmt: Statement,
+        failed_roles: set[str],
+        args: AllocateArgs,
+    ) -> bool:
+        """Place ``job``'s tasks in order; True when the job is ready with tasks left over.
+
+        ``failed_roles`` collects the roles of tasks that fit no node in this session."""
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
@@ -94,9 +111,21 @@ class AllocateAction(Action[AllocateArgs]):
                     message=f"queue {queue.name} has no room for this task within its share",
                 )
                 continue
+            if args.predicate_error_cache_enable and task.role and task.role in failed_roles:
+                job.nodes_fit_errors[task.uid] = FitErrors(
+                    total=len(ssn.nodes),
+                    message=f"Task {task.name} with role spec {task.role} "
+                    "has already predicated failed, skip",
+                )
+                continue
             choice = choose_node(ssn, task)
             if isinstance(choice, FitErrors):
                 job.nodes_fit_errors[task.uid] = choice
+                if choice.message and not choice.counts:
+                    return False  # a pre-filter failed: Volcano stops at once
+                failed_roles.add(task.role)
+                if job.need_continue_allocating(failed_roles):
+                    continue
                 return False
             if choice.idle:
                 stmt.allocate(task, choice.node)

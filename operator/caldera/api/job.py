@@ -120,19 +120,59 @@ class Job:
     def is_pending(self) -> bool:
         return self.phase in ("Pending", "")
 
-    def role_counts(self, statuses: frozenset[TaskStatus]) -> dict[str, int]:
+    def role_counts(
+        self, statuses: frozenset[TaskStatus], *, pending_best_effort: bool = False
+    ) -> dict[str, int]:
+        """Tasks per role in ``statuses`` (plus pending best-effort tasks, if asked)."""
         counts: dict[str, int] = {}
         for status in statuses:
             for task in self.by_status.get(status, {}).values():
                 counts[task.role] = counts.get(task.role, 0) + 1
+        if pending_best_effort and TaskStatus.PENDING not in statuses:
+            for task in self.by_status.get(TaskStatus.PENDING, {}).values():
+                if task.best_effort:
+                    counts[task.role] = counts.get(task.role, 0) + 1
         return counts
 
-    def roles_meet_minimum(self, statuses: frozenset[TaskStatus]) -> bool:
-        """Every role named in ``minTaskMember`` has at least that many tasks in ``statuses``."""
-        if not self.min_task_member:
+    def role_checks_apply(self) -> bool:
+        """Volcano checks ``minTaskMember`` only when minMember covers the sum of the role
+        minimums; a smaller minMember means any mix of roles may make up the gang."""
+        return bool(self.min_task_member) and self.min_available >= sum(
+            self.min_task_member.values()
+        )
+
+    def roles_meet_minimum(
+        self, statuses: frozenset[TaskStatus], *, pending_best_effort: bool = False
+    ) -> bool:
+        """Every role named in ``minTaskMember`` has at least that many tasks in ``statuses``
+        (Volcano's CheckTaskValid/Ready/Pipelined; skipped when the checks do not apply)."""
+        if not self.role_checks_apply():
             return True
-        counts = self.role_counts(statuses)
+        counts = self.role_counts(statuses, pending_best_effort=pending_best_effort)
         return all(counts.get(role, 0) >= need for role, need in self.min_task_member.items())
+
+    def need_continue_allocating(self, failed_roles: set[str]) -> bool:
+        """After a task fit no node: may placing the job's other tasks still make it ready?
+
+        Volcano's ``NeedContinueAllocating``. Tasks of a role that already failed are assumed to
+        fail too. With minMember equal to the task count every task is needed, so no. When the
+        role minimums do not apply, the job can still be ready if its placed tasks plus the pending
+        tasks of roles that have not failed reach minMember. Otherwise every failed role must
+        already have its ``minTaskMember`` placed.
+        """
+        if self.min_available == len(self.tasks):
+            return False
+        if self.min_task_member and not self.role_checks_apply():
+            left = sum(
+                1
+                for t in self.by_status.get(TaskStatus.PENDING, {}).values()
+                if t.role not in failed_roles and not t.best_effort
+            )
+            return self._ready + self._pending_best_effort + left >= self.min_available
+        placed = self.role_counts(READY_STATUSES, pending_best_effort=True)
+        return all(
+            placed.get(role, 0) >= self.min_task_member.get(role, 0) for role in failed_roles
+        )
 
     @property
     def best_effort(self) -> bool:

@@ -43,11 +43,12 @@ def _valid(job: Job) -> ValidateResult | None:
 
 
 def _ready(job: Job) -> bool:
-    return job.is_ready() and job.roles_meet_minimum(READY_STATUSES)
+    return job.is_ready() and job.roles_meet_minimum(READY_STATUSES, pending_best_effort=True)
 
 
 def _pipelined(job: Job) -> int:
-    return PERMIT if job.is_pipelined() and job.roles_meet_minimum(_PIPELINED) else REJECT
+    pipelined = job.is_pipelined() and job.roles_meet_minimum(_PIPELINED, pending_best_effort=True)
+    return PERMIT if pipelined else REJECT
 
 
 class GangPlugin(Plugin[NoArgs]):

@@ -1,7 +1,8 @@
 """sla: jobs that waited longer than their SLA go first and are forced through enqueue and gang.
 
-The waiting time comes from the plugin argument ``sla-waiting-time`` or a job's own
-``sla-waiting-time`` PodGroup annotation (which wins), both Go durations such as ``1h30m``.
+The waiting time comes from the plugin argument ``sla-waiting-time`` or a job's own PodGroup
+annotation (which wins): ``volcano.sh/sla-waiting-time``, else the bare ``sla-waiting-time``. Both
+are Go durations such as ``1h30m``; a value that does not parse or is not positive counts as unset.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from caldera.framework.session import Session
 
 __all__ = ["SlaArgs", "SlaPlugin"]
 
-ANNOTATION = "sla-waiting-time"
+ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
+"""PodGroup annotations read in this order (Volcano's ``JobWaitingTime`` keys)."""
+
+
+def _positive(raw: str) -> float | None:
+    try:
+        value = parse_go_duration(raw)
+    except ValueError:
+        return None
+    return value if value > 0 else None
 
 
 class SlaArgs(Args):
@@ -38,15 +48,15 @@ class SlaPlugin(Plugin[SlaArgs]):
     Args = SlaArgs
 
     def on_session_open(self, ssn: Session) -> None:
-        default = parse_go_duration(self.args.waiting_time) if self.args.waiting_time else None
+        default = _positive(self.args.waiting_time) if self.args.waiting_time else None
 
         def waiting(job: Job) -> float | None:
-            raw = job.annotations.get(ANNOTATION)
-            if raw:
-                try:
-                    return parse_go_duration(raw)
-                except ValueError:
-                    return default
+            for key in ANNOTATIONS:
+                raw = job.annotations.get(key)
+                if raw is not None:
+                    value = _positive(raw)
+                    if value is not None:
+                        return value
             return default
 
         def deadline(job: Job) -> float:

@@ -1,0 +1,253 @@
+"""enqueue: which Pending PodGroups become Inqueue (volcano.md §2.5, §3.2, §4.2).
+
+A job passes when ``minResources`` is nil or every voting plugin permits ``JobEnqueueable``
+(§3.3). The overcommit plugin admits while ``minResources`` of all admitted jobs plus the used
+resources fit in the cluster's allocatable × ``overcommit-factor`` (default 1.2); a rejection is a
+Normal ``Unschedulable`` PodGroup event ``resource in cluster is overused[: overused <res>, …]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import Obj, binds, node, pod, podgroup, queue, scenario, summary
+from caldera.framework.intents import Event
+from caldera.simulate.runner import Simulation
+
+T0 = 1_800_000_000.0
+OVERUSED_CPU = "resource in cluster is overused: overused cpu"
+
+
+def policy(overcommit_args: str = "") -> str:
+    """Volcano's built-in configuration, optionally with overcommit arguments."""
+    return f"""\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+{overcommit_args}
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+def phases(sim: Simulation) -> dict[str, str]:
+    return {k: v["phase"] for k, v in summary(sim)["podGroups"].items()}
+
+
+def events(sim: Simulation, cycle: int = 0) -> list[Event]:
+    return list(sim.cycles[cycle].result.events)
+
+
+def rejected(name: str, message: str = OVERUSED_CPU) -> Event:
+    return Event("PodGroup", "default", name, "Normal", "Unschedulable", message)
+
+
+# -- minResources nil --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("min_resources", "phase"),
+    [
+        pytest.param(None, "Inqueue", id="without minResources a job is admitted whatever it asks"),
+        pytest.param({"cpu": "100"}, "Pending", id="the same job with minResources is rejected"),
+    ],
+)
+def test_a_job_without_min_resources_is_always_admitted(
+    min_resources: dict[str, str] | None, phase: str
+) -> None:
+    sim = scenario(
+        [
+            node("n1", cpu="1"),
+            podgroup("pg", min_resources=min_resources),
+            pod("a", group="pg", cpu="100"),
+        ]
+    )
+    assert phases(sim) == {"default/pg": phase}
+    assert binds(sim) == {}
+
+
+def test_a_job_without_min_resources_is_admitted_when_the_cluster_is_fully_claimed() -> None:
+    sim = scenario(
+        [
+            node("n1", cpu="4"),
+            podgroup("first", min_resources={"cpu": "4"}, created=T0),
+            podgroup("free", created=T0 + 1),
+            podgroup("third", min_resources={"cpu": "1"}, created=T0 + 2),
+        ]
+    )
+    # 4 + 1 > 4 × 1.2: the third job is over; the one without minResources does not count.
+    assert phases(sim) == {
+        "default/first": "Inqueue",
+        "default/free": "Inqueue",
+        "default/third": "Pending",
+    }
+    assert events(sim) == [rejected("third")]
+
+
+# -- overcommit factor -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overcommit_args", "min_cpu", "admitted"),
+    [
+        # A pod of another scheduler uses 2 of the node's 4 cpu.
+        pytest.param("", "2800m", True, id="default factor: 4 × 1.2 − 2 used leaves 2.8 cpu"),
+        pytest.param("", "2900m", False, id="default factor: 2.9 cpu is over"),
+        pytest.param(
+            "    arguments:\n      overcommit-factor: 1.5",
+            "4",
+            True,
+            id="factor 1.5: 4 × 1.5 − 2 used leaves 4 cpu",
+        ),
+        pytest.param(
+            "    arguments:\n      overcommit-factor: 1.5",
+            "4100m",
+            False,
+            id="factor 1.5: 4.1 cpu is over",
+        ),
+    ],
+)
+def test_overcommit_factor_admits_or_rejects(
+    overcommit_args: str, min_cpu: str, admitted: bool
+) -> None:
+    sim = scenario(
+        [
+            node("n1", cpu="4", memory="64Gi"),
+            pod("kube", scheduler="default-scheduler", node_name="n1", cpu="2"),
+            podgroup("pg", min_resources={"cpu": min_cpu}),
+            pod("a", group="pg"),
+        ],
+        policy_yaml=policy(overcommit_args),
+    )
+    assert phases(sim) == {"default/pg": "Inqueue" if admitted else "Pending"}
+    assert events(sim) == ([] if admitted else [rejected("pg")])
+    assert binds(sim) == ({"default/a": "n1"} if admitted else {})
+
+
+def test_admitted_jobs_hold_their_minimum_against_later_ones() -> None:
+    sim = scenario(
+        [
+            node("n1", cpu="4", memory="64Gi"),
+            podgroup("j1", min_resources={"cpu": "2"}, created=T0),
+            podgroup("j2", min_resources={"cpu": "2"}, created=T0 + 1),
+            podgroup("j3", min_resources={"cpu": "1"}, created=T0 + 2),
+        ]
+    )
+    # 2 + 2 = 4 ≤ 4.8; then 4 + 1 = 5 > 4.8.
+    assert phases(sim) == {
+        "default/j1": "Inqueue",
+        "default/j2": "Inqueue",
+        "default/j3": "Pending",
+    }
+    assert events(sim) == [rejected("j3")]
+
+
+def test_a_rejected_job_stays_pending_and_is_rejected_again_every_cycle() -> None:
+    sim = scenario(
+        [node("n1", cpu="4"), podgroup("pg", min_resources={"cpu": "5"}), pod("a", group="pg")],
+        cycles=3,
+    )
+    assert binds(sim) == {}
+    assert phases(sim) == {"default/pg": "Pending"}
+    assert [events(sim, c) for c in range(3)] == [[rejected("pg")]] * 3
+
+
+def test_a_rejected_job_does_not_block_a_smaller_one_behind_it() -> None:
+    sim = scenario(
+        [
+            node("n1", cpu="4"),
+            podgroup("big", min_resources={"cpu": "100"}, created=T0),
+            pod("b", group="big"),
+            podgroup("small", min_resources={"cpu": "1"}, created=T0 + 1),
+            pod("s", group="small"),
+        ]
+    )
+    assert phases(sim) == {"default/big": "Pending", "default/small": "Inqueue"}
+    assert binds(sim) == {"default/s": "n1"}
+
+
+# -- order -------------------------------------------------------------------------------------
+
+
+def _two_queues(**qb: Any) -> list[Obj]:
+    # Room (4 × 1.2 = 4.8 cpu) for two of the three 2-cpu jobs. b1 is the oldest job.
+    return [
+        node("n1", cpu="4", memory="64Gi"),
+        queue("qa", created=T0 - 100),
+        queue("qb", created=T0 - 50, **qb),
+        podgroup("b1", queue="qb", min_resources={"cpu": "2"}, created=T0),
+        podgroup("a1", queue="qa", min_resources={"cpu": "2"}, created=T0 + 1),
+        podgroup("a2", queue="qa", min_resources={"cpu": "2"}, created=T0 + 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("qb", "admitted"),
+    [
+        pytest.param(
+            {},
+            {"default/a1", "default/a2"},
+            id="the queue first in queue order is visited first, older jobs elsewhere wait",
+        ),
+        pytest.param(
+            {"priority": 10},
+            {"default/b1", "default/a1"},
+            id="a higher-priority queue is visited first",
+        ),
+    ],
+)
+def test_jobs_are_admitted_in_queue_order_then_job_order(
+    qb: dict[str, Any], admitted: set[str]
+) -> None:
+    sim = scenario(_two_queues(**qb))
+    assert {k for k, v in phases(sim).items() if v == "Inqueue"} == admitted
+
+
+def test_every_queue_gets_a_turn() -> None:
+    # qa's only job is rejected; qb is still visited and its job admitted.
+    sim = scenario(
+        [
+            node("n1", cpu="4"),
+            queue("qa", created=T0 - 100),
+            queue("qb", created=T0 - 50),
+            podgroup("a", queue="qa", min_resources={"cpu": "100"}, created=T0),
+            podgroup("b", queue="qb", min_resources={"cpu": "1"}, created=T0 + 1),
+        ]
+    )
+    assert phases(sim) == {"default/a": "Pending", "default/b": "Inqueue"}
+
+
+# -- what enqueue looks at ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "phase",
+    [
+        pytest.param("Inqueue", id="an Inqueue job is not re-checked"),
+        pytest.param("Running", id="a Running job is not re-checked"),
+    ],
+)
+def test_only_pending_jobs_are_considered(phase: str) -> None:
+    sim = scenario([node("n1", cpu="4"), podgroup("pg", min_resources={"cpu": "100"}, phase=phase)])
+    assert events(sim) == []
+
+
+def test_a_podgroup_whose_queue_does_not_exist_is_left_out() -> None:
+    sim = scenario(
+        [node("n1", cpu="4"), podgroup("pg", queue="missing"), pod("a", group="pg")], cycles=2
+    )
+    assert binds(sim) == {}
+    pg = summary(sim)["podGroups"]["default/pg"]
+    assert (pg["phase"], pg["conditions"]) == ("Pending", [])
+    assert "PodGroup default/pg: spec.queue: queue 'missing' does not exist" in [
+        str(p) for p in sim.cycles[0].problems
+    ]
