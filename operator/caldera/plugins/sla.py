@@ -1,4 +1,7 @@
-"""sla: jobs that waited longer than their SLA go first and are forced through enqueue and gang.
+"""sla: jobs that waited longer than their SLA go first and are forced through enqueue.
+
+Overdue jobs also vote to permit ``JobPipelined``; like every vote, a reject from another plugin in
+the same tier (gang's, for a job short of minMember) still wins.
 
 The waiting time comes from the plugin argument ``sla-waiting-time`` or a job's own PodGroup
 annotation (which wins): ``volcano.sh/sla-waiting-time``, else the bare ``sla-waiting-time``. Both
