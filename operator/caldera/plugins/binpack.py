@@ -48,12 +48,15 @@ class BinpackArgs(Args):
         return out
 
     def weights(self) -> dict[str, int]:
-        """Resource → weight: cpu and memory, plus the listed extended resources (weight 1 unless
-        given)."""
-        out = {CPU: self.cpu, MEMORY: self.memory}
+        """Resource → weight: the listed extended resources (weight 1 unless given), then cpu and
+        memory with ``binpack.cpu``/``binpack.memory`` (set last, so listing them changes
+        nothing, as in Volcano)."""
+        out: dict[str, int] = {}
         for name in (n.strip() for n in self.resources.split(",")):
             if name:
                 out[name] = self.resource_weights.get(name, 1)
+        out[CPU] = self.cpu
+        out[MEMORY] = self.memory
         return out
 
 

@@ -2,7 +2,9 @@
 
 A job's share is its largest fraction of any cluster resource; jobs with smaller shares go first,
 and a task may preempt another job's task only if that leaves the victim's job with at least the
-preemptor's share. Shares are kept current through the session's allocate/deallocate events.
+preemptor's share. Shares are kept current through the session's allocate/deallocate events,
+which (as in Volcano) also fire for pipelined tasks, so a task waiting for released resources
+already counts toward its job's share.
 """
 
 from __future__ import annotations
@@ -27,21 +29,25 @@ class DrfPlugin(Plugin[NoArgs]):
 
     def on_session_open(self, ssn: Session) -> None:
         share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
-        shares = {uid: share(job.allocated) for uid, job in ssn.jobs.items()}
+        allocated = {uid: job.allocated.copy() for uid, job in ssn.jobs.items()}
+        shares = {uid: share(alloc) for uid, alloc in allocated.items()}
+        self.allocated = allocated
         self.shares = shares
 
-        def update(task: Task) -> None:
-            if task.job in shares:
-                shares[task.job] = share(ssn.jobs[task.job].allocated)
+        def update(task: Task, sign: float) -> None:
+            alloc = allocated.get(task.job)
+            if alloc is not None:
+                alloc += sign * task.resreq
+                shares[task.job] = share(alloc)
 
         def preemptable(preemptor: Task, preemptees: Sequence[Task]) -> tuple[list[Task], int]:
-            mine = share(ssn.jobs[preemptor.job].allocated + preemptor.resreq)
+            mine = share(allocated[preemptor.job] + preemptor.resreq)
             remaining: dict[str, Vector] = {}
             victims = []
             for task in preemptees:
                 alloc = remaining.get(task.job)
                 if alloc is None:
-                    alloc = ssn.jobs[task.job].allocated.copy()
+                    alloc = allocated[task.job].copy()
                 alloc -= task.resreq
                 remaining[task.job] = alloc
                 theirs = share(alloc)
@@ -51,4 +57,7 @@ class DrfPlugin(Plugin[NoArgs]):
 
         ssn.job_order_point.add_key(self.name, lambda j: shares[j.uid])
         ssn.preemptable_point.add(self.name, preemptable)
-        ssn.event_handlers.add(self.name, EventHandler(allocate=update, deallocate=update))
+        ssn.event_handlers.add(
+            self.name,
+            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
+        )

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from caldera.api.compare import le_where, short_names
 from caldera.api.job import Job
+from caldera.api.task import ALLOCATED_STATUSES
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import Session
@@ -40,7 +41,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
                 continue
             if job.phase == "Inqueue":
                 inqueue += job.min_resources
-            elif job.phase == "Running" and job.ready_task_num() >= job.min_available:
+            elif job.phase == "Running" and job.count(*ALLOCATED_STATUSES) >= job.min_available:
                 inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
 
         def enqueueable(job: Job) -> int:

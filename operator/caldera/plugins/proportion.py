@@ -17,7 +17,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from caldera.api.compare import ShareMeter, le_all, le_where, share, short_names
+from caldera.api.compare import ShareMeter, le_all, le_where, short_names
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
@@ -64,7 +64,9 @@ def water_fill(space: ResourceSpace, total: Vector, shares: Sequence[QueueShare]
             new = np.minimum(new, s.request)
             new = np.maximum(new, s.queue.guarantee)
             s.deserved = new
-            if le_all(space, s.request, new):
+            # Volcano: a queue is met once its request is covered, or once a round leaves its
+            # deserved unchanged (capped by its real capability), so the rest goes to the others.
+            if le_all(space, s.request, new) or np.array_equal(new, old):
                 met.add(i)
             diff = new - old
             grown += np.maximum(diff, 0.0)

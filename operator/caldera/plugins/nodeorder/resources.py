@@ -5,7 +5,9 @@ exact in float64): LeastAllocated and MostAllocated use the *non-zero* requests 
 states no cpu/memory counts 100m/200Mi) over cpu and memory with equal weights; BalancedAllocation
 uses actual requests over cpu, memory and ``nvidia.com/gpu`` (Volcano's configuration) and scores
 ``(1 − std of the requested fractions) × 100``. Resources a node does not have are left out for that
-node. Each costs O(C) numpy work for C candidates.
+node, and so is an extended resource (``nvidia.com/gpu``) the pod does not request, as
+kube-scheduler's ``calculateResourceAllocatableRequest`` does. Each costs O(C) numpy work for C
+candidates.
 """
 
 from __future__ import annotations
@@ -77,12 +79,15 @@ def most_requested(table: NodeTable) -> Scorer:
 
 
 def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
-    cols = np.array([space.index[r] for r in (CPU, MEMORY, GPU) if r in space.index], dtype=np.intp)
+    names = [r for r in (CPU, MEMORY, GPU) if r in space.index]
+    cols = np.array([space.index[r] for r in names], dtype=np.intp)
+    extended = np.array([r not in (CPU, MEMORY) for r in names], dtype=bool)
 
     def score(task: Task, idx: IntArray) -> Vector:
         alloc = table.allocatable[np.ix_(idx, cols)]
         req = table.used[np.ix_(idx, cols)] + task.resreq[cols]
-        present = alloc > 0
+        # kube skips an extended resource the pod does not request
+        present = (alloc > 0) & ~(extended & (task.resreq[cols] == 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.minimum(np.where(present, req / np.where(present, alloc, 1.0), 0.0), 1.0)
         count = present.sum(axis=1)
@@ -93,15 +98,14 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
             mean = frac.sum(axis=1) / n
             dev = np.where(present, frac - mean[:, None], 0.0)
             general = np.sqrt((dev * dev).sum(axis=1) / n)
-            two = present.sum(axis=1) == 2
-            # kube special-cases exactly two resources as |a - b| / 2
-            pair = (
-                np.abs(
-                    np.where(present, frac, 0.0).sum(axis=1)
-                    - 2 * np.where(present, frac, np.inf).min(axis=1, initial=np.inf)
-                )
-                / 2
-            )
+            two = count == 2
+            # kube special-cases exactly two resources as |a - b| / 2; max − min is that
+            # difference computed exactly as kube does (a − b rounds the same as b − a)
+            with np.errstate(invalid="ignore"):
+                pair = (
+                    np.where(present, frac, -np.inf).max(axis=1)
+                    - np.where(present, frac, np.inf).min(axis=1)
+                ) / 2
             std = np.where(count > 2, general, np.where(two, pair, 0.0))
         return np.trunc((1.0 - std) * MAX)
 

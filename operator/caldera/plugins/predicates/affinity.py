@@ -8,6 +8,7 @@ whole, so identical pods cost one dictionary lookup.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -24,13 +25,16 @@ REASON = "node(s) didn't match Pod's node affinity/selector"
 BoolArray = npt.NDArray[np.bool_]
 
 
+_INT64 = re.compile(r"[+-]?[0-9]+")
+
+
 def _int_or_none(value: object) -> int | None:
-    if not isinstance(value, str):
+    """The label value as Go's ``strconv.ParseInt(v, 10, 64)`` reads it, or None (no spaces,
+    no ``_`` separators, within int64)."""
+    if not isinstance(value, str) or _INT64.fullmatch(value) is None:
         return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
+    n = int(value)
+    return n if -(2**63) <= n < 2**63 else None
 
 
 def requirement_mask(column: npt.NDArray[np.object_], req: NodeSelectorRequirement) -> BoolArray:

@@ -1,0 +1,455 @@
+"""nodeorder: kube-scheduler's resource scorers with their integer arithmetic, and their weights.
+
+Expected scores are computed by hand with kube-scheduler's formulas (cpu in millicores, memory in
+bytes, all integer):
+
+- LeastAllocated, per resource ``((capacity − requested) · 100) // capacity`` (0 when requested
+  exceeds capacity), averaged with integer division (Volcano gives cpu and memory weight 50 each);
+- MostAllocated, per resource ``(min(requested, capacity) · 100) // capacity``, averaged likewise;
+- both use *non-zero* requests: a container without a cpu/memory request counts 100m/200Mi, on
+  the node (already placed pods) and for the pod itself;
+- BalancedAllocation uses actual requests; fractions requested/capacity capped at 1; two
+  resources give std = |a − b| / 2, more give the population standard deviation; the score is
+  ``trunc((1 − std) · 100)``;
+- a resource the node does not have (capacity 0) is left out for that node, and so is an
+  extended resource (nvidia.com/gpu) the pod does not request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, scenario, state_of
+from caldera.api.node import NodeTable
+from caldera.api.resources import PODS, ResourceSpace
+from caldera.api.task import Task, TaskStatus
+from caldera.cache.snapshot import build_snapshot
+from caldera.framework.session import Session
+from caldera.models.core import effective_requests, nonzero_requests
+from caldera.plugins.nodeorder.resources import (
+    GPU,
+    balanced_resource,
+    least_requested,
+    most_requested,
+)
+from caldera.quantity import to_engine_units
+
+Gi = 2**30
+Mi = 2**20
+
+
+def make_task(
+    space: ResourceSpace,
+    name: str,
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+    gpu: str | None = None,
+    status: TaskStatus = TaskStatus.PENDING,
+) -> Task:
+    """A task as the snapshot builds it (request vector, non-zero scoring requests)."""
+    spec = pod(name, cpu=cpu, memory=memory, extra={GPU: gpu} if gpu else None).spec
+    requests = effective_requests(spec)
+    resreq = space.vector(requests)
+    resreq[space.index[PODS]] += 1
+    nz_cpu, nz_mem = nonzero_requests(spec)
+    return Task(
+        uid=name,
+        namespace="default",
+        name=name,
+        job="",
+        status=status,
+        resreq=resreq,
+        nonzero_cpu=nz_cpu,
+        nonzero_memory=nz_mem,
+        priority=0,
+        creation=0.0,
+        spec=spec,
+        labels={},
+        annotations={},
+        best_effort=not any(requests.values()),
+    )
+
+
+def one_node(
+    space: ResourceSpace,
+    allocatable: Mapping[str, str],
+    placed: Iterable[Mapping[str, str | None]] = (),
+) -> NodeTable:
+    """A one-node table with ``placed`` pods (cpu/memory/gpu requests) running on it."""
+    alloc = space.vector({k: to_engine_units(k, v) for k, v in allocatable.items()})
+    alloc[space.index[PODS]] = 110
+    table = NodeTable(space, ["n"], alloc.reshape(1, -1), [{}], [()], [False])
+    for i, req in enumerate(placed):
+        table.add_task(0, make_task(space, f"placed-{i}", status=TaskStatus.RUNNING, **req))
+    return table
+
+
+SPACE = ResourceSpace()
+GPU_SPACE = ResourceSpace([GPU])
+ROW = np.array([0], dtype=np.intp)
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "placed", "asked", "expected"),
+    [
+        pytest.param(
+            {"cpu": "4", "memory": "8Gi"},
+            [{"cpu": "1", "memory": "2Gi"}],
+            {"cpu": "1", "memory": "1Gi"},
+            # cpu (4000−2000)·100//4000 = 50; memory (8−3)·100//8 = 62; (50+62)//2
+            56,
+            id="least: per-resource integer scores averaged with integer division",
+        ),
+        pytest.param(
+            {"cpu": "3", "memory": "5Gi"},
+            [],
+            {"cpu": "1", "memory": "1Gi"},
+            # cpu 2000·100//3000 = 66; memory 4·100//5 = 80; 146//2
+            73,
+            id="least: integer division at each step",
+        ),
+        pytest.param(
+            {"cpu": "3", "memory": "7Gi"},
+            [{"cpu": "1", "memory": "1Gi"}],
+            {"cpu": "500m", "memory": "1Gi"},
+            # cpu 1500·100//3000 = 50; memory 5·100//7 = 71; 121//2
+            60,
+            id="least: odd sums round down",
+        ),
+        pytest.param(
+            {"cpu": "1", "memory": "1000Mi"},
+            [],
+            {},
+            # the pod counts 100m and 200Mi: 900·100//1000 = 90, 800·100//1000 = 80
+            85,
+            id="least: a pod without requests counts 100m and 200Mi",
+        ),
+        pytest.param(
+            {"cpu": "1", "memory": "1000Mi"},
+            [{}],
+            {"cpu": "100m", "memory": "200Mi"},
+            # the placed pod also counts 100m/200Mi: 800·100//1000, 600·100//1000
+            70,
+            id="least: placed pods without requests count the defaults too",
+        ),
+        pytest.param(
+            {"cpu": "1", "memory": "8Gi"},
+            [{"cpu": "500m"}],
+            {"cpu": "1", "memory": "4Gi"},
+            # cpu 1500 > 1000 scores 0; the placed pod counts 200Mi of memory:
+            # (8Gi − 4Gi − 200Mi)·100 // 8Gi = 47; (0+47)//2
+            23,
+            id="least: a request above capacity scores 0 for that resource",
+        ),
+        pytest.param(
+            {"cpu": "4", "memory": "0"},
+            [],
+            {"cpu": "1", "memory": "1Gi"},
+            # only cpu: 3000·100//4000
+            75,
+            id="least: a node without memory is scored on cpu alone",
+        ),
+    ],
+)
+def test_least_requested(
+    allocatable: dict[str, str],
+    placed: list[dict[str, str]],
+    asked: dict[str, str],
+    expected: int,
+) -> None:
+    table = one_node(SPACE, allocatable, placed)
+    task = make_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
+    assert least_requested(table)(task, ROW).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "placed", "asked", "expected"),
+    [
+        pytest.param(
+            {"cpu": "4", "memory": "8Gi"},
+            [{"cpu": "1", "memory": "2Gi"}],
+            {"cpu": "1", "memory": "1Gi"},
+            # cpu 2000·100//4000 = 50; memory 3·100//8 = 37; 87//2
+            43,
+            id="most: per-resource integer scores averaged with integer division",
+        ),
+        pytest.param(
+            {"cpu": "3", "memory": "7Gi"},
+            [{"cpu": "1", "memory": "1Gi"}],
+            {"cpu": "500m", "memory": "1Gi"},
+            # cpu 1500·100//3000 = 50; memory 2·100//7 = 28; 78//2
+            39,
+            id="most: integer division at each step",
+        ),
+        pytest.param(
+            {"cpu": "1", "memory": "1000Mi"},
+            [{"cpu": "1", "memory": "900Mi"}],
+            {},
+            # non-zero defaults push both past capacity: capped at 100 each
+            100,
+            id="most: requested is capped at capacity",
+        ),
+        pytest.param(
+            {"cpu": "4", "memory": "0"},
+            [],
+            {"cpu": "1", "memory": "1Gi"},
+            25,
+            id="most: a node without memory is scored on cpu alone",
+        ),
+    ],
+)
+def test_most_requested(
+    allocatable: dict[str, str],
+    placed: list[dict[str, str]],
+    asked: dict[str, str],
+    expected: int,
+) -> None:
+    table = one_node(SPACE, allocatable, placed)
+    task = make_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
+    assert most_requested(table)(task, ROW).tolist() == [expected]
+
+
+@pytest.mark.parametrize(
+    ("space", "allocatable", "placed", "asked", "expected"),
+    [
+        pytest.param(
+            SPACE,
+            {"cpu": "4", "memory": "8Gi"},
+            [{"cpu": "1", "memory": "2Gi"}],
+            {"cpu": "1", "memory": "1Gi"},
+            # 0.5 and 0.375: std 0.0625; 93.75
+            93,
+            id="balanced: two resources, std = |a − b| / 2, truncated",
+        ),
+        pytest.param(
+            SPACE,
+            {"cpu": "4", "memory": "8Gi"},
+            [],
+            {},
+            100,
+            id="balanced: actual requests, so a pod without requests on an empty node is 100",
+        ),
+        pytest.param(
+            SPACE,
+            {"cpu": "4", "memory": "8Gi"},
+            [{"cpu": "4", "memory": "1Gi"}],
+            {"cpu": "1", "memory": "1Gi"},
+            # cpu 5/4 capped at 1, memory 0.25: std 0.375; 62.5
+            62,
+            id="balanced: fractions are capped at 1",
+        ),
+        pytest.param(
+            SPACE,
+            {"cpu": "4", "memory": "0"},
+            [],
+            {"cpu": "3", "memory": "1Gi"},
+            100,
+            id="balanced: a node without memory leaves one fraction, std 0",
+        ),
+        pytest.param(
+            GPU_SPACE,
+            {"cpu": "4", "memory": "10Gi"},
+            [],
+            {"cpu": "2", "memory": "3Gi"},
+            # 0.5 and 0.3 (the node has no GPU): std |0.5 − 0.3| / 2 = 0.1 → 90, where
+            # ((0.5 + 0.3) − 2·0.3) / 2 would round to 89.999…
+            90,
+            id="balanced: two fractions left of three use kube's exact |a − b| / 2",
+        ),
+        pytest.param(
+            GPU_SPACE,
+            {"cpu": "4", "memory": "8Gi", GPU: "4"},
+            [],
+            {"cpu": "1", "memory": "4Gi", "gpu": "3"},
+            # 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041; 79.58
+            79,
+            id="balanced: with a GPU request, the standard deviation of three fractions",
+        ),
+        pytest.param(
+            GPU_SPACE,
+            {"cpu": "4", "memory": "8Gi", GPU: "4"},
+            [{"gpu": "2"}],
+            {"cpu": "1", "memory": "4Gi"},
+            # the GPU is skipped as the pod does not ask for one: 0.25, 0.5 → 87.5
+            87,
+            id="balanced: a GPU the pod does not request is left out",
+        ),
+        pytest.param(
+            GPU_SPACE,
+            {"cpu": "4", "memory": "8Gi"},
+            [],
+            {"cpu": "1", "memory": "4Gi"},
+            87,
+            id="balanced: a node without GPUs scores on cpu and memory",
+        ),
+    ],
+)
+def test_balanced_resource(
+    space: ResourceSpace,
+    allocatable: dict[str, str],
+    placed: list[dict[str, str]],
+    asked: dict[str, str],
+    expected: int,
+) -> None:
+    table = one_node(space, allocatable, placed)
+    task = make_task(
+        space, "t", cpu=asked.get("cpu"), memory=asked.get("memory"), gpu=asked.get("gpu")
+    )
+    assert balanced_resource(table, space)(task, ROW).tolist() == [expected]
+
+
+def test_scorers_are_vectorised_over_the_candidate_rows() -> None:
+    alloc = np.array(
+        [SPACE.vector({"cpu": c, "memory": m, "pods": 110}) for c, m in ((4000, 8 * Gi),) * 3]
+    )
+    table = NodeTable(SPACE, ["a", "b", "c"], alloc, [{}] * 3, [()] * 3, [False] * 3)
+    table.add_task(1, make_task(SPACE, "busy", cpu="2", memory="2Gi", status=TaskStatus.RUNNING))
+    task = make_task(SPACE, "t", cpu="1", memory="1Gi")
+    rows = np.array([2, 1], dtype=np.intp)
+    # c is empty (like n1 below), b holds 2 cpu / 2Gi (like n2 below)
+    assert least_requested(table)(task, rows).tolist() == [81, 43]
+    assert most_requested(table)(task, rows).tolist() == [18, 56]
+    assert balanced_resource(table, SPACE)(task, rows).tolist() == [93, 81]
+
+
+# -- the plugin: weights ---------------------------------------------------------------------
+
+
+def nodeorder_policy(args: Mapping[str, Any] | None = None) -> str:
+    arguments = "" if args is None else f"\n    arguments: {dict(args)!r}"
+    return f"""\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: gang
+  - name: predicates
+  - name: nodeorder{arguments}
+"""
+
+
+def open_session(objects: Iterable[Obj], policy_yaml: str) -> Session:
+    snapshot, problems = build_snapshot(
+        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
+    )
+    assert not problems, problems
+    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
+    ssn.open()
+    return ssn
+
+
+# n1 empty, n2 holding 2 cpu / 2Gi, both 4 cpu / 8Gi; the pod asks 1 cpu / 1Gi.
+#           least                      most                    balanced
+# n1   (75 + 87)//2 = 81         (25 + 12)//2 = 18     0.25, 0.125 → 93
+# n2   (25 + 62)//2 = 43         (75 + 37)//2 = 56     0.75, 0.375 → 81
+WEIGHT_OBJECTS: list[Obj] = [
+    node("n1", cpu="4", memory="8Gi"),
+    node("n2", cpu="4", memory="8Gi"),
+    pod("busy", cpu="2", memory="2Gi", node_name="n2", scheduler="default-scheduler"),
+    podgroup("pg"),
+    pod("p", group="pg", cpu="1", memory="1Gi"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(None, [81 + 93, 43 + 81], id="defaults: least 1, most 0, balanced 1"),
+        pytest.param(
+            {"leastrequested.weight": 2, "balancedresource.weight": 0},
+            [162, 86],
+            id="leastrequested.weight multiplies its score",
+        ),
+        pytest.param(
+            {"leastrequested.weight": 0, "mostrequested.weight": 1, "balancedresource.weight": 0},
+            [18, 56],
+            id="mostrequested.weight turns packing on",
+        ),
+        pytest.param(
+            {"mostrequested.weight": 1},
+            [81 + 18 + 93, 43 + 56 + 81],
+            id="weighted scores add up",
+        ),
+        pytest.param(
+            {"leastrequested.weight": 0, "balancedresource.weight": 3},
+            [279, 243],
+            id="balancedresource.weight multiplies its score",
+        ),
+        pytest.param(
+            {"leastrequested.weight": 0, "balancedresource.weight": 0},
+            [0, 0],
+            id="weight 0 turns a scorer off",
+        ),
+    ],
+)
+def test_weights(args: dict[str, int] | None, expected: list[int]) -> None:
+    ssn = open_session(WEIGHT_OBJECTS, nodeorder_policy(args))
+    task = next(iter(ssn.jobs["default/pg"].tasks.values()))
+    scores = ssn.node_order(task, np.arange(len(ssn.nodes), dtype=np.intp))
+    assert scores.tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "node_name"),
+    [
+        pytest.param(None, "n1", id="least requested spreads onto the empty node"),
+        pytest.param(
+            {"leastrequested.weight": 0, "mostrequested.weight": 1, "balancedresource.weight": 0},
+            "n2",
+            id="most requested packs onto the busy node",
+        ),
+    ],
+)
+def test_weights_decide_placement(args: dict[str, int] | None, node_name: str) -> None:
+    sim = scenario(WEIGHT_OBJECTS, policy_yaml=nodeorder_policy(args))
+    assert binds(sim) == {"default/p": node_name}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("1", id="a string"),
+        pytest.param(1.5, id="a float"),
+        pytest.param(-1, id="a negative weight"),
+    ],
+)
+def test_invalid_weights_are_rejected_at_policy_load(value: object) -> None:
+    from caldera.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"leastrequested\.weight"):
+        policy(nodeorder_policy({"leastrequested.weight": value}))
+
+
+# -- ties ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        pytest.param(["zeta", "alpha", "mid"], id="listed out of order"),
+        pytest.param(["alpha", "mid", "zeta"], id="listed in order"),
+    ],
+)
+def test_equal_scores_go_to_the_node_whose_name_sorts_first(names: list[str]) -> None:
+    """Documented rule: the best total score wins; among equal scores the node that sorts first
+    by name wins (Volcano picks one of them at random; Caldera is reproducible)."""
+    objs: list[Obj] = [node(n) for n in names]
+    sim = scenario([*objs, podgroup("pg"), pod("p", group="pg")])
+    assert binds(sim) == {"default/p": "alpha"}
+
+
+def test_a_better_score_beats_name_order() -> None:
+    sim = scenario(
+        [
+            node("alpha"),
+            node("beta"),
+            pod("busy", node_name="alpha", scheduler="default-scheduler"),
+            podgroup("pg"),
+            pod("p", group="pg"),
+        ]
+    )
+    assert binds(sim) == {"default/p": "beta"}
