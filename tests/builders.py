@@ -166,8 +166,12 @@ def queue(
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> PriorityClass:
-    raw = {"kind": "PriorityClass", "metadata": {"name": name}, "value": value,
-           "globalDefault": default}
+    raw = {
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "globalDefault": default,
+    }
     return _parse("PriorityClass", raw)
 
 

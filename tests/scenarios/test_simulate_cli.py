@@ -78,8 +78,17 @@ def test_the_example_cluster_binds_fitting_gangs_and_explains_the_stuck_one(
 
 
 def test_output_is_byte_for_byte_reproducible() -> None:
-    cmd = [sys.executable, "-m", "caldera", "simulate", "--cycles", "3", "--output", "json",
-           str(EXAMPLES)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "caldera",
+        "simulate",
+        "--cycles",
+        "3",
+        "--output",
+        "json",
+        str(EXAMPLES),
+    ]
     env = {"PYTHONPATH": str(ROOT / "operator"), "PYTHONHASHSEED": "random"}
     first = subprocess.run(cmd, capture_output=True, check=True, env=env).stdout
     second = subprocess.run(cmd, capture_output=True, check=True, env=env).stdout
@@ -118,8 +127,9 @@ def test_only_pods_of_the_named_schedulers_are_scheduled(
     )
     doc, _ = run_json(capsys, path)
     assert [b["pod"] for b in doc["binds"]] == ["default/ours"]
-    doc, _ = run_json(capsys, "--scheduler-name", "volcano", "--scheduler-name",
-                      "caldera-batch", path)
+    doc, _ = run_json(
+        capsys, "--scheduler-name", "volcano", "--scheduler-name", "caldera-batch", path
+    )
     assert sorted(b["pod"] for b in doc["binds"]) == ["default/batch", "default/ours"]
 
 
