@@ -117,6 +117,10 @@ class Job:
     def is_starving(self) -> bool:
         return self._waiting + self._ready < self.min_available
 
+    def releasing_on_nodes(self) -> int:
+        """Releasing tasks that still occupy a node."""
+        return sum(1 for t in self.by_status.get(TaskStatus.RELEASING, {}).values() if t.node_name)
+
     def is_pending(self) -> bool:
         return self.phase in ("Pending", "")
 

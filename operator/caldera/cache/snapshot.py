@@ -24,6 +24,7 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
+from caldera.models.parse import ObjectError
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
     PREEMPTABLE_KEY,
@@ -32,19 +33,7 @@ from caldera.models.volcano import (
 )
 from caldera.models.volcano import Queue as QueueModel
 
-__all__ = ["Problem", "build_snapshot", "stable_uid"]
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """An object that could not take part in this session, and why."""
-
-    kind: str
-    name: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.name}: {self.message}"
+__all__ = ["build_snapshot", "stable_uid"]
 
 
 def stable_uid(kind: str, key: str) -> str:
@@ -95,10 +84,10 @@ class _Builder:
     state: ClusterState
     scheduler_names: frozenset[str]
     default_queue: str
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[ObjectError] = field(default_factory=list)
 
     def problem(self, kind: str, name: str, message: str) -> None:
-        self.problems.append(Problem(kind, name, message))
+        self.problems.append(ObjectError(kind, name, message))
 
     def nodes(self, space: ResourceSpace) -> NodeTable:
         ready = []
@@ -203,7 +192,7 @@ def build_snapshot(
     now: float,
     session_id: str,
     default_queue: str = "default",
-) -> tuple[Snapshot, list[Problem]]:
+) -> tuple[Snapshot, list[ObjectError]]:
     names = frozenset(scheduler_names)
     b = _Builder(state, names, default_queue)
     space = ResourceSpace(_resource_names(state))

@@ -33,9 +33,7 @@ def podgroup_phase(job: Job, session_id: str) -> str:
     )
     if job.count(TaskStatus.RUNNING) and unschedulable:
         return "Unknown"
-    scheduled = job.count(*_SCHEDULED) + sum(
-        1 for t in job.by_status.get(TaskStatus.RELEASING, {}).values() if t.node_name
-    )
+    scheduled = job.count(*_SCHEDULED) + job.releasing_on_nodes()
     if scheduled >= job.min_available:
         finished = job.count(TaskStatus.SUCCEEDED, TaskStatus.FAILED)
         return "Completed" if scheduled == finished else "Running"

@@ -31,6 +31,8 @@ NAMESPACED = frozenset({"Pod", "PodGroup"})
 
 @dataclass(frozen=True, slots=True)
 class ObjectError:
+    """An object that cannot be used (malformed, or unusable in this session), and why."""
+
     kind: str
     name: str
     message: str

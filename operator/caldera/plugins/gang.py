@@ -76,42 +76,41 @@ class GangPlugin(Plugin[NoArgs]):
 
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
-            if not job.tasks:
+            verdict = _verdict(job) if job.tasks else None
+            if verdict is None:
                 continue
-            if job.is_ready():
-                cond = PodGroupCondition(
-                    type="Scheduled",
+            kind, reason, message = verdict
+            ssn.update_podgroup_condition(
+                job,
+                PodGroupCondition(
+                    type=kind,
                     status="True",
                     transition_id=ssn.uid,
                     last_transition_time=ssn.now,
-                    reason=READY_REASON,
-                    message="",
-                )
-            else:
-                releasing = sum(
-                    1 for t in job.by_status.get(TaskStatus.RELEASING, {}).values() if t.node_name
-                )
-                ready = job.ready_task_num() + job.pending_best_effort_num()
-                if releasing and ready + releasing >= job.min_available:
-                    continue
-                placeable = sum(
-                    1
-                    for t in job.by_status.get(TaskStatus.PENDING, {}).values()
-                    if t.last_transaction is not None
-                    and t.last_transaction.status
-                    in (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND)
-                )
-                unready = job.min_available - (placeable + job.ready_task_num())
-                msg = (
-                    f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
-                )
-                job.fit_error = msg
-                cond = PodGroupCondition(
-                    type="Unschedulable",
-                    status="True",
-                    transition_id=ssn.uid,
-                    last_transition_time=ssn.now,
-                    reason=NOT_ENOUGH_RESOURCES,
-                    message=msg,
-                )
-            ssn.update_podgroup_condition(job, cond)
+                    reason=reason,
+                    message=message,
+                ),
+            )
+
+
+_PLACED = (TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND)
+
+
+def _verdict(job: Job) -> tuple[str, str, str] | None:
+    """(condition type, reason, message) for a job at session close; None when an unready job's
+    only shortfall is tasks still releasing their nodes."""
+    if job.is_ready():
+        return "Scheduled", READY_REASON, ""
+    releasing = job.releasing_on_nodes()
+    ready = job.ready_task_num() + job.pending_best_effort_num()
+    if releasing and ready + releasing >= job.min_available:
+        return None
+    placeable = sum(
+        1
+        for t in job.by_status.get(TaskStatus.PENDING, {}).values()
+        if t.last_transaction is not None and t.last_transaction.status in _PLACED
+    )
+    unready = job.min_available - (placeable + job.ready_task_num())
+    message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
+    job.fit_error = message
+    return "Unschedulable", NOT_ENOUGH_RESOURCES, message

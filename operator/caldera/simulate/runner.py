@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 
 from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
 from caldera.cache.queues import ensure_builtin_queues
-from caldera.cache.snapshot import Problem, build_snapshot, stable_uid
+from caldera.cache.snapshot import build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.models.parse import ObjectError
 from caldera.models.volcano import GROUP_NAME_ANNOTATION
 from caldera.quantity import to_engine_units
 
@@ -32,7 +33,7 @@ class CycleRecord:
     cycle: int
     now: float
     result: CycleResult
-    problems: list[Problem]
+    problems: list[ObjectError]
 
 
 @dataclass(slots=True)
