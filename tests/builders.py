@@ -2,25 +2,39 @@
 
 Objects are built as the raw dicts an API server or manifest would hold and validated through the
 same models the product uses, so tests exercise the real boundary. ``scenario()`` runs the real
-simulator (snapshot → session → actions → close) on them.
+simulator (snapshot → session → actions → close) on them; ``open_session()`` stops once the session
+is open, for tests that ask its extension points directly. ``policy_text()`` writes a policy's
+YAML and ``default_policy_with()`` derives one from Volcano's built-in policy. ``engine_task()``
+and ``node_table()`` build engine objects directly, for scorer tests that need no snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
+import numpy as np
+import yaml
+
+from caldera.api.node import NodeTable
+from caldera.api.resources import PODS, ResourceSpace, Vector
+from caldera.api.snapshot import Snapshot
+from caldera.api.task import Task, TaskStatus
+from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState
-from caldera.framework.policy import Policy, default_policy, load_policy
+from caldera.framework.policy import DEFAULT_POLICY_YAML, Policy, default_policy, load_policy
 from caldera.framework.registry import Registry
-from caldera.models.core import Node, Pod, PriorityClass
+from caldera.framework.session import Session
+from caldera.models.core import Node, Pod, PriorityClass, effective_requests, nonzero_requests
 from caldera.models.parse import parse_object
 from caldera.models.volcano import PodGroup, Queue
+from caldera.plugins.nodeorder.resources import GPU
 from caldera.simulate.report import report
 from caldera.simulate.runner import Simulation, simulate
 
 REGISTRY = Registry.from_entry_points()
 Obj = Pod | Node | PodGroup | Queue | PriorityClass
+ObjT = TypeVar("ObjT", Pod, Node, PodGroup, Queue, PriorityClass)
 
 
 def _meta(name: str, namespace: str | None, created: float | None, **extra: Any) -> dict[str, Any]:
@@ -53,7 +67,7 @@ def node(
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
-    return _parse("Node", raw)
+    return _parse(Node, raw)
 
 
 def pod(
@@ -106,7 +120,7 @@ def pod(
         "spec": spec,
         "status": {"phase": phase or ("Running" if node_name else "Pending")},
     }
-    return _parse("Pod", raw)
+    return _parse(Pod, raw)
 
 
 def podgroup(
@@ -135,7 +149,7 @@ def podgroup(
         "spec": spec,
         "status": {"phase": phase},
     }
-    return _parse("PodGroup", raw)
+    return _parse(PodGroup, raw)
 
 
 def queue(
@@ -162,7 +176,7 @@ def queue(
         "spec": spec,
         "status": {"state": state},
     }
-    return _parse("Queue", raw)
+    return _parse(Queue, raw)
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> PriorityClass:
@@ -172,18 +186,72 @@ def priority_class(name: str, value: int, *, default: bool = False) -> PriorityC
         "value": value,
         "globalDefault": default,
     }
-    return _parse("PriorityClass", raw)
+    return _parse(PriorityClass, raw)
 
 
-def _parse(kind: str, raw: dict[str, Any]) -> Any:
-    obj = parse_object(kind, raw)
-    if isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass):
+def _parse(cls: type[ObjT], raw: dict[str, Any]) -> ObjT:
+    obj = parse_object(cls.__name__, raw)
+    if isinstance(obj, cls):
         return obj
     raise AssertionError(f"test object does not validate: {obj}")
 
 
-def policy(text: str | None = None) -> Policy:
-    return default_policy(REGISTRY) if text is None else load_policy(text, REGISTRY)
+def policy(text: str | None = None, registry: Registry = REGISTRY) -> Policy:
+    """The policy ``text`` (Volcano's built-in one when ``None``), loaded against ``registry``."""
+    return default_policy(registry) if text is None else load_policy(text, registry)
+
+
+def policy_text(
+    actions: str,
+    *tiers: Sequence[str],
+    arguments: Mapping[str, Mapping[str, Any] | None] | None = None,
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """Policy YAML that runs ``actions`` (comma-separated) over the plugin ``tiers`` (each a
+    sequence of plugin names), with ``arguments`` (``{plugin: its arguments}``; ``None`` gives
+    none) and a ``configurations`` block (``{action: its arguments}``) if given."""
+    args = dict(arguments or {})
+    unknown = set(args) - {name for tier in tiers for name in tier}
+    assert not unknown, f"arguments for plugins not in the tiers: {sorted(unknown)}"
+
+    def option(name: str) -> dict[str, Any]:
+        given = args.get(name)
+        return {"name": name} if given is None else {"name": name, "arguments": dict(given)}
+
+    doc: dict[str, Any] = {
+        "actions": actions,
+        "tiers": [{"plugins": [option(name) for name in tier]} for tier in tiers],
+    }
+    if configurations:
+        doc["configurations"] = [
+            {"name": action, "arguments": dict(action_args)}
+            for action, action_args in configurations.items()
+        ]
+    text: str = yaml.safe_dump(doc, sort_keys=False)
+    return text
+
+
+def default_policy_with(
+    *,
+    actions: str | None = None,
+    add: Mapping[str, str] | None = None,
+    arguments: Mapping[str, Mapping[str, Any] | None] | None = None,
+    configurations: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """Volcano's built-in policy (``DEFAULT_POLICY_YAML``) as ``policy_text()``, changed by:
+
+    - ``actions``: another action list, e.g. ``"enqueue, allocate"``;
+    - ``add``: ``{new plugin: the plugin it goes right after}``, in that plugin's tier;
+    - ``arguments`` and ``configurations``: as for ``policy_text()``.
+    """
+    default = yaml.safe_load(DEFAULT_POLICY_YAML)
+    tiers: list[list[str]] = [[p["name"] for p in tier["plugins"]] for tier in default["tiers"]]
+    for new, after in (add or {}).items():
+        (tier,) = (t for t in tiers if after in t)
+        tier.insert(tier.index(after) + 1, new)
+    return policy_text(
+        actions or default["actions"], *tiers, arguments=arguments, configurations=configurations
+    )
 
 
 def state_of(objects: Iterable[Obj]) -> ClusterState:
@@ -198,21 +266,96 @@ def state_of(objects: Iterable[Obj]) -> ClusterState:
     return state
 
 
+NOW = 2e9
+"""Session time of ``open_session()``: later than every builder default creation time."""
+
+
+def snapshot_of(objects: Iterable[Obj], *, now: float = NOW) -> Snapshot:
+    """The snapshot of ``state_of(objects)`` for the ``volcano`` scheduler; no object may be left
+    out as a problem."""
+    snapshot, problems = build_snapshot(
+        state_of(objects), scheduler_names=["volcano"], now=now, session_id="test"
+    )
+    assert not problems, problems
+    return snapshot
+
+
+def new_session(
+    objects: Iterable[Obj], policy_yaml: str | None = None, *, registry: Registry = REGISTRY
+) -> Session:
+    """A session on ``snapshot_of(objects)`` under ``policy(policy_yaml, registry)``, not yet
+    opened: no plugin has registered anything."""
+    return Session(snapshot_of(objects), policy(policy_yaml, registry), registry)
+
+
+def open_session(
+    objects: Iterable[Obj], policy_yaml: str | None = None, *, registry: Registry = REGISTRY
+) -> Session:
+    """``new_session(...)``, opened: the plugins have registered on its extension points."""
+    ssn = new_session(objects, policy_yaml, registry=registry)
+    ssn.open()
+    return ssn
+
+
 def scenario(
     objects: Iterable[Obj],
     *,
     policy_yaml: str | None = None,
     cycles: int = 1,
     scheduler_names: Iterable[str] = ("volcano",),
+    registry: Registry = REGISTRY,
 ) -> Simulation:
     """Run the simulator on ``objects`` (a ``default`` queue is added if missing)."""
     return simulate(
         state_of(objects),
-        policy(policy_yaml),
-        REGISTRY,
+        policy(policy_yaml, registry),
+        registry,
         scheduler_names=scheduler_names,
         cycles=cycles,
     )
+
+
+def engine_task(
+    space: ResourceSpace,
+    name: str,
+    cpu: str | None = None,
+    memory: str | None = None,
+    gpu: str | None = None,
+    *,
+    status: TaskStatus = TaskStatus.PENDING,
+) -> Task:
+    """A job-less task of ``pod(name, ...)`` as the snapshot builds it: its request vector in
+    ``space`` plus one pod slot, and kube-scheduler's non-zero scoring requests."""
+    spec = pod(name, cpu=cpu, memory=memory, extra={GPU: gpu} if gpu else None).spec
+    requests = effective_requests(spec)
+    resreq = space.vector(requests)
+    resreq[space.index[PODS]] += 1
+    nz_cpu, nz_mem = nonzero_requests(spec)
+    return Task(
+        uid=name,
+        namespace="default",
+        name=name,
+        job="",
+        status=status,
+        resreq=resreq,
+        nonzero_cpu=nz_cpu,
+        nonzero_memory=nz_mem,
+        priority=0,
+        creation=0.0,
+        spec=spec,
+        labels={},
+        annotations={},
+        best_effort=not any(requests.values()),
+    )
+
+
+def node_table(
+    space: ResourceSpace, names: Sequence[str], allocatable: Sequence[Vector]
+) -> NodeTable:
+    """Empty nodes ``names``, each with its ``allocatable`` vector: no labels, no taints,
+    schedulable."""
+    n = len(names)
+    return NodeTable(space, names, np.array(allocatable), [{}] * n, [()] * n, [False] * n)
 
 
 def binds(sim: Simulation) -> dict[str, str]:

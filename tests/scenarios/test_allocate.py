@@ -14,31 +14,23 @@ from typing import Any
 
 import pytest
 
-from builders import Obj, binds, node, pod, podgroup, priority_class, queue, scenario, summary
+from builders import (
+    Obj,
+    binds,
+    default_policy_with,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    scenario,
+    summary,
+)
 from caldera.models.core import Pod
 from caldera.simulate.runner import Simulation
 
 T0 = 1_800_000_000.0
 """Creation times set explicitly are later than the builders' defaults (1.7e9 + index)."""
-
-TIERS = """\
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-
-
-def policy_with(actions: str) -> str:
-    """Volcano's built-in tiers with another action list."""
-    return f'actions: "{actions}"\n{TIERS}'
 
 
 def releasing(p: Pod) -> Pod:
@@ -311,7 +303,9 @@ def test_tasks_in_a_job_by_task_priority() -> None:
     ("policy_yaml", "expected"),
     [
         pytest.param(
-            policy_with("enqueue, allocate"), {}, id="allocate leaves best-effort pods alone"
+            default_policy_with(actions="enqueue, allocate"),
+            {},
+            id="allocate leaves best-effort pods alone",
         ),
         pytest.param(None, {"default/be": "n1"}, id="backfill places best-effort pods"),
     ],
@@ -411,7 +405,7 @@ def test_a_node_that_is_not_ready_gets_nothing(nodes: list[Obj], expected: dict[
     "policy_yaml",
     [
         pytest.param(
-            policy_with("allocate, backfill"),
+            default_policy_with(actions="allocate, backfill"),
             id="without enqueue, allocate promotes a Pending PodGroup and places it at once",
         ),
         pytest.param(None, id="with enqueue, the job is admitted and placed in the same cycle"),
@@ -438,7 +432,7 @@ def test_a_pending_podgroup_is_scheduled_in_the_first_cycle(policy_yaml: str | N
     ("policy_yaml", "expected", "phase"),
     [
         pytest.param(
-            policy_with("allocate, backfill"),
+            default_policy_with(actions="allocate, backfill"),
             {"default/a": "n1"},
             "Inqueue",
             id="without enqueue nothing gates admission",
@@ -636,16 +630,7 @@ def test_pipelined_reservations_hold_for_the_session(
 
 def test_with_the_predicate_error_cache_off_every_task_of_a_failed_role_is_filtered() -> None:
     role = "volcano.sh/task-spec"
-    policy = """
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins: [{name: priority}, {name: gang}, {name: conformance}]
-- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion},
-            {name: nodeorder}]
-configurations:
-- name: allocate
-  arguments: {predicateErrorCacheEnable: false}
-"""
+    policy = default_policy_with(configurations={"allocate": {"predicateErrorCacheEnable": False}})
     sim = scenario(
         [
             node("n1", cpu="4"),

@@ -8,26 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Obj, binds, node, pod, podgroup, scenario, summary
+from builders import Obj, binds, default_policy_with, node, pod, podgroup, scenario, summary
 from caldera.simulate.runner import Simulation
-
-TIERS = """\
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-
-
-def policy_with(actions: str) -> str:
-    return f'actions: "{actions}"\n{TIERS}'
 
 
 def be(
@@ -137,7 +119,7 @@ def test_allocate_places_the_gangs_resource_tasks_and_backfill_the_best_effort_o
         ),
         pytest.param(
             [node("n1"), podgroup("pg"), be("a")],
-            policy_with("backfill"),
+            default_policy_with(actions="backfill"),
             id="backfill alone does not admit Pending jobs",
         ),
         pytest.param(
@@ -163,6 +145,7 @@ def test_backfill_skips_jobs_it_may_not_place(objects: list[Obj], policy_yaml: s
 
 def test_without_enqueue_backfill_places_best_effort_pods_of_promoted_jobs() -> None:
     sim = scenario(
-        [node("n1"), podgroup("pg"), be("a")], policy_yaml=policy_with("allocate, backfill")
+        [node("n1"), podgroup("pg"), be("a")],
+        policy_yaml=default_policy_with(actions="allocate, backfill"),
     )
     assert binds(sim) == {"default/a": "n1"}

@@ -12,31 +12,12 @@ from typing import Any
 
 import pytest
 
-from builders import Obj, binds, node, pod, podgroup, queue, scenario, summary
+from builders import Obj, binds, default_policy_with, node, pod, podgroup, queue, scenario, summary
 from caldera.framework.intents import Event
 from caldera.simulate.runner import Simulation
 
 T0 = 1_800_000_000.0
 OVERUSED_CPU = "resource in cluster is overused: overused cpu"
-
-
-def policy(overcommit_args: str = "") -> str:
-    """Volcano's built-in configuration, optionally with overcommit arguments."""
-    return f"""\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-{overcommit_args}
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
 
 
 def phases(sim: Simulation) -> dict[str, str]:
@@ -97,28 +78,21 @@ def test_a_job_without_min_resources_is_admitted_when_the_cluster_is_fully_claim
 
 
 @pytest.mark.parametrize(
-    ("overcommit_args", "min_cpu", "admitted"),
+    ("factor", "min_cpu", "admitted"),
     [
         # A pod of another scheduler uses 2 of the node's 4 cpu.
-        pytest.param("", "2800m", True, id="default factor: 4 × 1.2 − 2 used leaves 2.8 cpu"),
-        pytest.param("", "2900m", False, id="default factor: 2.9 cpu is over"),
-        pytest.param(
-            "    arguments:\n      overcommit-factor: 1.5",
-            "4",
-            True,
-            id="factor 1.5: 4 × 1.5 − 2 used leaves 4 cpu",
-        ),
-        pytest.param(
-            "    arguments:\n      overcommit-factor: 1.5",
-            "4100m",
-            False,
-            id="factor 1.5: 4.1 cpu is over",
-        ),
+        pytest.param(None, "2800m", True, id="default factor: 4 × 1.2 − 2 used leaves 2.8 cpu"),
+        pytest.param(None, "2900m", False, id="default factor: 2.9 cpu is over"),
+        pytest.param(1.5, "4", True, id="factor 1.5: 4 × 1.5 − 2 used leaves 4 cpu"),
+        pytest.param(1.5, "4100m", False, id="factor 1.5: 4.1 cpu is over"),
     ],
 )
 def test_overcommit_factor_admits_or_rejects(
-    overcommit_args: str, min_cpu: str, admitted: bool
+    factor: float | None, min_cpu: str, admitted: bool
 ) -> None:
+    policy_yaml = None
+    if factor is not None:
+        policy_yaml = default_policy_with(arguments={"overcommit": {"overcommit-factor": factor}})
     sim = scenario(
         [
             node("n1", cpu="4", memory="64Gi"),
@@ -126,7 +100,7 @@ def test_overcommit_factor_admits_or_rejects(
             podgroup("pg", min_resources={"cpu": min_cpu}),
             pod("a", group="pg"),
         ],
-        policy_yaml=policy(overcommit_args),
+        policy_yaml=policy_yaml,
     )
     assert phases(sim) == {"default/pg": "Inqueue" if admitted else "Pending"}
     assert events(sim) == ([] if admitted else [rejected("pg")])

@@ -14,35 +14,28 @@ from __future__ import annotations
 
 import pytest
 
-from builders import Obj, binds, node, pod, podgroup, priority_class, scenario, summary
+from builders import (
+    Obj,
+    binds,
+    default_policy_with,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    scenario,
+    summary,
+)
 
 T0 = 1_800_000_000.0
 NOW = T0 + 601
 
 
-def sla_policy(sla_args: str = "", *, sla_tier: int = 1) -> str:
-    """Volcano's CI tiers (sla in tier 1) or sla moved to tier 2, next to overcommit."""
-    sla = f"  - name: sla\n{sla_args}"
-    return f"""\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-{sla if sla_tier == 1 else ""}
-- plugins:
-  - name: overcommit
-{sla if sla_tier == 2 else ""}
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-"""
-
-
-def waiting(duration: str) -> str:
-    return f"    arguments:\n      sla-waiting-time: {duration}\n"
+def sla_policy(waiting_time: str | None = None, *, sla_tier: int = 1) -> str:
+    """Volcano's built-in policy plus sla, with its ``sla-waiting-time`` argument if given: in
+    tier 1 after conformance (as in Volcano's CI config) or in tier 2 right after overcommit."""
+    after = {1: "conformance", 2: "overcommit"}[sla_tier]
+    args = {"sla": {"sla-waiting-time": waiting_time}} if waiting_time else None
+    return default_policy_with(add={"sla": after}, arguments=args)
 
 
 def phases(objects: list[Obj], policy_yaml: str | None = None) -> dict[str, str]:
@@ -161,15 +154,13 @@ def _overcommitted(waited_annotations: dict[str, str] | None = None) -> list[Obj
     [
         pytest.param(sla_policy(), "Pending", id="without a waiting time sla abstains"),
         pytest.param(
-            sla_policy(waiting("5m")),
+            sla_policy("5m"),
             "Inqueue",
             id="a job that waited longer than sla-waiting-time is forced through enqueue",
         ),
+        pytest.param(sla_policy("1h"), "Pending", id="a job within its waiting time is not forced"),
         pytest.param(
-            sla_policy(waiting("1h")), "Pending", id="a job within its waiting time is not forced"
-        ),
-        pytest.param(
-            sla_policy(waiting("5m"), sla_tier=2),
+            sla_policy("5m", sla_tier=2),
             "Pending",
             id="in overcommit's tier, sla's permit cannot outvote overcommit's reject",
         ),
@@ -231,35 +222,37 @@ def test_an_overdue_job_is_forced_through_enqueue(policy_yaml: str, waited_phase
 def test_the_podgroup_annotation_overrides_the_argument(
     annotations: dict[str, str], global_wait: str | None, phase: str
 ) -> None:
-    policy_yaml = sla_policy(waiting(global_wait) if global_wait else "")
+    policy_yaml = sla_policy(global_wait)
     pgs = phases(_overcommitted(annotations), policy_yaml)
     assert (pgs["default/waited"], pgs["default/fresh"]) == (phase, "Pending")
 
 
 @pytest.mark.parametrize(
-    ("sla_args", "late_annotations", "winner"),
+    ("waiting_time", "late_annotations", "winner"),
     [
         pytest.param(
-            waiting("5m"),
+            "5m",
             {},
             "default/early-0",
             id="under one waiting time the job that waited longer goes first",
         ),
         pytest.param(
-            waiting("1h"),
+            "1h",
             {"sla-waiting-time": "1m"},
             "default/late-0",
             id="the job whose waiting time runs out first goes first, though younger",
         ),
         pytest.param(
-            "",
+            None,
             {"volcano.sh/sla-waiting-time": "1h"},
             "default/late-0",
             id="a job with a waiting time goes before one without",
         ),
     ],
 )
-def test_sla_job_order(sla_args: str, late_annotations: dict[str, str], winner: str) -> None:
+def test_sla_job_order(
+    waiting_time: str | None, late_annotations: dict[str, str], winner: str
+) -> None:
     # Room for one of the two jobs.
     sim = scenario(
         [
@@ -269,6 +262,6 @@ def test_sla_job_order(sla_args: str, late_annotations: dict[str, str], winner: 
             podgroup("late", created=T0 + 600, annotations=late_annotations),
             pod("late-0", group="late", cpu="2"),
         ],
-        policy_yaml=sla_policy(sla_args),
+        policy_yaml=sla_policy(waiting_time),
     )
     assert binds(sim) == {winner: "n1"}

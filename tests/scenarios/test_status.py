@@ -51,6 +51,16 @@ def conditions(sim: Simulation, name: str) -> list[dict[str, Any]]:
     return list(summary(sim)["podGroups"][name]["conditions"])
 
 
+def running_gang_on_n1(phase_a: str, phase_b: str) -> list[Obj]:
+    """A Running PodGroup ``pg`` (minMember 2) whose pods ``a`` and ``b`` are bound to ``n1`` and
+    in these phases."""
+    return [
+        podgroup("pg", min_member=2, phase="Running"),
+        pod("a", group="pg", node_name="n1", phase=phase_a),
+        pod("b", group="pg", node_name="n1", phase=phase_b),
+    ]
+
+
 # -- the phase machine -------------------------------------------------------------------------
 
 
@@ -83,38 +93,22 @@ def test_a_gang_that_fits_goes_pending_inqueue_running() -> None:
             id="minMember 0 and no pods: Completed",
         ),
         pytest.param(
-            [
-                podgroup("pg", min_member=2, phase="Running"),
-                pod("a", group="pg", node_name="n1", phase="Succeeded"),
-                pod("b", group="pg", node_name="n1", phase="Succeeded"),
-            ],
+            running_gang_on_n1("Succeeded", "Succeeded"),
             ("Completed", 0, 2, 0),
             id="all pods Succeeded: Completed",
         ),
         pytest.param(
-            [
-                podgroup("pg", min_member=2, phase="Running"),
-                pod("a", group="pg", node_name="n1", phase="Succeeded"),
-                pod("b", group="pg", node_name="n1", phase="Failed"),
-            ],
+            running_gang_on_n1("Succeeded", "Failed"),
             ("Completed", 0, 1, 1),
             id="every pod finished, one failed: Completed",
         ),
         pytest.param(
-            [
-                podgroup("pg", min_member=2, phase="Running"),
-                pod("a", group="pg", node_name="n1"),
-                pod("b", group="pg", node_name="n1", phase="Succeeded"),
-            ],
+            running_gang_on_n1("Running", "Succeeded"),
             ("Running", 1, 1, 0),
             id="one pod running, one succeeded: Running",
         ),
         pytest.param(
-            [
-                podgroup("pg", min_member=2, phase="Running"),
-                pod("a", group="pg", node_name="n1", phase="Pending"),
-                pod("b", group="pg", node_name="n1", phase="Pending"),
-            ],
+            running_gang_on_n1("Pending", "Pending"),
             ("Running", 0, 0, 0),
             id="bound pods not yet running count as scheduled: Running",
         ),

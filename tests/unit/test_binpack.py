@@ -5,43 +5,22 @@ BinPackingScore); a node the task would overflow scores 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pytest
 
-from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, scenario, state_of
-from caldera.cache.snapshot import build_snapshot
+from builders import Obj, binds, node, open_session, pod, podgroup, policy, policy_text, scenario
 from caldera.errors import ConfigError
-from caldera.framework.session import Session
 from caldera.plugins.binpack import BinpackArgs
 
 GPU = "nvidia.com/gpu"
 
 
 def binpack_policy(args: Mapping[str, Any] | None = None) -> str:
-    arguments = "" if args is None else f"\n    arguments: {dict(args)!r}"
-    return f"""\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-- plugins:
-  - name: predicates
-  - name: binpack{arguments}
-"""
-
-
-def open_session(objects: Iterable[Obj], policy_yaml: str) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
+    tiers = (["priority", "gang"], ["predicates", "binpack"])
+    return policy_text("enqueue, allocate, backfill", *tiers, arguments={"binpack": args})
 
 
 def scores(args: Mapping[str, Any] | None, **request: Any) -> list[float]:

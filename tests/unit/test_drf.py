@@ -5,13 +5,10 @@ A job's share is max over resources of allocated / cluster total (pods are not a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import pytest
 
-from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, scenario, state_of
+from builders import Obj, binds, node, open_session, pod, podgroup, scenario
 from caldera.api.task import Task, TaskStatus
-from caldera.cache.snapshot import build_snapshot
 from caldera.framework.session import Session
 
 DRF = """\
@@ -30,23 +27,13 @@ tiers:
 """
 
 
-def open_session(objects: Iterable[Obj], policy_yaml: str = DRF) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
-
-
 def drf_shares(ssn: Session) -> dict[str, float]:
     plugin = next(p for p in ssn.plugins if p.name == "drf")
     out: dict[str, float] = plugin.shares  # type: ignore[attr-defined]
     return out
 
 
-def running_job(name: str, *pods: tuple[str, str | None], created: float) -> list[Obj]:
+def running_job(name: str, *pods: tuple[str | None, str | None], created: float) -> list[Obj]:
     """A job with one running pod per (cpu, memory)."""
     objs: list[Obj] = [podgroup(name, phase="Running", created=created)]
     objs += [
@@ -84,7 +71,7 @@ def test_job_order_by_dominant_share(
     for i, (name, pods) in enumerate(jobs.items()):
         objs += running_job(name, *pods, created=1e9 + i)
         objs.append(pod(f"{name}-wait", group=name, created=1e9 + i))
-    ssn = open_session(objs)
+    ssn = open_session(objs, DRF)
     ordered = sorted(ssn.jobs.values(), key=ssn.job_order_key())
     assert [j.name for j in ordered] == expected
 
@@ -125,7 +112,8 @@ def test_share_counts_pipelined_tasks_and_drops_them_when_unplaced() -> None:
             podgroup("j"),
             pod("j-0", group="j", cpu="2", memory="1Gi"),
             pod("j-1", group="j", cpu="1", memory="4Gi"),
-        ]
+        ],
+        DRF,
     )
     tasks = {t.name: t for t in ssn.jobs["default/j"].tasks.values()}
     assert drf_shares(ssn)["default/j"] == 0.0
@@ -161,7 +149,7 @@ def _victims(
         pod(f"v{i}", group="v", cpu=c, memory=None, node_name="n1")
         for i, c in enumerate(victim_pods)
     ]
-    ssn = open_session(objs)
+    ssn = open_session(objs, DRF)
     preemptor = next(t for t in ssn.jobs["default/p"].tasks.values() if t.name == "p-wait")
     by_name: dict[str, Task] = {t.name: t for t in ssn.jobs["default/v"].tasks.values()}
     # drf is the only voter: no victim means no tier decides (None)

@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from caldera.cache.snapshot import build_snapshot
-from caldera.cache.state import ClusterState
+from builders import snapshot_of
 from caldera.models.core import Node, NodeSelectorRequirement, Pod, Taint, Toleration
 from caldera.models.parse import ObjectError, describe, parse_object
 from caldera.models.volcano import PodGroup, Queue
@@ -562,11 +561,10 @@ def test_a_negative_queue_weight_is_rejected() -> None:
 def test_the_snapshot_treats_queue_weight_0_as_1() -> None:
     # Volcano's mutating webhook turns weight 0 into 1; objects that never went through it (plain
     # manifests) must schedule the same way.
-    state = ClusterState()
-    for name, weight in (("zero", 0), ("three", 3)):
-        raw = {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}}
-        state.add(parsed("Queue", raw))
-    snapshot, _ = build_snapshot(state, scheduler_names=["volcano"], now=0.0, session_id="s")
+    snapshot = snapshot_of(
+        parsed("Queue", {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}})
+        for name, weight in (("zero", 0), ("three", 3))
+    )
     assert snapshot.queues["zero"].weight == 1
     assert snapshot.queues["three"].weight == 3
 

@@ -23,13 +23,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, scenario, state_of
+from builders import (
+    Obj,
+    binds,
+    engine_task,
+    node,
+    node_table,
+    open_session,
+    pod,
+    podgroup,
+    policy,
+    policy_text,
+    scenario,
+)
 from caldera.api.node import NodeTable
 from caldera.api.resources import PODS, ResourceSpace
-from caldera.api.task import Task, TaskStatus
-from caldera.cache.snapshot import build_snapshot
-from caldera.framework.session import Session
-from caldera.models.core import effective_requests, nonzero_requests
+from caldera.api.task import TaskStatus
 from caldera.plugins.nodeorder.resources import (
     GPU,
     balanced_resource,
@@ -42,39 +51,6 @@ Gi = 2**30
 Mi = 2**20
 
 
-def make_task(
-    space: ResourceSpace,
-    name: str,
-    *,
-    cpu: str | None = None,
-    memory: str | None = None,
-    gpu: str | None = None,
-    status: TaskStatus = TaskStatus.PENDING,
-) -> Task:
-    """A task as the snapshot builds it (request vector, non-zero scoring requests)."""
-    spec = pod(name, cpu=cpu, memory=memory, extra={GPU: gpu} if gpu else None).spec
-    requests = effective_requests(spec)
-    resreq = space.vector(requests)
-    resreq[space.index[PODS]] += 1
-    nz_cpu, nz_mem = nonzero_requests(spec)
-    return Task(
-        uid=name,
-        namespace="default",
-        name=name,
-        job="",
-        status=status,
-        resreq=resreq,
-        nonzero_cpu=nz_cpu,
-        nonzero_memory=nz_mem,
-        priority=0,
-        creation=0.0,
-        spec=spec,
-        labels={},
-        annotations={},
-        best_effort=not any(requests.values()),
-    )
-
-
 def one_node(
     space: ResourceSpace,
     allocatable: Mapping[str, str],
@@ -83,9 +59,9 @@ def one_node(
     """A one-node table with ``placed`` pods (cpu/memory/gpu requests) running on it."""
     alloc = space.vector({k: to_engine_units(k, v) for k, v in allocatable.items()})
     alloc[space.index[PODS]] = 110
-    table = NodeTable(space, ["n"], alloc.reshape(1, -1), [{}], [()], [False])
+    table = node_table(space, ["n"], [alloc])
     for i, req in enumerate(placed):
-        table.add_task(0, make_task(space, f"placed-{i}", status=TaskStatus.RUNNING, **req))
+        table.add_task(0, engine_task(space, f"placed-{i}", status=TaskStatus.RUNNING, **req))
     return table
 
 
@@ -163,7 +139,7 @@ def test_least_requested(
     expected: int,
 ) -> None:
     table = one_node(SPACE, allocatable, placed)
-    task = make_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
+    task = engine_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
     assert least_requested(table)(task, ROW).tolist() == [expected]
 
 
@@ -210,7 +186,7 @@ def test_most_requested(
     expected: int,
 ) -> None:
     table = one_node(SPACE, allocatable, placed)
-    task = make_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
+    task = engine_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
     assert most_requested(table)(task, ROW).tolist() == [expected]
 
 
@@ -297,19 +273,17 @@ def test_balanced_resource(
     expected: int,
 ) -> None:
     table = one_node(space, allocatable, placed)
-    task = make_task(
+    task = engine_task(
         space, "t", cpu=asked.get("cpu"), memory=asked.get("memory"), gpu=asked.get("gpu")
     )
     assert balanced_resource(table, space)(task, ROW).tolist() == [expected]
 
 
 def test_scorers_are_vectorised_over_the_candidate_rows() -> None:
-    alloc = np.array(
-        [SPACE.vector({"cpu": c, "memory": m, "pods": 110}) for c, m in ((4000, 8 * Gi),) * 3]
-    )
-    table = NodeTable(SPACE, ["a", "b", "c"], alloc, [{}] * 3, [()] * 3, [False] * 3)
-    table.add_task(1, make_task(SPACE, "busy", cpu="2", memory="2Gi", status=TaskStatus.RUNNING))
-    task = make_task(SPACE, "t", cpu="1", memory="1Gi")
+    alloc = [SPACE.vector({"cpu": 4000, "memory": 8 * Gi, "pods": 110})] * 3
+    table = node_table(SPACE, ["a", "b", "c"], alloc)
+    table.add_task(1, engine_task(SPACE, "busy", cpu="2", memory="2Gi", status=TaskStatus.RUNNING))
+    task = engine_task(SPACE, "t", cpu="1", memory="1Gi")
     rows = np.array([2, 1], dtype=np.intp)
     # c is empty (like n1 below), b holds 2 cpu / 2Gi (like n2 below)
     assert least_requested(table)(task, rows).tolist() == [81, 43]
@@ -321,25 +295,8 @@ def test_scorers_are_vectorised_over_the_candidate_rows() -> None:
 
 
 def nodeorder_policy(args: Mapping[str, Any] | None = None) -> str:
-    arguments = "" if args is None else f"\n    arguments: {dict(args)!r}"
-    return f"""\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: gang
-  - name: predicates
-  - name: nodeorder{arguments}
-"""
-
-
-def open_session(objects: Iterable[Obj], policy_yaml: str) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
+    tiers = (["gang", "predicates", "nodeorder"],)
+    return policy_text("enqueue, allocate, backfill", *tiers, arguments={"nodeorder": args})
 
 
 # n1 empty, n2 holding 2 cpu / 2Gi, both 4 cpu / 8Gi; the pod asks 1 cpu / 1Gi.

@@ -6,36 +6,17 @@ minResources minus what is in use.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
-from builders import REGISTRY, Obj, node, pod, podgroup, policy, scenario, state_of, summary
-from caldera.cache.snapshot import build_snapshot
+from builders import Obj, node, open_session, pod, podgroup, policy, policy_text, scenario, summary
 from caldera.errors import ConfigError
 from caldera.framework.intents import Event
-from caldera.framework.session import Session
 
 
 def overcommit_policy(args: dict[str, Any] | None = None) -> str:
-    arguments = "" if args is None else f"\n    arguments: {args!r}"
-    return f"""\
-actions: "enqueue"
-tiers:
-- plugins:
-  - name: overcommit{arguments}
-"""
-
-
-def open_session(objects: Iterable[Obj], policy_yaml: str) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
+    return policy_text("enqueue", ["overcommit"], arguments={"overcommit": args})
 
 
 def new_job(min_cpu: str) -> list[Obj]:

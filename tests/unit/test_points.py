@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import builders
-from caldera.cache.snapshot import build_snapshot
+from caldera.api.job import Job
 from caldera.framework import points as rules
 from caldera.framework.points import ABSTAIN, PERMIT, POINT_FLAGS, REJECT, OrderPoint, Point
 from caldera.framework.session import EventHandler, Session
@@ -563,13 +563,6 @@ def test_a_point_with_only_switched_off_registrations_is_empty() -> None:
     assert rules.any_true(point, "queue") is False
 
 
-def session_for(policy_yaml: str) -> Session:
-    snapshot, _ = build_snapshot(
-        builders.state_of([]), scheduler_names=["volcano"], now=0, session_id="s"
-    )
-    return Session(snapshot, builders.policy(policy_yaml), builders.REGISTRY)
-
-
 SESSION_POINTS = [
     "job_order",
     "queue_order",
@@ -609,7 +602,8 @@ def session_point(ssn: Session, name: str) -> Point[Any]:
 def test_an_enable_flag_set_false_drops_that_plugins_registrations(
     flag: str, switched: tuple[str, ...]
 ) -> None:
-    ssn = session_for(
+    ssn = builders.new_session(
+        [],
         f"""
 actions: "allocate"
 tiers:
@@ -617,7 +611,7 @@ tiers:
   - name: gang
     {flag}: false
   - name: priority
-"""
+""",
     )
     for name in SESSION_POINTS:
         point = session_point(ssn, name)
@@ -656,19 +650,24 @@ def test_point_flags_match_volcano(flag: str, points: set[str]) -> None:
 
 def test_job_valid_and_event_handlers_have_no_switch() -> None:
     every_flag_off = "\n".join(f"    {flag}: false" for flag in POINT_FLAGS)
-    ssn = session_for(
+    ssn = builders.new_session(
+        [],
         f"""
 actions: "allocate"
 tiers:
 - plugins:
   - name: gang
 {every_flag_off}
-"""
+""",
     )
     handler = EventHandler(allocate=lambda task: None)
-    ssn.job_valid_point.add("gang", "gang's job valid")
+
+    def valid(job: Job) -> None:
+        return None
+
+    ssn.job_valid_point.add("gang", valid)
     ssn.event_handlers.add("gang", handler)
-    assert list(ssn.job_valid_point) == ["gang's job valid"]
+    assert list(ssn.job_valid_point) == [valid]
     assert list(ssn.event_handlers) == [handler]
     assert not any("job_valid" in pts or "event_handler" in pts for pts in POINT_FLAGS.values())
 

@@ -4,15 +4,24 @@ their switches, and how every failing reason of every node reaches the pending m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pytest
 
-from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, scenario, state_of, summary
-from caldera.cache.snapshot import build_snapshot
-from caldera.framework.session import Session
+from builders import (
+    Obj,
+    binds,
+    node,
+    open_session,
+    pod,
+    podgroup,
+    policy,
+    policy_text,
+    scenario,
+    summary,
+)
 from caldera.models.core import NodeSelectorRequirement
 from caldera.plugins.predicates.affinity import requirement_mask
 
@@ -21,24 +30,7 @@ UNSCHEDULABLE = "node(s) were unschedulable"
 
 
 def predicates_policy(args: Mapping[str, Any] | None = None) -> str:
-    arguments = "" if not args else f"\n    arguments: {dict(args)!r}"
-    return f"""\
-actions: "enqueue, allocate"
-tiers:
-- plugins:
-  - name: gang
-  - name: predicates{arguments}
-"""
-
-
-def open_session(objects: Iterable[Obj], policy_yaml: str) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
+    return policy_text("enqueue, allocate", ["gang", "predicates"], arguments={"predicates": args})
 
 
 def rejections(
@@ -80,7 +72,7 @@ COLUMN = np.array(["1", "5", None, "abc", "10", "+7", "1_0", " 7", "-3"], dtype=
     ],
 )
 def test_requirement_mask(operator: str, values: tuple[str, ...], expected: list[int]) -> None:
-    req = NodeSelectorRequirement(key="k", operator=operator, values=values)  # type: ignore[arg-type]
+    req = NodeSelectorRequirement(key="k", operator=operator, values=values)
     assert list(np.flatnonzero(requirement_mask(COLUMN, req))) == expected
 
 

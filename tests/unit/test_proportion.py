@@ -10,28 +10,14 @@ moved. realCapability = min(capability, total − Σguarantee + own guarantee).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
-from builders import (
-    REGISTRY,
-    Obj,
-    binds,
-    node,
-    pod,
-    podgroup,
-    policy,
-    queue,
-    scenario,
-    state_of,
-    summary,
-)
+from builders import Obj, binds, node, open_session, pod, podgroup, queue, scenario, summary
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import TaskStatus
-from caldera.cache.snapshot import build_snapshot
 from caldera.framework.intents import Event
 from caldera.framework.session import Session
 from caldera.plugins.proportion import QueueShare, water_fill
@@ -46,16 +32,6 @@ tiers:
 """
 
 INF = math.inf
-
-
-def open_session(objects: Iterable[Obj], policy_yaml: str = PROPORTION) -> Session:
-    snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=2e9, session_id="test"
-    )
-    assert not problems, problems
-    ssn = Session(snapshot, policy(policy_yaml), REGISTRY)
-    ssn.open()
-    return ssn
 
 
 def shares(ssn: Session) -> dict[str, QueueShare]:
@@ -178,16 +154,23 @@ def test_real_capability_is_capability_capped_by_what_other_guarantees_leave() -
             queue("a", guarantee={"cpu": "2"}, capability={"cpu": "10"}),
             queue("b", guarantee={"cpu": "3"}, capability={"cpu": "4"}),
             queue("c"),
-        ]
+            queue("idle", guarantee={"cpu": "1"}),
+            *(podgroup(f"pg-{q}", queue=q) for q in ("a", "b", "c", "default")),
+            *(pod(f"p-{q}", group=f"pg-{q}", cpu="100m") for q in ("a", "b", "c", "default")),
+        ],
+        PROPORTION,
     )
     s = shares(ssn)
-    # Σguarantee = 5 cpu: a = min(10, 8−5+2), b = min(4, 8−5+3), c and default = 8−5
+    # Σguarantee = 6 cpu (the job-less queue's guarantee is held back too):
+    # a = min(10, 8−6+2), b = min(4, 8−6+3), c and default = 8−6
     assert {q: cpu(s[q].real_capability, ssn.space) for q in ("a", "b", "c", "default")} == {
-        "a": 5,
+        "a": 4,
         "b": 4,
-        "c": 3,
-        "default": 3,
+        "c": 2,
+        "default": 2,
     }
+    # as in Volcano, a queue without jobs takes no part in sharing
+    assert "idle" not in s
     mem = ssn.space.index["memory"]
     # no memory capability or guarantee: the whole cluster's memory
     assert {v.real_capability[mem] for v in s.values()} == {16 * 2**30}
@@ -209,7 +192,7 @@ def test_deserved_is_reported_in_the_cycle_result() -> None:
     deserved = sim.cycles[0].result.deserved
     assert deserved["a"] == {"cpu": "2", "memory": "0"}
     assert deserved["b"] == {"cpu": "6", "memory": "0"}
-    assert deserved["default"] == {"cpu": "0", "memory": "0"}  # no jobs, no guarantee
+    assert "default" not in deserved  # no jobs: not part of the sharing
 
 
 def _two_queues(
@@ -248,7 +231,7 @@ def _two_queues(
     ],
 )
 def test_queue_order_is_priority_then_share(kwargs: dict[str, int], expected: list[str]) -> None:
-    ssn = open_session(_two_queues(**kwargs))
+    ssn = open_session(_two_queues(**kwargs), PROPORTION)
     ordered = sorted((ssn.queues["a"], ssn.queues["b"]), key=ssn.queue_order_key())
     assert [q.name for q in ordered] == expected
 
@@ -263,7 +246,7 @@ def test_queue_order_is_priority_then_share(kwargs: dict[str, int], expected: li
     ],
 )
 def test_overused_when_allocated_reaches_deserved(a_running: int, overused: bool) -> None:
-    ssn = open_session(_two_queues(a_running=a_running))
+    ssn = open_session(_two_queues(a_running=a_running), PROPORTION)
     # a asks 10 cores, b 10: 2 each (a running 3 is over its share of a 4-core cluster)
     assert cpu(shares(ssn)["a"].deserved, ssn.space) == 2
     assert ssn.overused(ssn.queues["a"]) is overused
@@ -287,7 +270,7 @@ def test_allocatable_keeps_each_requested_dimension_within_deserved() -> None:
         pod("one-gi", group="ja", cpu=None, memory="1Gi"),
         *(pod(f"b{i}", group="jb", memory=None) for i in range(10)),
     ]
-    ssn = open_session(objs)
+    ssn = open_session(objs, PROPORTION)
     a = shares(ssn)["default"]
     # request 4 cpu and 1Gi: deserved 2 cpu (half the cluster) and 1Gi (its whole request)
     assert cpu(a.deserved, ssn.space) == 2
@@ -303,7 +286,7 @@ def test_allocatable_keeps_each_requested_dimension_within_deserved() -> None:
 
 
 def test_allocatable_follows_allocations_within_the_session() -> None:
-    ssn = open_session(_two_queues())
+    ssn = open_session(_two_queues(), PROPORTION)
     a = ssn.queues["a"]
     tasks = sorted(ssn.jobs["default/ja"].tasks.values(), key=lambda t: t.name)
     assert ssn.allocatable(a, tasks[0])
@@ -415,7 +398,7 @@ def _enqueue_case(
     ],
 )
 def test_enqueueable_checks_the_real_capability(case: dict[str, Any], admitted: bool) -> None:
-    ssn = open_session(_enqueue_case(**case))
+    ssn = open_session(_enqueue_case(**case), PROPORTION)
     job = ssn.jobs["default/new"]
     assert ssn.job_enqueueable(job) is admitted
     if admitted:
@@ -455,7 +438,7 @@ def test_a_closed_queue_admits_nothing() -> None:
         podgroup("free", queue="q"),
         pod("free-0", group="free"),
     ]
-    ssn = open_session(objs)
+    ssn = open_session(objs, PROPORTION)
     gated = ssn.jobs["default/gated"]
     assert not ssn.job_enqueueable(gated)
     assert gated.fit_error == "queue q is Closed"

@@ -18,7 +18,6 @@ from caldera.framework.registry import ACTION_GROUP, PLUGIN_GROUP, Registry
 from caldera.framework.session import Session
 from caldera.plugins.gang import GangPlugin
 from caldera.plugins.priority import PriorityPlugin
-from caldera.simulate.runner import simulate
 
 BUILT_IN_PLUGINS = [
     "binpack",
@@ -131,11 +130,12 @@ tiers:
 def test_a_third_party_plugin_is_opened_and_closed_every_cycle_and_its_filter_applies(
     avoid_registry: Registry,
 ) -> None:
-    policy = load_policy(AVOID_POLICY, avoid_registry)
-    state = builders.state_of(
-        [builders.node("n1", cpu="8"), builders.node("n2", cpu="2"), builders.pod("p")]
+    sim = builders.scenario(
+        [builders.node("n1", cpu="8"), builders.node("n2", cpu="2"), builders.pod("p")],
+        policy_yaml=AVOID_POLICY,
+        registry=avoid_registry,
+        cycles=2,
     )
-    sim = simulate(state, policy, avoid_registry, scheduler_names=["volcano"], cycles=2)
     # n1 has more room (nodeorder would prefer it); the third-party filter keeps p off it.
     assert builders.binds(sim) == {"default/p": "n2"}
     session_ids = [rec.result.session_id for rec in sim.cycles]
@@ -177,33 +177,33 @@ def test_two_plugins_of_one_name_are_an_error_when_the_name_is_used() -> None:
     assert reg.plugin("priority") is PriorityPlugin  # other names are unaffected
 
 
-def fake_entry_points(
-    plugins: Sequence[tuple[str, str]], actions: Sequence[tuple[str, str]] = ()
-) -> Any:
-    """Stand-in for importlib.metadata.entry_points with these (name, "module:attr") entries."""
+def installed_registry(
+    monkeypatch: pytest.MonkeyPatch,
+    plugins: Sequence[tuple[str, str]],
+    actions: Sequence[tuple[str, str]] = (),
+) -> Registry:
+    """``Registry.from_entry_points()`` when exactly these (name, "module:attr") entry points are
+    installed."""
     groups = {PLUGIN_GROUP: plugins, ACTION_GROUP: actions}
 
     def entry_points(*, group: str) -> list[EntryPoint]:
         return [EntryPoint(name, value, group) for name, value in groups[group]]
 
-    return entry_points
+    monkeypatch.setattr(registry_module, "entry_points", entry_points)
+    return Registry.from_entry_points()
 
 
 def test_two_installed_packages_providing_one_plugin_name_are_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        registry_module,
-        "entry_points",
-        fake_entry_points(
-            [
-                ("gang", "caldera.plugins.gang:GangPlugin"),
-                ("gang", "caldera.plugins.gang:GangPlugin"),
-                ("priority", "caldera.plugins.priority:PriorityPlugin"),
-            ]
-        ),
+    reg = installed_registry(
+        monkeypatch,
+        [
+            ("gang", "caldera.plugins.gang:GangPlugin"),
+            ("gang", "caldera.plugins.gang:GangPlugin"),
+            ("priority", "caldera.plugins.priority:PriorityPlugin"),
+        ],
     )
-    reg = Registry.from_entry_points()
     with pytest.raises(ConfigError, match=r"plugin 'gang' is provided by 2 packages"):
         reg.plugin("gang")
     assert reg.plugin("priority") is PriorityPlugin
@@ -212,15 +212,11 @@ def test_two_installed_packages_providing_one_plugin_name_are_an_error(
 def test_an_entry_point_whose_class_has_another_name_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        registry_module,
-        "entry_points",
-        fake_entry_points(
-            [("gang", "caldera.plugins.priority:PriorityPlugin")],
-            [("reclaim", "caldera.actions.allocate:AllocateAction")],
-        ),
+    reg = installed_registry(
+        monkeypatch,
+        [("gang", "caldera.plugins.priority:PriorityPlugin")],
+        [("reclaim", "caldera.actions.allocate:AllocateAction")],
     )
-    reg = Registry.from_entry_points()
     with pytest.raises(ConfigError) as caught:
         reg.plugin("gang")
     assert str(caught.value) == "plugin 'gang' resolves to a class named 'priority'"
@@ -231,28 +227,21 @@ def test_an_entry_point_whose_class_has_another_name_is_an_error(
 def test_an_entry_point_that_is_not_a_plugin_class_is_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        registry_module, "entry_points", fake_entry_points([("gang", "caldera.errors:ConfigError")])
-    )
     with pytest.raises(ConfigError, match=r"plugin 'gang' resolves to a class named None"):
-        Registry.from_entry_points().plugin("gang")
+        installed_registry(monkeypatch, [("gang", "caldera.errors:ConfigError")]).plugin("gang")
 
 
 def test_a_broken_package_fails_only_when_its_name_is_used_and_names_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        registry_module,
-        "entry_points",
-        fake_entry_points(
-            [
-                ("gang", "caldera.plugins.gang:GangPlugin"),
-                ("broken", "caldera.plugins.no_such_module:Plugin"),
-            ],
-            [("allocate", "caldera.actions.allocate:AllocateAction")],
-        ),
+    reg = installed_registry(
+        monkeypatch,
+        [
+            ("gang", "caldera.plugins.gang:GangPlugin"),
+            ("broken", "caldera.plugins.no_such_module:Plugin"),
+        ],
+        [("allocate", "caldera.actions.allocate:AllocateAction")],
     )
-    reg = Registry.from_entry_points()
     assert reg.plugin_names() == ["broken", "gang"]
     assert reg.plugin("gang") is GangPlugin
     with pytest.raises(ConfigError, match=r"plugin 'broken' cannot be loaded: ModuleNotFoundError"):

@@ -11,13 +11,12 @@ import random
 import numpy as np
 import pytest
 
-from builders import pod
+from builders import engine_task, node_table
 from caldera.api.node import NodeTable
-from caldera.api.resources import PODS, ResourceSpace, Vector
+from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.scoring import NodeScorer, ScoreCache
 from caldera.framework.session import IntArray
-from caldera.models.core import effective_requests, nonzero_requests
 from caldera.plugins.nodeorder.resources import (
     GPU,
     balanced_resource,
@@ -27,36 +26,6 @@ from caldera.plugins.nodeorder.resources import (
 
 SPACE = ResourceSpace([GPU])
 CPU, MEM, GPU_COL = SPACE.index["cpu"], SPACE.index["memory"], SPACE.index[GPU]
-
-
-def make_task(
-    name: str,
-    cpu: str | None,
-    memory: str | None,
-    gpu: str | None = None,
-    status: TaskStatus = TaskStatus.PENDING,
-) -> Task:
-    spec = pod(name, cpu=cpu, memory=memory, extra={GPU: gpu} if gpu else None).spec
-    requests = effective_requests(spec)
-    resreq = SPACE.vector(requests)
-    resreq[SPACE.index[PODS]] += 1
-    nz_cpu, nz_mem = nonzero_requests(spec)
-    return Task(
-        uid=name,
-        namespace="default",
-        name=name,
-        job="",
-        status=status,
-        resreq=resreq,
-        nonzero_cpu=nz_cpu,
-        nonzero_memory=nz_mem,
-        priority=0,
-        creation=0.0,
-        spec=spec,
-        labels={},
-        annotations={},
-        best_effort=not any(requests.values()),
-    )
 
 
 def make_table(rng: random.Random, n: int) -> NodeTable:
@@ -71,8 +40,7 @@ def make_table(rng: random.Random, n: int) -> NodeTable:
         )
         for _ in range(n)
     ]
-    names = [f"n{i:03}" for i in range(n)]
-    return NodeTable(SPACE, names, np.array(rows), [{}] * n, [()] * n, [False] * n)
+    return node_table(SPACE, [f"n{i:03}" for i in range(n)], rows)
 
 
 def binpack_like(table: NodeTable) -> NodeScorer:
@@ -121,7 +89,7 @@ def test_cached_scores_equal_a_fresh_computation_after_any_allocations(seed: int
     table = make_table(rng, n)
     scorers = local_scorers(table)
     cache = ScoreCache(table, scorers)
-    probes = [make_task(f"probe{i}", *shape) for i, shape in enumerate(SHAPES)]
+    probes = [engine_task(SPACE, f"probe{i}", *shape) for i, shape in enumerate(SHAPES)]
     placed: list[tuple[int, Task]] = []
     counter = 0
     for _step in range(60):
@@ -133,7 +101,7 @@ def test_cached_scores_equal_a_fresh_computation_after_any_allocations(seed: int
             else:
                 counter += 1
                 cpu, mem, gpu = rng.choice(SHAPES)
-                task = make_task(f"t{counter}", cpu, mem, gpu, status=TaskStatus.RUNNING)
+                task = engine_task(SPACE, f"t{counter}", cpu, mem, gpu, status=TaskStatus.RUNNING)
                 row = rng.randrange(n)
                 table.add_task(row, task)
                 placed.append((row, task))
@@ -147,8 +115,8 @@ def test_requests_with_equal_vectors_but_different_scoring_defaults_get_separate
     table = make_table(random.Random(1), 5)
     scorers = local_scorers(table)
     cache = ScoreCache(table, scorers)
-    explicit_zero = make_task("zero", "0", "1Gi")
-    unset = make_task("unset", None, "1Gi")
+    explicit_zero = engine_task(SPACE, "zero", "0", "1Gi")
+    unset = engine_task(SPACE, "unset", None, "1Gi")
     assert np.array_equal(explicit_zero.resreq, unset.resreq)
     rows = np.arange(5, dtype=np.intp)
     a = cache.score(explicit_zero, rows)
@@ -163,7 +131,7 @@ def test_different_requests_get_separate_entries() -> None:
     scorers = local_scorers(table)
     cache = ScoreCache(table, scorers)
     rows = np.arange(6, dtype=np.intp)
-    small, big = make_task("s", "100m", "100Mi"), make_task("b", "2", "4Gi")
+    small, big = engine_task(SPACE, "s", "100m", "100Mi"), engine_task(SPACE, "b", "2", "4Gi")
     for task in (small, big, small, big):
         np.testing.assert_array_equal(cache.score(task, rows), fresh(scorers, task, rows))
 
@@ -183,17 +151,17 @@ def test_local_scores_are_computed_once_and_refreshed_only_on_changed_rows() -> 
     table = make_table(random.Random(3), 16)
     local = Counting()
     cache = ScoreCache(table, [NodeScorer(local, local=True)])
-    task = make_task("t", "1", "1Gi")
+    task = engine_task(SPACE, "t", "1", "1Gi")
     rows = np.array([1, 5], dtype=np.intp)
     assert cache.score(task, rows).tolist() == [11.0, 51.0]
     assert local.calls == [list(range(16))]
     cache.score(task, np.array([2], dtype=np.intp))
     assert len(local.calls) == 1  # nothing changed: no scorer call
-    table.add_task(5, make_task("x", "1", "1Gi", status=TaskStatus.RUNNING))
+    table.add_task(5, engine_task(SPACE, "x", "1", "1Gi", status=TaskStatus.RUNNING))
     assert cache.score(task, rows).tolist() == [11.0, 52.0]
     assert local.calls[1:] == [[5]]
     for row in (1, 2, 3):  # 3 changes of 16 rows: more than 16/8, so all rows again
-        table.add_task(row, make_task(f"y{row}", "1", "1Gi", status=TaskStatus.RUNNING))
+        table.add_task(row, engine_task(SPACE, f"y{row}", "1", "1Gi", status=TaskStatus.RUNNING))
     cache.score(task, rows)
     assert local.calls[2:] == [list(range(16))]
 
@@ -202,7 +170,7 @@ def test_non_local_scorers_are_evaluated_on_every_call() -> None:
     table = make_table(random.Random(4), 8)
     local, other = Counting(), Counting()
     cache = ScoreCache(table, [NodeScorer(local, local=True), NodeScorer(other)])
-    task = make_task("t", "1", "1Gi")
+    task = engine_task(SPACE, "t", "1", "1Gi")
     rows = np.array([0, 3], dtype=np.intp)
     first = cache.score(task, rows)
     second = cache.score(task, rows)
@@ -218,14 +186,14 @@ def test_only_non_local_scorers() -> None:
     other = Counting()
     cache = ScoreCache(table, [NodeScorer(other)])
     rows = np.array([2], dtype=np.intp)
-    assert cache.score(make_task("t", "1", "1Gi"), rows).tolist() == [21.0]
+    assert cache.score(engine_task(SPACE, "t", "1", "1Gi"), rows).tolist() == [21.0]
 
 
 def test_no_scorers_score_zero() -> None:
     table = make_table(random.Random(6), 3)
     cache = ScoreCache(table, [])
     rows = np.arange(3, dtype=np.intp)
-    assert cache.score(make_task("t", "1", "1Gi"), rows).tolist() == [0.0, 0.0, 0.0]
+    assert cache.score(engine_task(SPACE, "t", "1", "1Gi"), rows).tolist() == [0.0, 0.0, 0.0]
 
 
 def test_many_distinct_requests_stay_correct_past_the_entry_limit() -> None:
@@ -233,10 +201,12 @@ def test_many_distinct_requests_stay_correct_past_the_entry_limit() -> None:
     scorers = local_scorers(table)
     cache = ScoreCache(table, scorers)
     rows = np.arange(10, dtype=np.intp)
-    tasks = [make_task(f"t{i}", f"{i + 1}m", "1Gi") for i in range(300)]
+    tasks = [engine_task(SPACE, f"t{i}", f"{i + 1}m", "1Gi") for i in range(300)]
     for i, task in enumerate(tasks):
         if i % 50 == 0:
-            table.add_task(i % 10, make_task(f"x{i}", "1", "1Gi", status=TaskStatus.RUNNING))
+            table.add_task(
+                i % 10, engine_task(SPACE, f"x{i}", "1", "1Gi", status=TaskStatus.RUNNING)
+            )
         np.testing.assert_array_equal(cache.score(task, rows), fresh(scorers, task, rows))
     for task in tasks[:5]:  # evicted long ago: recomputed, still right
         np.testing.assert_array_equal(cache.score(task, rows), fresh(scorers, task, rows))

@@ -14,10 +14,8 @@ import pytest
 
 import builders
 from caldera.api.task import Task, TaskStatus, Transaction
-from caldera.cache.snapshot import build_snapshot
 from caldera.framework.intents import Bind, Evict
 from caldera.framework.plugin import NoArgs, Plugin
-from caldera.framework.policy import load_policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import EventHandler, Session
 from caldera.framework.statement import Statement
@@ -41,14 +39,12 @@ class RecorderPlugin(Plugin[NoArgs]):
 
 REGISTRY = Registry.from_entry_points()
 REGISTRY.add_plugin(RecorderPlugin)
-POLICY = load_policy(
-    'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: recorder\n', REGISTRY
-)
+POLICY_YAML = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: recorder\n'
 
 
 @pytest.fixture
 def ssn() -> Session:
-    state = builders.state_of(
+    return builders.open_session(
         [
             builders.node("n1"),
             builders.node("n2"),
@@ -58,13 +54,10 @@ def ssn() -> Session:
             builders.pod("c", group="train", cpu="500m", memory="512Mi"),
             builders.podgroup("web", phase="Running"),
             builders.pod("r", group="web", cpu="1", memory="2Gi", node_name="n1"),
-        ]
+        ],
+        POLICY_YAML,
+        registry=REGISTRY,
     )
-    snapshot, problems = build_snapshot(state, scheduler_names=["volcano"], now=0, session_id="s")
-    assert problems == []
-    session = Session(snapshot, POLICY, REGISTRY)
-    session.open()
-    return session
 
 
 def task(ssn: Session, name: str) -> Task:
@@ -79,6 +72,12 @@ def events(ssn: Session) -> list[tuple[str, str]]:
 
 def accounts(ssn: Session) -> dict[str, np.ndarray]:
     return {name: getattr(ssn.nodes, name).copy() for name in ACCOUNTS}
+
+
+def assert_accounts_are(ssn: Session, expected: dict[str, np.ndarray]) -> None:
+    after = accounts(ssn)
+    for account in ACCOUNTS:
+        np.testing.assert_array_equal(after[account], expected[account], err_msg=account)
 
 
 def job_index(ssn: Session, job: str) -> dict[str, object]:
@@ -209,9 +208,7 @@ def test_discard_undoes_everything_in_reverse_order(ssn: Session) -> None:
         ("deallocate", "b"),
         ("deallocate", "a"),
     ]
-    after_nodes = accounts(ssn)
-    for account in ACCOUNTS:
-        np.testing.assert_array_equal(after_nodes[account], before_nodes[account], err_msg=account)
+    assert_accounts_are(ssn, before_nodes)
     assert ssn.nodes.tasks == node_tasks
     assert job_index(ssn, "default/train") == before_train
     assert job_index(ssn, "default/web") == before_web
@@ -247,9 +244,7 @@ def test_discard_restores_a_pipeline_onto_an_evicted_tasks_resources(ssn: Sessio
         ("deallocate", "a"),
         ("allocate", "r"),
     ]
-    after = accounts(ssn)
-    for account in ACCOUNTS:
-        np.testing.assert_array_equal(after[account], before[account], err_msg=account)
+    assert_accounts_are(ssn, before)
     assert task(ssn, "r").status is TaskStatus.RUNNING
     assert task(ssn, "a").status is TaskStatus.PENDING
 
@@ -276,9 +271,7 @@ def test_commit_turns_allocations_into_binds_and_evictions_into_evicts(ssn: Sess
     assert r.status is TaskStatus.RELEASING
     assert ssn.jobs["default/train"].count(TaskStatus.BINDING) == 2
     assert ssn.jobs["default/train"].ready_task_num() == 2
-    after = accounts(ssn)
-    for account in ACCOUNTS:
-        np.testing.assert_array_equal(after[account], before[account], err_msg=account)
+    assert_accounts_are(ssn, before)
     assert events(ssn) == events_before  # commit places nothing new
     assert len(stmt) == 0
 

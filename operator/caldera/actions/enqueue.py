@@ -40,5 +40,4 @@ class EnqueueAction(Action[NoArgs]):
             if job.min_resources is None or ssn.job_enqueueable(job):
                 ssn.job_enqueued(job)
                 job.phase = "Inqueue"
-                job.enqueued_this_session = True
             queues.push(queue)

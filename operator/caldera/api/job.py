@@ -54,7 +54,6 @@ class Job:
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     fit_error: str = ""
     """The job-level reason (set when enqueue rejects it, or by gang at close)."""
-    enqueued_this_session: bool = False
     _ready: int = 0
     _valid: int = 0
     _waiting: int = 0

@@ -26,7 +26,6 @@ class Snapshot:
     now: float
     """Seconds since the epoch at session start (injected, so simulation is reproducible)."""
     session_id: str
-    scheduler_name: str = "volcano"
 
     def total_allocatable(self) -> Vector:
         return self.nodes.total()

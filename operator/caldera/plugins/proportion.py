@@ -88,7 +88,9 @@ class ProportionPlugin(Plugin[NoArgs]):
             guaranteed += queue.guarantee
         free = np.maximum(total - guaranteed, 0.0)
         shares: dict[str, QueueShare] = {}
-        for name in sorted(ssn.queues):
+        # As in Volcano, only queues that have jobs share the cluster; the guarantees of the
+        # others still hold capacity back through every queue's real capability.
+        for name in sorted({job.queue for job in ssn.jobs.values()} & set(ssn.queues)):
             queue = ssn.queues[name]
             shares[name] = QueueShare(
                 queue=queue,
