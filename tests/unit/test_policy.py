@@ -351,9 +351,9 @@ def test_errors_from_a_file_name_the_file_and_the_key(tmp_path: Path) -> None:
             id="several flags: only the false ones count",
         ),
         pytest.param(
-            "    enableHierarchy: true\n",
+            "    enableHierarchy: false\n",
             set(),
-            True,
+            False,
             id="enableHierarchy is an option not a point",
         ),
     ],
@@ -536,3 +536,29 @@ def test_the_cli_runs_with_each_shipped_policy(
 ) -> None:
     assert main(["simulate", "--policy", str(POLICIES / file), str(manifest)]) == 0
     assert "invalid policy" not in capsys.readouterr().err
+
+
+def test_enable_hierarchy_on_a_plugin_without_hierarchy_support_is_an_error() -> None:
+    text = """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+  - name: drf
+    enableHierarchy: true
+"""
+    with pytest.raises(ConfigError) as exc:
+        load_policy(text, REGISTRY)
+    assert exc.value.key == "tiers[0].plugins[1].enableHierarchy"
+    assert "does not implement hierarchical queues" in str(exc.value)
+
+
+def test_enable_hierarchy_false_is_accepted_anywhere() -> None:
+    text = """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: drf
+    enableHierarchy: false
+"""
+    assert load_policy(text, REGISTRY).tiers[0][0].hierarchy is False

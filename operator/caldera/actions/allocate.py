@@ -82,7 +82,7 @@ class AllocateAction(Action[AllocateArgs]):
             job = jobs.pop()
             stmt = ssn.statement()
             failed = failed_roles.setdefault(job.uid, set())
-            if self._place(ssn, queue, job, remaining[job.uid], stmt, failed, self.args):
+            if self._place(ssn, queue, job, remaining[job.uid], stmt, failed):
                 jobs.push(job)
             if ssn.job_ready(job):
                 stmt.commit()
@@ -90,15 +90,14 @@ class AllocateAction(Action[AllocateArgs]):
                 stmt.discard()
             queues.push(queue)
 
-    @staticmethod
     def _place(
+        self,
         ssn: Session,
         queue: Queue,
         job: Job,
         tasks: deque[Task],
         stmt: Statement,
         failed_roles: set[str],
-        args: AllocateArgs,
     ) -> bool:
         """Place ``job``'s tasks in order; True when the job is ready with tasks left over.
 
@@ -111,7 +110,7 @@ class AllocateAction(Action[AllocateArgs]):
                     message=f"queue {queue.name} has no room for this task within its share",
                 )
                 continue
-            if args.predicate_error_cache_enable and task.role and task.role in failed_roles:
+            if self.args.predicate_error_cache_enable and task.role and task.role in failed_roles:
                 job.nodes_fit_errors[task.uid] = FitErrors(
                     total=len(ssn.nodes),
                     message=f"Task {task.name} with role spec {task.role} "

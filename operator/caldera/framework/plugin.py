@@ -36,6 +36,9 @@ A = TypeVar("A", bound=Args)
 class Plugin(Generic[A]):
     name: ClassVar[str]
     Args: ClassVar[type[Args]] = NoArgs
+    supports_hierarchy: ClassVar[bool] = False
+    """Whether the plugin implements Volcano's ``enableHierarchy`` option; setting the option on a
+    plugin that does not is a policy error rather than a silent no-op."""
 
     def __init__(self, args: A, option: PluginOption) -> None:
         self.args = args

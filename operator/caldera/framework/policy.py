@@ -233,6 +233,13 @@ def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
             key=f"{seen['drf']}.enableHierarchy",
             source=source,
         )
+    for opt in (o for tier in tiers for o in tier if o.hierarchy):
+        if not registry.plugin(opt.name).supports_hierarchy:
+            raise ConfigError(
+                f"plugin {opt.name!r} does not implement hierarchical queues yet",
+                key=f"{seen[opt.name]}.enableHierarchy",
+                source=source,
+            )
     metrics = raw.get("metrics") or {}
     if not isinstance(metrics, Mapping):
         raise ConfigError("must be a map", key="metrics", source=source)
