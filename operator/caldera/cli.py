@@ -1,7 +1,8 @@
 """The ``caldera`` command line.
 
-``caldera simulate`` runs the engine offline on manifests. Exit codes: 0 done (input problems are
-reported on stderr and the rest still runs), 2 for a policy or usage error.
+``caldera simulate`` runs the engine offline on manifests; ``caldera run`` runs the scheduler
+against a cluster. Exit codes: 0 done (input problems are reported on stderr and the rest still
+runs), 1 the leader lost its lease, 2 a policy or usage error.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from caldera.errors import ConfigError
+from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import default_policy, load_policy_file
 from caldera.framework.registry import Registry
 from caldera.simulate.manifests import load_manifests
@@ -53,7 +56,67 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MANIFEST",
         help="YAML files (multi-document or kind: List), or - for stdin",
     )
+    _add_run(sub)
     return parser
+
+
+def _duration(text: str) -> float:
+    try:
+        value = parse_go_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def _flag(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
+
+
+def _add_run(sub: Any) -> None:
+    run = sub.add_parser("run", help="run the scheduler against a cluster")
+    run.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        help="handle pods with this schedulerName (repeatable; default volcano)",
+    )
+    run.add_argument(
+        "--scheduler-conf",
+        help="policy file (reloaded when it changes); default: Volcano's built-in default",
+    )
+    run.add_argument(
+        "--schedule-period",
+        type=_duration,
+        default=1.0,
+        help="time between sessions, a Go duration (default 1s)",
+    )
+    run.add_argument("--default-queue", default="default")
+    run.add_argument("--listen-address", default=":8080", help="metrics address (/metrics)")
+    run.add_argument("--healthz-address", default=":11251", help="/healthz and /readyz address")
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or ~/.kube/config)")
+    run.add_argument(
+        "--leader-elect",
+        type=_flag,
+        nargs="?",
+        const=True,
+        default=True,
+        help="elect a leader through a Lease (default true)",
+    )
+    run.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
+    run.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
+    run.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
+    run.add_argument("--leader-elect-resource-namespace", default="volcano-system")
+    run.add_argument(
+        "--leader-elect-resource-name",
+        default="",
+        help="Lease name (default: the first scheduler name)",
+    )
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -85,10 +148,42 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from caldera.operator.app import RunSettings, run
+
+    settings = RunSettings(
+        scheduler_names=args.scheduler_names or ["volcano"],
+        scheduler_conf=args.scheduler_conf,
+        schedule_period=args.schedule_period,
+        default_queue=args.default_queue,
+        listen_address=args.listen_address,
+        healthz_address=args.healthz_address,
+        kubeconfig=args.kubeconfig,
+        leader_elect=args.leader_elect,
+        lease_duration=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        retry_period=args.leader_elect_retry_period,
+        lock_namespace=args.leader_elect_resource_namespace,
+        lock_name=args.leader_elect_resource_name,
+    )
+    if settings.lease_duration <= settings.renew_deadline:
+        print(
+            "caldera: --leader-elect-lease-duration must exceed the renew deadline", file=sys.stderr
+        )
+        return 2
+    try:
+        return run(settings)
+    except ConfigError as exc:
+        print(f"caldera: invalid policy: {exc}", file=sys.stderr)
+        return 2
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "simulate":
         return _simulate(args)
+    if args.command == "run":
+        return _run(args)
     return 2  # pragma: no cover - argparse enforces the choices
 
 

@@ -9,11 +9,18 @@ minResources; the pod is then annotated with the group name.
 
 from __future__ import annotations
 
+from typing import Any
+
 from caldera.models.core import Pod, effective_requests
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, PodGroup
 from caldera.quantity import format_resource
 
-__all__ = ["annotate_pod", "implicit_podgroup", "implicit_podgroup_name"]
+__all__ = [
+    "annotate_pod",
+    "implicit_podgroup",
+    "implicit_podgroup_manifest",
+    "implicit_podgroup_name",
+]
 
 
 def implicit_podgroup_name(pod: Pod) -> str:
@@ -21,7 +28,8 @@ def implicit_podgroup_name(pod: Pod) -> str:
     return f"podgroup-{owner.uid if owner else pod.metadata.uid}"
 
 
-def implicit_podgroup(pod: Pod, *, min_member: int = 1) -> PodGroup:
+def implicit_podgroup_manifest(pod: Pod, *, min_member: int = 1) -> dict[str, Any]:
+    """The PodGroup object to create for ``pod``, as the API takes it."""
     meta = pod.metadata
     requests = {
         name: format_resource(name, value)
@@ -29,8 +37,10 @@ def implicit_podgroup(pod: Pod, *, min_member: int = 1) -> PodGroup:
         if value
     }
     owners = [o for o in meta.owner_references if o.controller]
-    if not owners:
-        owners_raw = [
+    if owners:
+        owner_refs = [o.model_dump(by_alias=True) for o in owners]
+    else:
+        owner_refs = [
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
@@ -39,25 +49,32 @@ def implicit_podgroup(pod: Pod, *, min_member: int = 1) -> PodGroup:
                 "controller": True,
             }
         ]
-    else:
-        owners_raw = [o.model_dump(by_alias=True) for o in owners]
-    return PodGroup.model_validate(
-        {
-            "metadata": {
-                "name": implicit_podgroup_name(pod),
-                "namespace": meta.namespace,
-                "creationTimestamp": meta.creation_timestamp,
-                "ownerReferences": owners_raw,
-            },
-            "spec": {
-                "minMember": min_member,
-                "queue": meta.annotations.get(QUEUE_NAME_ANNOTATION, ""),
-                "priorityClassName": pod.spec.priority_class_name,
-                "minResources": requests,
-            },
-            "status": {"phase": "Pending"},
-        }
-    )
+    manifest: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": implicit_podgroup_name(pod),
+            "namespace": meta.namespace,
+            "ownerReferences": owner_refs,
+        },
+        "spec": {
+            "minMember": min_member,
+            "minResources": requests,
+        },
+        "status": {"phase": "Pending"},
+    }
+    queue = meta.annotations.get(QUEUE_NAME_ANNOTATION, "")
+    if queue:
+        manifest["spec"]["queue"] = queue
+    if pod.spec.priority_class_name:
+        manifest["spec"]["priorityClassName"] = pod.spec.priority_class_name
+    return manifest
+
+
+def implicit_podgroup(pod: Pod, *, min_member: int = 1) -> PodGroup:
+    manifest = implicit_podgroup_manifest(pod, min_member=min_member)
+    manifest["metadata"]["creationTimestamp"] = pod.metadata.creation_timestamp
+    return PodGroup.model_validate(manifest)
 
 
 def annotate_pod(pod: Pod, group: str) -> Pod:

@@ -142,8 +142,20 @@ class PodSpec(ApiModel):
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
 
 
+class PodCondition(ApiModel):
+    type: str
+    status: str = "Unknown"
+    reason: str = ""
+    message: str = ""
+
+
 class PodStatus(ApiModel):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] = "Pending"
+    conditions: tuple[PodCondition, ...] = ()
+    nominated_node_name: str = ""
+
+    def condition(self, type_: str) -> PodCondition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
 
 
 class Pod(ApiModel):

@@ -1,0 +1,75 @@
+"""Kubernetes Events with Volcano's reasons, posted only when something changed.
+
+Posting is best effort: an event that cannot be posted is logged and dropped, never retried
+forever, because events are informational and must not pile up behind an unhealthy API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import UTC, datetime
+
+from kubernetes_asyncio import client
+
+from caldera.k8s.errors import API_ERRORS, classify
+
+__all__ = ["EventPoster"]
+
+log = logging.getLogger(__name__)
+
+
+class EventPoster:
+    def __init__(self, api: client.ApiClient, component: str) -> None:
+        self._core = client.CoreV1Api(api)
+        self._component = component
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def emit(self, **event: str) -> None:
+        """Post in the background (the caller does not wait for the API)."""
+        task = asyncio.create_task(self.post(**event))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def post(
+        self,
+        *,
+        kind: str,
+        namespace: str,
+        name: str,
+        uid: str,
+        type_: str,
+        reason: str,
+        message: str,
+        api_version: str = "v1",
+    ) -> None:
+        now = datetime.now(UTC)
+        body = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(
+                name=f"{name}.{uuid.uuid4().hex[:16]}", namespace=namespace or "default"
+            ),
+            involved_object=client.V1ObjectReference(
+                kind=kind, namespace=namespace, name=name, uid=uid or None, api_version=api_version
+            ),
+            reason=reason,
+            message=message[:1024],
+            type=type_,
+            source=client.V1EventSource(component=self._component),
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+            reporting_component=self._component,
+        )
+        try:
+            await self._core.create_namespaced_event(namespace or "default", body)
+        except API_ERRORS as exc:  # informational only: log and move on
+            log.warning(
+                "event %s on %s %s/%s not posted: %s (%s)",
+                reason,
+                kind,
+                namespace,
+                name,
+                exc,
+                classify(exc).value,
+            )

@@ -1,0 +1,75 @@
+"""Evictor: marks a victim pod the way Volcano does, then deletes it with its grace period.
+
+Before the delete the pod gets ``Ready=False`` (reason ``Evict``) and ``DisruptionTarget=True``
+(reason ``PreemptionByScheduler``), so its owner and users can see why it went. A pod already gone
+counts as evicted; other failures are retried with backoff.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kubernetes_asyncio import client
+
+from caldera.framework.intents import Evict
+from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.operator.events import EventPoster
+from caldera.operator.retry import WorkQueue
+
+__all__ = ["Evictor"]
+
+
+class Evictor:
+    def __init__(
+        self, api: client.ApiClient, events: EventPoster, scheduler_name: str, *, workers: int = 8
+    ) -> None:
+        self._core = client.CoreV1Api(api)
+        self._events = events
+        self._scheduler = scheduler_name
+        self.queue: WorkQueue[str, Evict] = WorkQueue("evict", self._handle, workers=workers)
+
+    def submit(self, evict: Evict) -> None:
+        self.queue.put(f"{evict.namespace}/{evict.name}", evict)
+
+    async def _handle(self, key: str, evict: Evict) -> bool:
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        message = f"Pod is evicted, because of {evict.reason}"
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "False",
+                        "reason": "Evict",
+                        "message": message,
+                        "lastTransitionTime": now,
+                    },
+                    {
+                        "type": "DisruptionTarget",
+                        "status": "True",
+                        "reason": "PreemptionByScheduler",
+                        "message": f"{self._scheduler}: preempting to accommodate a higher "
+                        "priority pod",
+                        "lastTransitionTime": now,
+                    },
+                ]
+            }
+        }
+        try:
+            await self._core.patch_namespaced_pod_status(evict.name, evict.namespace, patch)
+            await self._core.delete_namespaced_pod(evict.name, evict.namespace)
+        except API_ERRORS as exc:
+            outcome = classify(exc)
+            if outcome is Outcome.NOT_FOUND:
+                return True
+            return outcome is Outcome.FATAL
+        await self._events.post(
+            kind="Pod",
+            namespace=evict.namespace,
+            name=evict.name,
+            uid=evict.uid,
+            type_="Warning",
+            reason="Evict",
+            message=message,
+        )
+        return True

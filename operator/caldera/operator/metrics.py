@@ -1,0 +1,117 @@
+"""Prometheus metrics under Volcano's names, so existing dashboards keep working.
+
+Names and buckets follow volcano.md §5 (milliseconds, ``volcano_`` prefix). Volcano's Go counters
+without a ``_total`` suffix (``job_retry_counts``, ``total_preemption_attempts``) are exposed as
+gauges that only go up, because the Python client would rename a counter. Labels stay bounded
+(queue, action, plugin, stage); ``job_id`` follows Volcano. Every metric lives in the registry
+passed in, so tests can use their own.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics", "exponential_range"]
+
+
+def exponential_range(low: float, high: float, count: int) -> list[float]:
+    """Go's ``prometheus.ExponentialBucketsRange``."""
+    factor = (high / low) ** (1.0 / (count - 1))
+    return [low * factor**i for i in range(count)]
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+        def hist(
+            name: str, doc: str, buckets: list[float], labels: tuple[str, ...] = ()
+        ) -> Histogram:
+            return Histogram(f"volcano_{name}", doc, labels, buckets=buckets, registry=registry)
+
+        def gauge(name: str, doc: str, labels: tuple[str, ...] = ()) -> Gauge:
+            return Gauge(f"volcano_{name}", doc, labels, registry=registry)
+
+        self.e2e = hist(
+            "e2e_scheduling_latency_milliseconds",
+            "One session end to end",
+            exponential_range(1, 5000, 20),
+        )
+        self.open_session = hist(
+            "open_session_duration_milliseconds",
+            "Opening a session",
+            exponential_range(1, 5000, 20),
+        )
+        self.e2e_job = hist(
+            "e2e_job_scheduling_latency_milliseconds",
+            "PodGroup creation to a task's allocation",
+            exponential_range(100, 120000, 30),
+        )
+        self.plugin = hist(
+            "plugin_scheduling_latency_milliseconds",
+            "Plugin open/close",
+            exponential_range(0.1, 100, 15),
+            ("plugin", "OnSession"),
+        )
+        self.action = hist(
+            "action_scheduling_latency_milliseconds",
+            "One action",
+            exponential_range(1, 2000, 20),
+            ("action",),
+        )
+        self.task = hist(
+            "task_scheduling_latency_milliseconds",
+            "Pod creation to a stage",
+            exponential_range(50, 60000, 30),
+            ("stage",),
+        )
+        self.stage = hist(
+            "scheduling_stage_duration_milliseconds",
+            "Bind and other stages",
+            exponential_range(0.1, 500, 20),
+            ("stage",),
+        )
+        self.attempts = Counter(
+            "volcano_schedule_attempts",
+            "Scheduling attempts by result",
+            ("result",),
+            registry=registry,
+        )
+        self.evictions = Counter(
+            "volcano_eviction_transactions", "Evictions by action", ("action",), registry=registry
+        )
+        self.unschedule_tasks = gauge(
+            "unschedule_task_count", "Unschedulable tasks per job", ("job_id",)
+        )
+        self.unschedule_jobs = gauge("unschedule_job_count", "Unschedulable jobs")
+        self.job_retries = gauge("job_retry_counts", "Unready sessions per job", ("job_id",))
+        self.queue: dict[str, Gauge] = {}
+        for kind in ("allocated", "request", "deserved"):
+            self.queue[f"{kind}_milli_cpu"] = gauge(
+                f"queue_{kind}_milli_cpu", f"Queue {kind} cpu", ("queue_name",)
+            )
+            self.queue[f"{kind}_memory_bytes"] = gauge(
+                f"queue_{kind}_memory_bytes", f"Queue {kind} memory", ("queue_name",)
+            )
+            self.queue[f"{kind}_scalar_resources"] = gauge(
+                f"queue_{kind}_scalar_resources",
+                f"Queue {kind} other resources",
+                ("queue_name", "resource"),
+            )
+        self.queue_share = gauge("queue_share", "Queue dominant share", ("queue_name",))
+        self.queue_weight = gauge("queue_weight", "Queue weight", ("queue_name",))
+        self.queue_overused = gauge("queue_overused", "Queue overused (0 or 1)", ("queue_name",))
+        self.loop_lag = Gauge(
+            "caldera_event_loop_lag_seconds",
+            "Largest event-loop delay seen in the last sampling window",
+            registry=registry,
+        )
+        self.work_queue = Gauge(
+            "caldera_work_queue_depth",
+            "Items waiting per writer queue",
+            ("queue",),
+            registry=registry,
+        )
+        self.binds = Counter(
+            "caldera_binds", "Binding calls by result", ("result",), registry=registry
+        )

@@ -1,0 +1,63 @@
+"""The scheduler policy, reloaded when its file changes.
+
+The file is polled by content (ConfigMap volumes update through symlink swaps, so modification
+times are unreliable). A new valid policy applies from the next session; an invalid one is
+reported with the exact key at fault and the previous policy stays in force.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from caldera.errors import ConfigError
+from caldera.framework.policy import Policy, default_policy, load_policy
+from caldera.framework.registry import Registry
+
+__all__ = ["PolicyHolder"]
+
+log = logging.getLogger(__name__)
+
+
+class PolicyHolder:
+    def __init__(self, path: str | None, registry: Registry) -> None:
+        self.path = Path(path) if path else None
+        self.registry = registry
+        self._digest = ""
+        self.policy: Policy = default_policy(registry)
+        if self.path is not None:
+            text = self.path.read_text(encoding="utf-8")
+            self.policy = load_policy(text, registry, source=str(self.path))
+            self._digest = hashlib.sha256(text.encode()).hexdigest()
+
+    def check(self) -> ConfigError | None:
+        """Reload if the file changed; returns the error when the new content is invalid."""
+        if self.path is None:
+            return None
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError as exc:
+            return ConfigError(f"cannot read policy file: {exc.strerror}", source=str(self.path))
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest == self._digest:
+            return None
+        self._digest = digest
+        try:
+            self.policy = load_policy(text, self.registry, source=str(self.path))
+        except ConfigError as exc:
+            return exc
+        log.info("policy reloaded from %s", self.path)
+        return None
+
+    async def watch(
+        self, interval: float, on_error: Callable[[ConfigError], Awaitable[None]]
+    ) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            error = self.check()
+            if error is not None:
+                log.error("invalid policy, keeping the previous one: %s", error)
+                await on_error(error)

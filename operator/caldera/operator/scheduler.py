@@ -1,0 +1,194 @@
+"""One scheduling session per tick, decided off the event loop, carried out by the writers.
+
+On each tick (only on the leader) the watched objects are copied into an immutable
+:class:`~caldera.cache.state.ClusterState` on the loop (cheap: dictionaries of frozen models), with
+binds still in flight applied as assumptions. Building the snapshot and running the session happen
+in a worker thread, so watch handling never waits for a session. The result is then handed out:
+binds to the binder, evictions to the evictor, changed statuses to the status writer; events are
+posted only when what they say changed, never once per tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from caldera.cache.snapshot import build_snapshot, stable_uid
+from caldera.cache.state import ClusterState
+from caldera.framework.cycle import run_cycle
+from caldera.framework.intents import CycleResult, PodGroupStatus
+from caldera.framework.policy import Policy
+from caldera.framework.registry import Registry
+from caldera.models.parse import ObjectError
+from caldera.models.volcano import PodGroupCondition
+from caldera.operator.assume import Assumptions
+from caldera.operator.binder import Binder
+from caldera.operator.events import EventPoster
+from caldera.operator.evictor import Evictor
+from caldera.operator.leader import LeaderGate
+from caldera.operator.metrics import Metrics
+from caldera.operator.policywatch import PolicyHolder
+from caldera.operator.status import StatusWriter
+from caldera.quantity import to_engine_units
+
+__all__ = ["Scheduler", "Writers"]
+
+log = logging.getLogger(__name__)
+_WAITING_PHASES = ("Pending", "Inqueue", "Unknown")
+
+
+@dataclass(slots=True)
+class Writers:
+    binder: Binder
+    evictor: Evictor
+    status: StatusWriter
+    events: EventPoster
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        scheduler_names: list[str],
+        default_queue: str,
+        policy: PolicyHolder,
+        registry: Registry,
+        assumed: Assumptions,
+        writers: Writers,
+        leader: LeaderGate,
+        metrics: Metrics,
+    ) -> None:
+        self.scheduler_names = scheduler_names
+        self.default_queue = default_queue
+        self.policy = policy
+        self.registry = registry
+        self.assumed = assumed
+        self.writers = writers
+        self.leader = leader
+        self.metrics = metrics
+        self.ready = asyncio.Event()
+        self.sessions = 0
+        self._reported: set[str] = set()
+
+    async def tick(self, state: ClusterState) -> CycleResult | None:
+        """Run one session on ``state`` if this replica leads; returns its result."""
+        self.ready.set()
+        if not self.leader.leading:
+            return None
+        self.sessions += 1
+        view = ClusterState(
+            pods=self.assumed.overlay(state.pods),
+            nodes=dict(state.nodes),
+            podgroups=dict(state.podgroups),
+            queues=dict(state.queues),
+            priority_classes=dict(state.priority_classes),
+        )
+        policy = self.policy.policy
+        session_id = stable_uid("Session", f"{time.time_ns()}")
+        start = time.perf_counter()
+        result, problems = await asyncio.to_thread(self._decide, view, policy, session_id)
+        self._observe(result, time.perf_counter() - start)
+        self._report(problems)
+        self._dispatch(result, state)
+        return result
+
+    def _decide(
+        self, state: ClusterState, policy: Policy, session_id: str
+    ) -> tuple[CycleResult, list[ObjectError]]:
+        snapshot, problems = build_snapshot(
+            state,
+            scheduler_names=self.scheduler_names,
+            now=time.time(),
+            session_id=session_id,
+            default_queue=self.default_queue,
+        )
+        return run_cycle(snapshot, policy, self.registry), problems
+
+    def _report(self, problems: list[ObjectError]) -> None:
+        for problem in problems:
+            text = str(problem)
+            if text not in self._reported:
+                self._reported.add(text)
+                log.warning("%s", text)
+
+    def _dispatch(self, result: CycleResult, state: ClusterState) -> None:
+        w = self.writers
+        for bind in result.binds:
+            w.binder.submit(bind)
+        for evict in result.evictions:
+            w.evictor.submit(evict)
+            self.metrics.evictions.labels(action=evict.reason).inc()
+        for st in result.podgroups:
+            if st.changed:
+                w.status.podgroup(st)
+            self._podgroup_events(st, state)
+        for qs in result.queues:
+            if qs.changed:
+                w.status.queue(qs)
+        for cond in result.pod_conditions:
+            key = f"{cond.namespace}/{cond.name}"
+            if key in self.assumed:
+                continue
+            pod = state.pods.get(key)
+            old = pod.status.condition("PodScheduled") if pod else None
+            if old is None or (old.reason, old.message) != (cond.reason, cond.message):
+                w.status.pod(cond)
+
+    def _podgroup_events(self, st: PodGroupStatus, state: ClusterState) -> None:
+        """Volcano's PodGroup events, but only when the news is new."""
+        pg = state.podgroups.get(f"{st.namespace}/{st.name}")
+        if pg is None:
+            return
+        new = _unschedulable(st.conditions)
+        old = _unschedulable(pg.status.conditions)
+        emit = self.writers.events.emit
+        about = {
+            "kind": "PodGroup",
+            "namespace": st.namespace,
+            "name": st.name,
+            "uid": pg.metadata.uid,
+            "api_version": "scheduling.volcano.sh/v1beta1",
+        }
+        if new is not None and (old is None or old.message != new.message):
+            emit(**about, type_="Warning", reason="Unschedulable", message=new.message)
+        if st.changed and st.phase not in _WAITING_PHASES and pg.status.phase != st.phase:
+            emit(**about, type_="Normal", reason="Scheduled", message="pod group is ready")
+
+    def _observe(self, result: CycleResult, seconds: float) -> None:
+        m = self.metrics
+        m.e2e.observe(seconds * 1000)
+        if "open" in result.timings:
+            m.open_session.observe(result.timings["open"] * 1000)
+        for name, spent in result.timings.items():
+            if name not in ("open", "close"):
+                m.action.labels(action=name).observe(spent * 1000)
+        unschedulable = 0
+        for st in result.podgroups:
+            cond = _unschedulable(st.conditions)
+            if cond is not None and cond.transition_id == result.session_id:
+                unschedulable += 1
+                m.job_retries.labels(job_id=st.name).inc()
+        m.unschedule_jobs.set(unschedulable)
+        m.attempts.labels(result="scheduled").inc(len(result.binds))
+        m.attempts.labels(result="unschedulable").inc(len(result.pod_conditions))
+        for qs in result.queues:
+            self._queue_metrics(qs.name, "allocated", qs.allocated)
+        for name, deserved in result.deserved.items():
+            self._queue_metrics(name, "deserved", deserved)
+
+    def _queue_metrics(self, queue: str, kind: str, values: dict[str, str]) -> None:
+        q = self.metrics.queue
+        for resource, text in values.items():
+            value = to_engine_units(resource, text)
+            if resource == "cpu":
+                q[f"{kind}_milli_cpu"].labels(queue_name=queue).set(value)
+            elif resource == "memory":
+                q[f"{kind}_memory_bytes"].labels(queue_name=queue).set(value)
+            else:
+                q[f"{kind}_scalar_resources"].labels(queue_name=queue, resource=resource).set(value)
+
+
+def _unschedulable(conditions: tuple[PodGroupCondition, ...]) -> PodGroupCondition | None:
+    return next((c for c in conditions if c.type == "Unschedulable" and c.status == "True"), None)

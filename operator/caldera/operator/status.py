@@ -1,0 +1,137 @@
+"""Status writer: PodGroup status, Queue ``status.allocated`` and pods' ``PodScheduled``.
+
+Each write happens only when the value changed, goes through a keyed retry queue (a newer status
+for the same object replaces one still waiting), and follows Volcano's method:
+
+- PodGroup has no status subresource, so its status is written by a whole-object update carrying
+  the resourceVersion just read; a conflict re-reads and retries.
+- Queue ``status.allocated`` is a merge patch of the status subresource.
+- A pod's ``PodScheduled`` condition is a strategic-merge patch of ``pods/status`` (conditions are
+  merged by type), posted with a ``FailedScheduling`` event carrying the same text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
+from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.models.volcano import PodGroupCondition
+from caldera.operator.events import EventPoster
+from caldera.operator.retry import WorkQueue
+
+__all__ = ["StatusWriter"]
+
+GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def _time(stamp: float | None) -> str | None:
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(c: PodGroupCondition) -> dict[str, Any]:
+    return {
+        "type": c.type,
+        "status": c.status,
+        "transitionID": c.transition_id,
+        "lastTransitionTime": _time(c.last_transition_time),
+        "reason": c.reason,
+        "message": c.message,
+    }
+
+
+def _done(exc: BaseException) -> bool:
+    """After a failed write: True when retrying cannot help (object gone, bad request)."""
+    return classify(exc) in (Outcome.NOT_FOUND, Outcome.FATAL)
+
+
+class StatusWriter:
+    def __init__(self, api: client.ApiClient, events: EventPoster, *, workers: int = 16) -> None:
+        self._custom = client.CustomObjectsApi(api)
+        self._core = client.CoreV1Api(api)
+        self._events = events
+        self.podgroups: WorkQueue[str, PodGroupStatus] = WorkQueue(
+            "podgroup-status", self._podgroup, workers=workers
+        )
+        self.queues: WorkQueue[str, QueueStatus] = WorkQueue("queue-status", self._queue, workers=2)
+        self.pods: WorkQueue[str, PodCondition] = WorkQueue(
+            "pod-condition", self._pod, workers=workers
+        )
+
+    def podgroup(self, status: PodGroupStatus) -> None:
+        self.podgroups.put(f"{status.namespace}/{status.name}", status)
+
+    def queue(self, status: QueueStatus) -> None:
+        self.queues.put(status.name, status)
+
+    def pod(self, condition: PodCondition) -> None:
+        self.pods.put(f"{condition.namespace}/{condition.name}", condition)
+
+    async def _podgroup(self, key: str, st: PodGroupStatus) -> bool:
+        try:
+            obj: dict[str, Any] = await self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, st.namespace, "podgroups", st.name
+            )
+            obj["status"] = {
+                **(obj.get("status") or {}),
+                "phase": st.phase,
+                "running": st.running,
+                "succeeded": st.succeeded,
+                "failed": st.failed,
+                "conditions": [_condition(c) for c in st.conditions],
+            }
+            await self._custom.replace_namespaced_custom_object(
+                GROUP, VERSION, st.namespace, "podgroups", st.name, obj
+            )
+        except API_ERRORS as exc:
+            return _done(exc)
+        return True
+
+    async def _queue(self, name: str, st: QueueStatus) -> bool:
+        try:
+            await self._custom.patch_cluster_custom_object_status(
+                GROUP,
+                VERSION,
+                "queues",
+                name,
+                {"status": {"allocated": st.allocated}},
+                _content_type=MERGE_PATCH,
+            )
+        except API_ERRORS as exc:
+            return _done(exc)
+        return True
+
+    async def _pod(self, key: str, cond: PodCondition) -> bool:
+        patch = {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": cond.reason,
+                        "message": cond.message,
+                        "lastTransitionTime": _time(datetime.now(UTC).timestamp()),
+                    }
+                ]
+            }
+        }
+        try:
+            await self._core.patch_namespaced_pod_status(cond.name, cond.namespace, patch)
+        except API_ERRORS as exc:
+            return _done(exc)
+        await self._events.post(
+            kind="Pod",
+            namespace=cond.namespace,
+            name=cond.name,
+            uid=cond.uid,
+            type_="Warning",
+            reason="FailedScheduling",
+            message=cond.message,
+        )
+        return True
