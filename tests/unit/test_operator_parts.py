@@ -1,0 +1,203 @@
+"""Operator parts that need no API server: retry queue, assumptions, policy reload, endpoints."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import aiohttp
+import pytest
+from prometheus_client import CollectorRegistry
+
+import builders
+from caldera.framework.policy import DEFAULT_POLICY_YAML
+from caldera.operator.assume import Assumptions
+from caldera.operator.health import parse_address, serve_health, serve_metrics
+from caldera.operator.metrics import Metrics, exponential_range
+from caldera.operator.policywatch import PolicyHolder
+from caldera.operator.retry import RetryPolicy, TokenBucket, WorkQueue
+
+FAST = RetryPolicy(base=0.001, cap=0.01, qps=1000.0, burst=1000)
+
+
+async def _drain(queue: WorkQueue[str, int]) -> None:
+    runner = asyncio.create_task(queue.run())
+    try:
+        await asyncio.wait_for(queue.join(), timeout=5)
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+
+
+async def test_items_are_handled_and_failures_retried_until_done() -> None:
+    attempts: dict[str, int] = {}
+
+    async def handle(key: str, value: int) -> bool:
+        attempts[key] = attempts.get(key, 0) + 1
+        return attempts[key] >= value  # succeed on the value-th attempt
+
+    queue: WorkQueue[str, int] = WorkQueue("t", handle, workers=4, policy=FAST)
+    for key, tries in (("a", 1), ("b", 3), ("c", 5)):
+        queue.put(key, tries)
+    await _drain(queue)
+    assert attempts == {"a": 1, "b": 3, "c": 5}
+    assert queue.failures("c") == 0  # cleared on success
+
+
+async def test_an_exception_counts_as_a_failure_and_is_retried() -> None:
+    calls = 0
+
+    async def handle(key: str, value: int) -> bool:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("boom")
+        return True
+
+    queue: WorkQueue[str, int] = WorkQueue("t", handle, workers=1, policy=FAST)
+    queue.put("a", 1)
+    await _drain(queue)
+    assert calls == 2
+
+
+async def test_a_newer_value_replaces_one_still_waiting() -> None:
+    seen: list[int] = []
+
+    async def handle(key: str, value: int) -> bool:
+        seen.append(value)
+        return True
+
+    queue: WorkQueue[str, int] = WorkQueue("t", handle, workers=1, policy=FAST)
+    queue.put("a", 1)
+    queue.put("a", 2)
+    await _drain(queue)
+    assert seen == [2]
+
+
+async def test_one_key_is_never_handled_by_two_workers_at_once() -> None:
+    running: set[str] = set()
+    overlaps = 0
+
+    async def handle(key: str, value: int) -> bool:
+        nonlocal overlaps
+        if key in running:
+            overlaps += 1
+        running.add(key)
+        await asyncio.sleep(0.005)
+        running.discard(key)
+        return True
+
+    queue: WorkQueue[str, int] = WorkQueue("t", handle, workers=8, policy=FAST)
+    runner = asyncio.create_task(queue.run())
+    for i in range(20):
+        queue.put("same", i)
+        await asyncio.sleep(0.001)
+    await asyncio.wait_for(queue.join(), timeout=5)
+    runner.cancel()
+    await asyncio.gather(runner, return_exceptions=True)
+    assert overlaps == 0
+
+
+def test_backoff_doubles_from_the_base_and_stops_at_the_cap() -> None:
+    policy = RetryPolicy()
+    assert [policy.delay(n) for n in (1, 2, 3, 4)] == [0.005, 0.01, 0.02, 0.04]
+    assert policy.delay(40) == 1000.0
+
+
+async def test_token_bucket_spends_its_burst_then_waits_for_refill() -> None:
+    loop = asyncio.get_running_loop()
+    bucket = TokenBucket(rate=100.0, burst=3)
+    start = loop.time()
+    for _ in range(3):
+        await bucket.take()
+    burst_time = loop.time() - start
+    await bucket.take()  # needs one refill: about 10 ms
+    assert burst_time < loop.time() - start
+
+
+def test_assumed_binds_are_applied_until_the_watch_confirms_them() -> None:
+    pending = builders.pod("p")
+    assumed = Assumptions()
+    assumed.assume("default/p", "n1")
+    view = assumed.overlay({"default/p": pending})
+    assert view["default/p"].spec.node_name == "n1"
+    assert "default/p" in assumed
+    bound = builders.pod("p", node_name="n1")
+    assert assumed.overlay({"default/p": bound})["default/p"].spec.node_name == "n1"
+    assert "default/p" not in assumed  # confirmed by the watch: dropped
+
+
+def test_assumptions_for_deleted_or_expired_pods_are_dropped() -> None:
+    assumed = Assumptions(ttl=0.0)
+    assumed.assume("default/gone", "n1")
+    assumed.assume("default/old", "n1")
+    view = assumed.overlay({"default/old": builders.pod("old")})
+    assert view["default/old"].spec.node_name == ""
+    assert len(assumed) == 0
+
+
+def test_policy_reload_keeps_the_old_policy_when_the_new_file_is_invalid(tmp_path: Path) -> None:
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(DEFAULT_POLICY_YAML)
+    holder = PolicyHolder(str(path), builders.REGISTRY)
+    assert [a.name for a in holder.policy.actions] == ["enqueue", "allocate", "backfill"]
+    assert holder.check() is None  # unchanged
+
+    path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n')
+    assert holder.check() is None
+    assert [a.name for a in holder.policy.actions] == ["allocate"]
+
+    path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gnag\n')
+    error = holder.check()
+    assert error is not None and error.key == "tiers[0].plugins[0].name"
+    assert [a.name for a in holder.policy.actions] == ["allocate"]  # the old one stays
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        pytest.param(":8080", (None, 8080), id="Go style: all interfaces"),
+        pytest.param("127.0.0.1:11251", ("127.0.0.1", 11251), id="host and port"),
+    ],
+)
+def test_addresses_are_read_go_style(address: str, expected: tuple[str | None, int]) -> None:
+    assert parse_address(address) == expected
+
+
+async def test_readiness_follows_the_cache_and_metrics_use_volcano_names() -> None:
+    ready = asyncio.Event()
+    metrics = Metrics(CollectorRegistry())
+    metrics.e2e.observe(12.0)
+    health = await serve_health("127.0.0.1:0", ready)
+    served = await serve_metrics("127.0.0.1:0", metrics.registry)
+    try:
+        hport = health.addresses[0][1]
+        mport = served.addresses[0][1]
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{hport}/healthz") as r:
+                assert r.status == 200
+            async with http.get(f"http://127.0.0.1:{hport}/readyz") as r:
+                assert r.status == 503
+            ready.set()
+            async with http.get(f"http://127.0.0.1:{hport}/readyz") as r:
+                assert r.status == 200
+            async with http.get(f"http://127.0.0.1:{mport}/metrics") as r:
+                text = await r.text()
+        assert "volcano_e2e_scheduling_latency_milliseconds_count 1.0" in text
+        for name in (
+            "volcano_action_scheduling_latency_milliseconds",
+            "volcano_unschedule_job_count",
+            "volcano_queue_allocated_milli_cpu",
+        ):
+            assert name in text
+    finally:
+        await health.cleanup()
+        await served.cleanup()
+
+
+def test_buckets_match_gos_exponential_range() -> None:
+    buckets = exponential_range(1, 5000, 20)
+    assert len(buckets) == 20
+    assert buckets[0] == 1 and abs(buckets[-1] - 5000) < 1e-6
+    ratios = {round(b / a, 9) for a, b in zip(buckets, buckets[1:], strict=False)}
+    assert len(ratios) == 1
