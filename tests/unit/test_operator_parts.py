@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from pathlib import Path
 
 import aiohttp
@@ -199,5 +200,5 @@ def test_buckets_match_gos_exponential_range() -> None:
     buckets = exponential_range(1, 5000, 20)
     assert len(buckets) == 20
     assert buckets[0] == 1 and abs(buckets[-1] - 5000) < 1e-6
-    ratios = {round(b / a, 9) for a, b in zip(buckets, buckets[1:], strict=False)}
+    ratios = {round(b / a, 9) for a, b in itertools.pairwise(buckets)}
     assert len(ratios) == 1
