@@ -42,7 +42,7 @@ from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.scheduler import Scheduler, Writers
 from caldera.operator.status import StatusWriter
 
-__all__ = ["RunSettings", "Runtime", "build_registry", "run"]
+__all__ = ["RunSettings", "Runtime", "build_registry", "operate", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class RunSettings:
     lock_namespace: str = "volcano-system"
     lock_name: str = ""
     bind_workers: int = 32
+    bind_timeout: float = 10.0
     policy_check_interval: float = 2.0
 
     @property
@@ -217,7 +218,15 @@ async def _start(runtime: Runtime) -> None:
         m.binds.labels(result="bound").inc()
 
     writers = Writers(
-        binder=Binder(api, assumed, events, status.pod, workers=s.bind_workers, on_bound=bound),
+        binder=Binder(
+            api,
+            assumed,
+            events,
+            status.pod,
+            workers=s.bind_workers,
+            timeout=s.bind_timeout,
+            on_bound=bound,
+        ),
         evictor=Evictor(api, events, s.scheduler_names[0]),
         status=status,
         events=events,
@@ -307,17 +316,21 @@ async def _stop(runtime: Runtime) -> None:
         await runtime.api.close()
 
 
+async def operate(runtime: Runtime) -> None:
+    """Run the operator in the current event loop until ``runtime.stop`` is set."""
+    await kopf.operator(
+        registry=build_registry(runtime),
+        standalone=True,
+        clusterwide=True,
+        stop_flag=runtime.stop,
+    )
+
+
 def run(settings: RunSettings) -> int:
     """Run the operator until interrupted or the lease is lost; returns the exit code."""
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     runtime = Runtime.create(settings)
-    registry = build_registry(runtime)
-    kopf.run(
-        registry=registry,
-        standalone=True,
-        clusterwide=True,
-        stop_flag=runtime.stop,
-    )
+    asyncio.run(operate(runtime))
     return 1 if runtime.lost_lease else 0

@@ -12,6 +12,7 @@ a pod is never bound twice.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 
@@ -27,6 +28,15 @@ __all__ = ["Binder"]
 
 log = logging.getLogger(__name__)
 SCHEDULER_ERROR = "SchedulerError"
+
+
+def _status_message(text: str) -> str:
+    """The ``message`` of a Kubernetes Status body, or the raw text."""
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:200]
+    return str(body.get("message") or body.get("reason") or text[:200])
 
 
 class Binder:
@@ -83,7 +93,8 @@ class Binder:
         )
         try:
             # The generated V1Binding model cannot read the server's reply back
-            # (kubernetes-client/python#547), so the raw response is used.
+            # (kubernetes-client/python#547), so the raw response is used; with it the client
+            # does not raise on an error status, so the status is checked here.
             resp = await self._core.create_namespaced_pod_binding(
                 bind.name,
                 bind.namespace,
@@ -91,10 +102,13 @@ class Binder:
                 _preload_content=False,
                 _request_timeout=self._timeout,
             )
-            resp.release()
+            async with resp:
+                if 200 <= resp.status < 300:
+                    return None
+                text = await resp.text()
+            return f"HTTP {resp.status}: {_status_message(text)}"
         except API_ERRORS as exc:
             return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
-        return None
 
     async def _bound(self, bind: Bind) -> None:
         if self._on_bound is not None:

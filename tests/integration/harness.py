@@ -1,0 +1,113 @@
+"""Running the real operator against the ``k8s`` fixture, and cluster objects as API dicts."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from caldera.operator.app import Runtime, RunSettings, operate
+from emulator.handles import K8sHandle
+
+VOLCANO = "scheduling.volcano.sh"
+
+
+@contextlib.asynccontextmanager
+async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Runtime]:
+    """Run ``caldera run`` in this event loop until the block ends."""
+    options: dict[str, Any] = {
+        "kubeconfig": str(k8s.kubeconfig_path),
+        "schedule_period": 0.2,
+        "leader_elect": False,
+        "listen_address": "",
+        "healthz_address": "",
+        "policy_check_interval": 0.2,
+    }
+    options.update(overrides)
+    runtime = Runtime.create(RunSettings(**options))
+    task = asyncio.create_task(operate(runtime))
+    try:
+        yield runtime
+    finally:
+        runtime.stop.set()
+        await asyncio.wait_for(task, timeout=20)
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(
+    name: str,
+    *,
+    group: str | None = None,
+    cpu: str = "1",
+    namespace: str = "default",
+    scheduler: str = "volcano",
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    ann = dict(annotations or {})
+    if group:
+        ann["scheduling.k8s.io/group-name"] = group
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": ann},
+        "spec": {
+            "schedulerName": scheduler,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+
+
+def podgroup(
+    name: str, min_member: int, *, queue: str = "default", namespace: str = "default"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{VOLCANO}/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member, "queue": queue},
+    }
+
+
+def queue(name: str, weight: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{VOLCANO}/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": weight},
+    }
+
+
+async def wait_bound(
+    k8s: K8sHandle, *names: str, namespace: str = "default", timeout: float = 20.0
+) -> dict[str, str]:
+    """Wait until every named pod has a node; returns pod → node."""
+    out = {}
+    for name in names:
+        obj = await k8s.wait_for(
+            "pods",
+            name,
+            lambda p: bool((p.get("spec") or {}).get("nodeName")),
+            namespace=namespace,
+            timeout=timeout,
+        )
+        out[name] = obj["spec"]["nodeName"]
+    return out
