@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from caldera.operator.app import Runtime, RunSettings, operate
+from caldera.operator.app import RunSettings, Runtime, operate
 from emulator.handles import K8sHandle
 
 VOLCANO = "scheduling.volcano.sh"
