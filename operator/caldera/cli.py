@@ -150,6 +150,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from caldera.operator.app import RunSettings, run
+    from caldera.operator.leader import election_error
 
     settings = RunSettings(
         scheduler_names=args.scheduler_names or ["volcano"],
@@ -166,10 +167,11 @@ def _run(args: argparse.Namespace) -> int:
         lock_namespace=args.leader_elect_resource_namespace,
         lock_name=args.leader_elect_resource_name,
     )
-    if settings.lease_duration <= settings.renew_deadline:
-        print(
-            "caldera: --leader-elect-lease-duration must exceed the renew deadline", file=sys.stderr
-        )
+    problem = election_error(
+        settings.lease_duration, settings.renew_deadline, settings.retry_period
+    )
+    if settings.leader_elect and problem is not None:
+        print(f"caldera: leader election: {problem}", file=sys.stderr)
         return 2
     try:
         return run(settings)

@@ -131,13 +131,31 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
     )
 
 
+def _report_malformed(runtime: Runtime, kind: str, raw: Mapping[str, Any], message: str) -> None:
+    """A Warning event on the object itself, so ``kubectl describe`` shows what is wrong."""
+    if runtime.writers is None:
+        return
+    meta = raw.get("metadata") or {}
+    group, version, _ = WATCHED[kind]
+    runtime.writers.events.emit(
+        kind=kind,
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        type_="Warning",
+        reason="InvalidObject",
+        message=f"ignored by the scheduler: {message}",
+        api_version=f"{group}/{version}" if group else version,
+    )
+
+
 def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
     runtime = rt if isinstance(rt, Runtime) else Runtime.create(rt)
     settings = runtime.settings
     registry = kopf.OperatorRegistry()
 
     def indexer(kind: str) -> Any:
-        def index(body: kopf.Body, **_: Any) -> dict[str, Any]:
+        async def index(body: kopf.Body, **_: Any) -> dict[str, Any]:
             raw = dict(body)
             key = _key(kind, raw.get("metadata") or {})
             obj = parse_object(kind, raw)
@@ -146,6 +164,7 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
                 if runtime.malformed.get(f"{kind}/{key}") != text:
                     runtime.malformed[f"{kind}/{key}"] = text
                     log.warning("skipping malformed object: %s", text)
+                    _report_malformed(runtime, kind, raw, obj.message)
                 return {}
             runtime.malformed.pop(f"{kind}/{key}", None)
             return {key: obj}

@@ -18,9 +18,20 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
 
-__all__ = ["LeaderGate"]
+__all__ = ["LeaderGate", "election_error"]
 
 log = logging.getLogger(__name__)
+
+
+def election_error(lease: float, renew: float, retry: float) -> str | None:
+    """Why these periods cannot work (the elector's own rules), or None."""
+    if min(lease, renew, retry) < 1:
+        return "lease duration, renew deadline and retry period must each be at least 1s"
+    if lease <= renew:
+        return "the lease duration must exceed the renew deadline"
+    if renew <= 1.2 * retry:
+        return "the renew deadline must exceed 1.2 x the retry period"
+    return None
 
 
 class LeaderGate:
@@ -60,12 +71,26 @@ class LeaderGate:
             log.error("%s lost the lease %s/%s; stopping", self.identity, namespace, name)
             on_lost()
 
+        error = election_error(lease, renew, retry)
+        if error is not None:
+            log.error("leader election cannot start: %s; stopping", error)
+            on_lost()
+            return
         config = electionconfig.Config(
             LeaseLock(name, namespace, self.identity, api),
-            lease_duration=lease,
+            # the Lease stores whole seconds (leaseDurationSeconds)
+            lease_duration=max(round(lease), 1),
             renew_deadline=renew,
             retry_period=retry,
             onstarted_leading=started,
             onstopped_leading=stopped,
         )
-        await leaderelection.LeaderElection(config).run()
+        try:
+            await leaderelection.LeaderElection(config).run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Whatever broke the elector, this replica can no longer prove it leads.
+            log.exception("leader election failed; stopping")
+            gate.clear()
+            on_lost()
