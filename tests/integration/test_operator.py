@@ -159,12 +159,9 @@ async def test_a_restarted_operator_rebuilds_its_state_and_binds_nothing_twice(
         await wait_bound(k8s, "first-0", "first-1", "first-2")
     for i in range(2):
         await k8s.create("pods", pod(f"second-{i}"), namespace="default")
-    waiting = {
-        "second-0": None,
-        "second-1": None,
-    }
+    waiting: dict[str, dict[str, Any]] = {}
     async with running_operator(k8s):
-        for name in waiting:
+        for name in ("second-0", "second-1"):
             waiting[name] = await k8s.wait_for(
                 "pods",
                 name,
@@ -183,7 +180,7 @@ async def test_a_restarted_operator_rebuilds_its_state_and_binds_nothing_twice(
     # of the two new one-cpu pods fits the four-cpu node (which one is a tie on creation time)
     assert sorted(bound)[:3] == ["first-0", "first-1", "first-2"]
     assert len(bound) == 4 and len(set(bound)) == 4
-    assert sum(1 for p in waiting.values() if p and p["spec"].get("nodeName")) <= 1
+    assert len([p for p in waiting.values() if p["spec"].get("nodeName")]) <= 1
 
 
 async def test_a_malformed_object_is_reported_and_skipped_while_others_schedule(
@@ -249,8 +246,8 @@ async def test_only_the_leader_schedules_when_two_instances_run(k8s: K8sHandle) 
         follower = second if leaders[0] is first else first
         assert follower.scheduler is not None and follower.scheduler.sessions == 0
         assert leaders[0].scheduler is not None and leaders[0].scheduler.sessions > 0
-    lease = await k8s.get("leases", "volcano", namespace="default")
-    assert lease["spec"]["holderIdentity"] == leaders[0].leader.identity
+        lease = await k8s.get("leases", "volcano", namespace="default")
+        assert lease["spec"]["holderIdentity"] == leaders[0].leader.identity
     assert sorted(await _pods_with_successful_bindings(k8s)) == [f"p-{i}" for i in range(4)]
 
 
