@@ -28,6 +28,11 @@ async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Ru
     runtime = Runtime.create(RunSettings(**options))
     task = asyncio.create_task(operate(runtime))
     try:
+        started = asyncio.create_task(runtime.started.wait())
+        await asyncio.wait({started, task}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
+        if not runtime.started.is_set():
+            started.cancel()
+            raise AssertionError("the operator did not start")
         yield runtime
     finally:
         runtime.stop.set()

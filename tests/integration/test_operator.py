@@ -11,7 +11,7 @@ import pytest
 
 from caldera.framework.policy import DEFAULT_POLICY_YAML
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, podgroup, running_operator, wait_bound
+from integration.harness import node, pod, podgroup, queue, running_operator, wait_bound
 
 
 async def test_a_gang_is_bound_and_its_podgroup_and_queue_status_written(k8s: K8sHandle) -> None:
@@ -295,3 +295,64 @@ async def _wait_event(k8s: K8sHandle, reason: str, name: str) -> dict[str, Any]:
                 return event
         await asyncio.sleep(0.1)
     raise AssertionError(f"no {reason} event for {name}")
+
+
+async def test_an_invalid_policy_reload_is_recorded_on_the_scheduler_pod(
+    k8s: K8sHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(DEFAULT_POLICY_YAML)
+    monkeypatch.setenv("POD_NAME", "caldera-scheduler-0")
+    monkeypatch.setenv("POD_NAMESPACE", "default")
+    async with running_operator(k8s, scheduler_conf=str(conf)):
+        await asyncio.sleep(0.5)
+        conf.write_text(DEFAULT_POLICY_YAML.replace("name: drf", "name: dfr"))
+        event = await _wait_event(k8s, "InvalidPolicy", "caldera-scheduler-0")
+    assert "tiers[1].plugins[1].name" in event["message"]
+    assert "unknown plugin 'dfr'" in event["message"]
+
+
+async def test_queues_get_their_defaults_and_root_comes_back(k8s: K8sHandle) -> None:
+    await k8s.create("queues", queue("research", weight=3))
+    async with running_operator(k8s):
+        research = await k8s.wait_for(
+            "queues",
+            "research",
+            lambda o: (
+                (o.get("status") or {}).get("state") == "Open" and o["spec"].get("parent") == "root"
+            ),
+        )
+        assert research["spec"]["weight"] == 3
+        root = await k8s.get("queues", "root")
+        assert "parent" not in root["spec"] or not root["spec"]["parent"]
+        await k8s.delete("queues", "root")
+        await k8s.wait_for(
+            "queues", "root", lambda o: o["metadata"]["uid"] != root["metadata"]["uid"], timeout=20
+        )
+
+
+async def test_the_evictor_marks_the_pod_then_deletes_it(k8s: K8sHandle) -> None:
+    from caldera.framework.intents import Evict
+
+    await k8s.create("nodes", node("n1"))
+    victim = await k8s.create(
+        "pods", pod("victim", scheduler="default-scheduler"), namespace="default"
+    )
+    await k8s.bind("victim", "n1")
+    async with running_operator(k8s) as runtime:
+        assert runtime.writers is not None
+        runtime.writers.evictor.submit(
+            Evict("default", "victim", victim["metadata"]["uid"], "preempt")
+        )
+        for _ in range(100):
+            if await k8s.find("pods", "victim", namespace="default") is None:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError("victim not deleted")
+        event = await _wait_event(k8s, "Evict", "victim")
+    assert event["message"] == "Pod is evicted, because of preempt"
+    patches = k8s.find_requests(verb="patch", resource="pods", subresource="status", name="victim")
+    conditions = {c["type"]: c for c in patches[0].body["status"]["conditions"]}
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "Evict")
+    assert conditions["DisruptionTarget"]["reason"] == "PreemptionByScheduler"

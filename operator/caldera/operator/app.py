@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,6 +90,8 @@ class Runtime:
     metrics: Metrics
     leader: LeaderGate
     stop: asyncio.Event
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the API client, writers and scheduler exist."""
     scheduler: Scheduler | None = None
     controllers: Controllers | None = None
     api: client.ApiClient | None = None
@@ -265,7 +268,18 @@ async def _start(runtime: Runtime) -> None:
     await runtime.controllers.ensure_builtin_queues()
 
     async def policy_error(error: ConfigError) -> None:
-        log.error("policy reload rejected: %s", error)
+        # The scheduler's own pod (Downward API) carries the event when running in a cluster.
+        pod, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+        if pod and namespace:
+            events.emit(
+                kind="Pod",
+                namespace=namespace,
+                name=pod,
+                uid="",
+                type_="Warning",
+                reason="InvalidPolicy",
+                message=f"kept the previous policy: {error}",
+            )
 
     spawn = runtime.tasks.append
     for queue in (
@@ -297,6 +311,7 @@ async def _start(runtime: Runtime) -> None:
     if s.listen_address:
         metrics = await serve_metrics(s.listen_address, m.registry)
         spawn(asyncio.create_task(_hold(metrics.cleanup)))
+    runtime.started.set()
 
 
 def _lose(runtime: Runtime) -> None:
