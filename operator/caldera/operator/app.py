@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from prometheus_client import CollectorRegistry
 from caldera.cache.queues import ROOT_QUEUE
 from caldera.cache.state import ClusterState
 from caldera.errors import ConfigError
+from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
 from caldera.k8s.client import connection_info, load_configuration
 from caldera.models.parse import ObjectError, parse_object
@@ -99,6 +100,8 @@ class Runtime:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     loop_lag_max: float = 0.0
     lost_lease: bool = False
+    bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
+    """Called after each successful bind (metrics, benchmarks)."""
     malformed: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -236,8 +239,10 @@ async def _start(runtime: Runtime) -> None:
     status = StatusWriter(api, events)
     m = runtime.metrics
 
-    def bound(_: Any) -> None:
+    def bound(bind: Bind) -> None:
         m.binds.labels(result="bound").inc()
+        for listener in runtime.bind_listeners:
+            listener(bind)
 
     writers = Writers(
         binder=Binder(
@@ -342,6 +347,8 @@ async def _watch_loop_lag(runtime: Runtime, interval: float = 0.05, window: floa
 
 
 async def _stop(runtime: Runtime) -> None:
+    if runtime.writers is not None:
+        await runtime.writers.events.drain()
     for task in runtime.tasks:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)

@@ -113,7 +113,7 @@ class Binder:
     async def _bound(self, bind: Bind) -> None:
         if self._on_bound is not None:
             self._on_bound(bind)
-        await self._events.post(
+        self._events.emit(
             kind="Pod",
             namespace=bind.namespace,
             name=bind.name,

@@ -26,6 +26,11 @@ class EventPoster:
         self._component = component
         self._pending: set[asyncio.Task[None]] = set()
 
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait (briefly) for events still being posted, e.g. before closing the client."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=timeout)
+
     def emit(self, **event: str) -> None:
         """Post in the background (the caller does not wait for the API)."""
         task = asyncio.create_task(self.post(**event))

@@ -39,6 +39,31 @@ log = logging.getLogger(__name__)
 _WAITING_PHASES = ("Pending", "Inqueue", "Unknown")
 
 
+class Recent:
+    """What was last sent per object, so the same news is not sent again.
+
+    The cache learns about our own writes only when the watch delivers them, which can take a
+    few sessions under load; without this memory every session would re-send the same status
+    and re-post the same event in the meantime. Identical values are suppressed for ``ttl``
+    seconds (then sent again, in case the first write was lost).
+    """
+
+    def __init__(self, ttl: float, limit: int = 200_000) -> None:
+        self._ttl = ttl
+        self._limit = limit
+        self._sent: dict[str, tuple[object, float]] = {}
+
+    def fresh(self, key: str, value: object) -> bool:
+        now = time.monotonic()
+        last = self._sent.get(key)
+        if last is not None and last[0] == value and now - last[1] < self._ttl:
+            return False
+        if len(self._sent) >= self._limit:
+            self._sent.clear()
+        self._sent[key] = (value, now)
+        return True
+
+
 @dataclass(slots=True)
 class Writers:
     binder: Binder
@@ -71,6 +96,8 @@ class Scheduler:
         self.ready = asyncio.Event()
         self.sessions = 0
         self._reported: set[str] = set()
+        self._writes = Recent(ttl=30.0)
+        self._news = Recent(ttl=float("inf"))
 
     async def tick(self, state: ClusterState) -> CycleResult | None:
         """Run one session on ``state`` if this replica leads; returns its result."""
@@ -121,11 +148,12 @@ class Scheduler:
             w.evictor.submit(evict)
             self.metrics.evictions.labels(action=evict.reason).inc()
         for st in result.podgroups:
-            if st.changed:
+            key = f"{st.namespace}/{st.name}"
+            if st.changed and self._writes.fresh(f"pg/{key}", _status_value(st)):
                 w.status.podgroup(st)
             self._podgroup_events(st, state)
         for qs in result.queues:
-            if qs.changed:
+            if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
         for cond in result.pod_conditions:
             key = f"{cond.namespace}/{cond.name}"
@@ -133,7 +161,10 @@ class Scheduler:
                 continue
             pod = state.pods.get(key)
             old = pod.status.condition("PodScheduled") if pod else None
-            if old is None or (old.reason, old.message) != (cond.reason, cond.message):
+            value = (cond.reason, cond.message)
+            if (old is None or (old.reason, old.message) != value) and self._writes.fresh(
+                f"pod/{key}", value
+            ):
                 w.status.pod(cond)
 
     def _podgroup_events(self, st: PodGroupStatus, state: ClusterState) -> None:
@@ -151,9 +182,19 @@ class Scheduler:
             "uid": pg.metadata.uid,
             "api_version": "scheduling.volcano.sh/v1beta1",
         }
-        if new is not None and (old is None or old.message != new.message):
+        key = f"{st.namespace}/{st.name}"
+        if (
+            new is not None
+            and (old is None or old.message != new.message)
+            and self._news.fresh(f"unschedulable/{key}", new.message)
+        ):
             emit(**about, type_="Warning", reason="Unschedulable", message=new.message)
-        if st.changed and st.phase not in _WAITING_PHASES and pg.status.phase != st.phase:
+        if (
+            st.changed
+            and st.phase not in _WAITING_PHASES
+            and pg.status.phase != st.phase
+            and self._news.fresh(f"phase/{key}", st.phase)
+        ):
             emit(**about, type_="Normal", reason="Scheduled", message="pod group is ready")
 
     def _observe(self, result: CycleResult, seconds: float) -> None:
@@ -188,6 +229,17 @@ class Scheduler:
                 q[f"{kind}_memory_bytes"].labels(queue_name=queue).set(value)
             else:
                 q[f"{kind}_scalar_resources"].labels(queue_name=queue, resource=resource).set(value)
+
+
+def _status_value(st: PodGroupStatus) -> tuple[object, ...]:
+    """A PodGroup status without its per-session stamps, for change comparison."""
+    return (
+        st.phase,
+        st.running,
+        st.succeeded,
+        st.failed,
+        tuple((c.type, c.status, c.reason, c.message) for c in st.conditions),
+    )
 
 
 def _unschedulable(conditions: tuple[PodGroupCondition, ...]) -> PodGroupCondition | None:
