@@ -10,7 +10,14 @@ from pydantic.alias_generators import to_camel
 
 from caldera.quantity import QuantityError, to_engine_units
 
-__all__ = ["ApiModel", "ObjectMeta", "OwnerReference", "ResourceList", "Timestamp"]
+__all__ = [
+    "ApiModel",
+    "ObjectMeta",
+    "OwnerReference",
+    "ResourceList",
+    "Timestamp",
+    "format_timestamp",
+]
 
 
 class ApiModel(BaseModel):
@@ -52,6 +59,13 @@ def _timestamp(value: Any) -> float | None:
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()
+
+
+def format_timestamp(stamp: float | None) -> str | None:
+    """Seconds since the epoch as the API writes times (RFC 3339, UTC, whole seconds)."""
+    if stamp is None:
+        return None
+    return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 ResourceList = Annotated[dict[str, float], BeforeValidator(_resource_list)]

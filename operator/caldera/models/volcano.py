@@ -6,11 +6,11 @@ objects written for Volcano load unchanged.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp
+from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp, format_timestamp
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -37,6 +37,17 @@ class PodGroupCondition(ApiModel):
     last_transition_time: Timestamp = None
     reason: str = ""
     message: str = ""
+
+    def to_api(self) -> dict[str, Any]:
+        """The condition as the API stores it."""
+        return {
+            "type": self.type,
+            "status": self.status,
+            "transitionID": self.transition_id,
+            "lastTransitionTime": format_timestamp(self.last_transition_time),
+            "reason": self.reason,
+            "message": self.message,
+        }
 
 
 class PodGroupSpec(ApiModel):

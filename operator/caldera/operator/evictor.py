@@ -7,12 +7,13 @@ counts as evicted; other failures are retried with backoff.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
 
 from kubernetes_asyncio import client
 
 from caldera.framework.intents import Evict
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.models.base import format_timestamp
 from caldera.operator.events import EventPoster
 from caldera.operator.retry import WorkQueue
 
@@ -32,7 +33,7 @@ class Evictor:
         self.queue.put(f"{evict.namespace}/{evict.name}", evict)
 
     async def _handle(self, key: str, evict: Evict) -> bool:
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_timestamp(time.time())
         message = f"Pod is evicted, because of {evict.reason}"
         patch = {
             "status": {

@@ -19,7 +19,7 @@ from kubernetes_asyncio import client
 
 from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
-from caldera.models.volcano import PodGroupCondition
+from caldera.models.base import format_timestamp
 from caldera.operator.events import EventPoster
 from caldera.operator.retry import WorkQueue
 
@@ -27,23 +27,6 @@ __all__ = ["StatusWriter"]
 
 GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
 MERGE_PATCH = "application/merge-patch+json"
-
-
-def _time(stamp: float | None) -> str | None:
-    if stamp is None:
-        return None
-    return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition(c: PodGroupCondition) -> dict[str, Any]:
-    return {
-        "type": c.type,
-        "status": c.status,
-        "transitionID": c.transition_id,
-        "lastTransitionTime": _time(c.last_transition_time),
-        "reason": c.reason,
-        "message": c.message,
-    }
 
 
 def _done(exc: BaseException) -> bool:
@@ -84,7 +67,7 @@ class StatusWriter:
                 "running": st.running,
                 "succeeded": st.succeeded,
                 "failed": st.failed,
-                "conditions": [_condition(c) for c in st.conditions],
+                "conditions": [c.to_api() for c in st.conditions],
             }
             await self._custom.replace_namespaced_custom_object(
                 GROUP, VERSION, st.namespace, "podgroups", st.name, obj
@@ -116,7 +99,7 @@ class StatusWriter:
                         "status": "False",
                         "reason": cond.reason,
                         "message": cond.message,
-                        "lastTransitionTime": _time(datetime.now(UTC).timestamp()),
+                        "lastTransitionTime": format_timestamp(datetime.now(UTC).timestamp()),
                     }
                 ]
             }

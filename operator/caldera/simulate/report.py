@@ -8,31 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
-from caldera.models.volcano import PodGroupCondition
 from caldera.quantity import format_resource
 from caldera.simulate.runner import CycleRecord, Simulation
 
 __all__ = ["to_json", "to_table"]
-
-
-def _time(stamp: float | None) -> str | None:
-    if stamp is None:
-        return None
-    return datetime.fromtimestamp(stamp, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition(c: PodGroupCondition) -> dict[str, Any]:
-    return {
-        "type": c.type,
-        "status": c.status,
-        "reason": c.reason,
-        "message": c.message,
-        "transitionID": c.transition_id,
-        "lastTransitionTime": _time(c.last_transition_time),
-    }
 
 
 def _unschedulable(sim: Simulation) -> dict[str, str]:
@@ -61,7 +42,7 @@ def report(sim: Simulation) -> dict[str, Any]:
                 "running": pg.status.running,
                 "succeeded": pg.status.succeeded,
                 "failed": pg.status.failed,
-                "conditions": [_condition(c) for c in pg.status.conditions],
+                "conditions": [c.to_api() for c in pg.status.conditions],
             }
             for key, pg in sorted(state.podgroups.items())
         },
