@@ -356,3 +356,21 @@ async def test_the_evictor_marks_the_pod_then_deletes_it(k8s: K8sHandle) -> None
     conditions = {c["type"]: c for c in patches[0].body["status"]["conditions"]}
     assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "Evict")
     assert conditions["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
+
+
+async def test_a_podgroup_status_conflict_rereads_and_writes_again(k8s: K8sHandle) -> None:
+    await k8s.create("nodes", node("n1"))
+    await k8s.create("podgroups", podgroup("g", 1), namespace="default")
+    await k8s.create("pods", pod("g-0", group="g"), namespace="default")
+    k8s.fail_next(409, verb="update", resource="podgroups", name="g", times=1)
+    async with running_operator(k8s):
+        await k8s.wait_for(
+            "podgroups",
+            "g",
+            lambda o: (o.get("status") or {}).get("phase") in ("Inqueue", "Running"),
+            namespace="default",
+        )
+    updates = k8s.find_requests(verb="update", resource="podgroups", name="g")
+    assert updates[0].status == 409 and any(u.status == 200 for u in updates[1:])
+    reads = k8s.find_requests(verb="get", resource="podgroups", name="g")
+    assert reads, "a conflict must re-read the PodGroup before writing again"

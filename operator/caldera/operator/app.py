@@ -103,6 +103,8 @@ class Runtime:
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
     malformed: dict[str, str] = field(default_factory=dict)
+    podgroup_bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The last PodGroup objects the watch delivered, for status updates without a re-read."""
 
     @classmethod
     def create(cls, settings: RunSettings, registry: Registry | None = None) -> Runtime:
@@ -173,6 +175,8 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
                     _report_malformed(runtime, kind, raw, obj.message)
                 return {}
             runtime.malformed.pop(f"{kind}/{key}", None)
+            if kind == "PodGroup":
+                runtime.podgroup_bodies[key] = raw
             return {key: obj}
 
         index.__name__ = f"{kind.lower()}_index"
@@ -224,7 +228,10 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
     )
     async def session(**kwargs: Any) -> None:
         if runtime.scheduler is not None:
-            await runtime.scheduler.tick(_state(kwargs))
+            state = _state(kwargs)
+            for gone in runtime.podgroup_bodies.keys() - state.podgroups.keys():
+                del runtime.podgroup_bodies[gone]
+            await runtime.scheduler.tick(state)
 
     return registry
 
@@ -236,7 +243,7 @@ async def _start(runtime: Runtime) -> None:
     runtime.api = api
     events = EventPoster(api, s.scheduler_names[0])
     assumed = Assumptions()
-    status = StatusWriter(api, events)
+    status = StatusWriter(api, events, cached_podgroup=runtime.podgroup_bodies.get)
     m = runtime.metrics
 
     def bound(bind: Bind) -> None:

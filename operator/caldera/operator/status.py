@@ -4,7 +4,7 @@ Each write happens only when the value changed, goes through a keyed retry queue
 for the same object replaces one still waiting), and follows Volcano's method:
 
 - PodGroup has no status subresource, so its status is written by a whole-object update carrying
-  the resourceVersion just read; a conflict re-reads and retries.
+  the resourceVersion of the copy the watch delivered; a conflict re-reads and retries.
 - Queue ``status.allocated`` is a merge patch of the status subresource.
 - A pod's ``PodScheduled`` condition is a strategic-merge patch of ``pods/status`` (conditions are
   merged by type), posted with a ``FailedScheduling`` event carrying the same text.
@@ -12,6 +12,8 @@ for the same object replaces one still waiting), and follows Volcano's method:
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +37,15 @@ def _done(exc: BaseException) -> bool:
 
 
 class StatusWriter:
-    def __init__(self, api: client.ApiClient, events: EventPoster, *, workers: int = 16) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        events: EventPoster,
+        *,
+        workers: int = 16,
+        cached_podgroup: Callable[[str], Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        self._cached_podgroup = cached_podgroup or (lambda key: None)
         self._custom = client.CustomObjectsApi(api)
         self._core = client.CoreV1Api(api)
         self._events = events
@@ -57,10 +67,16 @@ class StatusWriter:
         self.pods.put(f"{condition.namespace}/{condition.name}", condition)
 
     async def _podgroup(self, key: str, st: PodGroupStatus) -> bool:
+        # First attempt: the copy the watch delivered (with its resourceVersion); after a
+        # conflict, what the API holds now.
+        cached = None if self.podgroups.failures(key) else self._cached_podgroup(key)
         try:
-            obj: dict[str, Any] = await self._custom.get_namespaced_custom_object(
-                GROUP, VERSION, st.namespace, "podgroups", st.name
-            )
+            if cached is not None:
+                obj: dict[str, Any] = copy.deepcopy(dict(cached))
+            else:
+                obj = await self._custom.get_namespaced_custom_object(
+                    GROUP, VERSION, st.namespace, "podgroups", st.name
+                )
             obj["status"] = {
                 **(obj.get("status") or {}),
                 "phase": st.phase,
