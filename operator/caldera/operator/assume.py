@@ -9,11 +9,12 @@ confirms expires after a while, so a lost event cannot pin a pod forever.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from caldera.models.core import Pod
 
-__all__ = ["Assumptions"]
+__all__ = ["Assumptions", "apply"]
 
 
 @dataclass(slots=True)
@@ -43,16 +44,31 @@ class Assumptions:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def overlay(self, pods: dict[str, Pod]) -> dict[str, Pod]:
-        """``pods`` with assumed binds applied; confirmed, vanished and expired ones dropped."""
+    def current(self, pods: Mapping[str, Pod]) -> dict[str, str]:
+        """Pod → node for binds still in flight; confirmed, vanished and expired ones are dropped.
+
+        Cheap (dictionary work only), so it runs on the event loop; :func:`apply` does the
+        copying off the loop.
+        """
         now = time.monotonic()
-        out = dict(pods)
+        out = {}
         for key, entry in list(self._pods.items()):
             pod = pods.get(key)
             if pod is None or pod.spec.node_name or now - entry.since > self._ttl:
                 del self._pods[key]
-                continue
-            out[key] = pod.model_copy(
-                update={"spec": pod.spec.model_copy(update={"node_name": entry.node})}
-            )
+            else:
+                out[key] = entry.node
         return out
+
+    def overlay(self, pods: dict[str, Pod]) -> dict[str, Pod]:
+        """``pods`` with the assumed binds applied (:meth:`current` then :func:`apply`)."""
+        return apply(pods, self.current(pods))
+
+
+def apply(pods: Mapping[str, Pod], assumed: Mapping[str, str]) -> dict[str, Pod]:
+    """A copy of ``pods`` in which each assumed pod sits on its node."""
+    out = dict(pods)
+    for key, node in assumed.items():
+        pod = out[key]
+        out[key] = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+    return out

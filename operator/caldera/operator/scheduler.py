@@ -23,7 +23,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
-from caldera.operator.assume import Assumptions
+from caldera.operator.assume import Assumptions, apply
 from caldera.operator.binder import Binder
 from caldera.operator.events import EventPoster
 from caldera.operator.evictor import Evictor
@@ -105,27 +105,35 @@ class Scheduler:
         if not self.leader.leading:
             return None
         self.sessions += 1
-        view = ClusterState(
-            pods=self.assumed.overlay(state.pods),
-            nodes=dict(state.nodes),
-            podgroups=dict(state.podgroups),
-            queues=dict(state.queues),
-            priority_classes=dict(state.priority_classes),
-        )
+        in_flight = self.assumed.current(state.pods)
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
-        result, problems = await asyncio.to_thread(self._decide, view, policy, session_id)
+        result, problems = await asyncio.to_thread(
+            self._decide, state, in_flight, policy, session_id
+        )
         self._observe(result, time.perf_counter() - start)
         self._report(problems)
         self._dispatch(result, state)
         return result
 
     def _decide(
-        self, state: ClusterState, policy: Policy, session_id: str
+        self,
+        state: ClusterState,
+        in_flight: dict[str, str],
+        policy: Policy,
+        session_id: str,
     ) -> tuple[CycleResult, list[ObjectError]]:
+        """Runs in a worker thread: the state is immutable, ``in_flight`` a private copy."""
+        view = ClusterState(
+            pods=apply(state.pods, in_flight),
+            nodes=state.nodes,
+            podgroups=state.podgroups,
+            queues=state.queues,
+            priority_classes=state.priority_classes,
+        )
         snapshot, problems = build_snapshot(
-            state,
+            view,
             scheduler_names=self.scheduler_names,
             now=time.time(),
             session_id=session_id,
