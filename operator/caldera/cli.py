@@ -117,6 +117,13 @@ def _add_run(sub: Any) -> None:
         default="",
         help="Lease name (default: the first scheduler name)",
     )
+    run.add_argument(
+        "--log-format",
+        choices=("plain", "full", "json"),
+        default="full",
+        help="json: one JSON object per line, with an object reference",
+    )
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -166,6 +173,8 @@ def _run(args: argparse.Namespace) -> int:
         retry_period=args.leader_elect_retry_period,
         lock_namespace=args.leader_elect_resource_namespace,
         lock_name=args.leader_elect_resource_name,
+        log_format=args.log_format,
+        verbose=args.verbose,
     )
     problem = election_error(
         settings.lease_duration, settings.renew_deadline, settings.retry_period

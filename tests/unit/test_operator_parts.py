@@ -202,3 +202,30 @@ def test_buckets_match_gos_exponential_range() -> None:
     assert buckets[0] == 1 and abs(buckets[-1] - 5000) < 1e-6
     ratios = {round(b / a, 9) for a, b in itertools.pairwise(buckets)}
     assert len(ratios) == 1
+
+
+def test_json_logs_carry_the_object_a_line_is_about() -> None:
+    import json
+    import logging
+
+    from kopf._core.actions.loggers import make_formatter
+
+    from caldera.operator.logs import FORMATS, about
+
+    formatter = make_formatter(log_format=FORMATS["json"], log_prefix=False, log_refkey="object")
+    record = logging.LogRecord(
+        "caldera.operator.binder",
+        logging.WARNING,
+        __file__,
+        1,
+        "bind %s to %s failed: %s",
+        ("default/p", "n1", "HTTP 500"),
+        None,
+    )
+    for key, value in about("Pod", "p", "default").items():
+        setattr(record, key, value)
+    line = json.loads(formatter.format(record))
+    assert line["message"] == "bind default/p to n1 failed: HTTP 500"
+    assert line["object"] == {"kind": "Pod", "name": "p", "namespace": "default"}
+    assert line["severity"] == "warn"
+    assert "timestamp" in line

@@ -32,6 +32,7 @@ from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
 from caldera.k8s.client import connection_info, load_configuration
 from caldera.models.parse import ObjectError, parse_object
+from caldera.operator import logs
 from caldera.operator.assume import Assumptions
 from caldera.operator.binder import Binder
 from caldera.operator.controllers import Controllers
@@ -39,6 +40,7 @@ from caldera.operator.events import EventPoster
 from caldera.operator.evictor import Evictor
 from caldera.operator.health import serve_health, serve_metrics
 from caldera.operator.leader import LeaderGate
+from caldera.operator.logs import about
 from caldera.operator.metrics import Metrics
 from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.scheduler import Scheduler, Writers
@@ -75,6 +77,8 @@ class RunSettings:
     bind_workers: int = 32
     bind_timeout: float = 10.0
     policy_check_interval: float = 2.0
+    log_format: str = "full"
+    verbose: bool = False
 
     @property
     def lock(self) -> str:
@@ -171,7 +175,15 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
                 text = str(obj)
                 if runtime.malformed.get(f"{kind}/{key}") != text:
                     runtime.malformed[f"{kind}/{key}"] = text
-                    log.warning("skipping malformed object: %s", text)
+                    log.warning(
+                        "skipping malformed object: %s",
+                        text,
+                        extra=about(
+                            kind,
+                            str((raw.get("metadata") or {}).get("name", "")),
+                            (raw.get("metadata") or {}).get("namespace"),
+                        ),
+                    )
                     _report_malformed(runtime, kind, raw, obj.message)
                 return {}
             runtime.malformed.pop(f"{kind}/{key}", None)
@@ -376,9 +388,7 @@ async def operate(runtime: Runtime) -> None:
 
 def run(settings: RunSettings) -> int:
     """Run the operator until interrupted or the lease is lost; returns the exit code."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.configure(settings.log_format, verbose=settings.verbose)
     runtime = Runtime.create(settings)
     asyncio.run(operate(runtime))
     return 1 if runtime.lost_lease else 0

@@ -22,6 +22,7 @@ from caldera.framework.intents import Bind, PodCondition
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.operator.assume import Assumptions
 from caldera.operator.events import EventPoster
+from caldera.operator.logs import about
 from caldera.operator.retry import WorkQueue
 
 __all__ = ["Binder"]
@@ -71,7 +72,13 @@ class Binder:
             if error is None:
                 await self._bound(bind)
                 return True
-            log.warning("bind %s to %s failed: %s", key, bind.node, error)
+            log.warning(
+                "bind %s to %s failed: %s",
+                key,
+                bind.node,
+                error,
+                extra=about("Pod", bind.name, bind.namespace),
+            )
             self._set_condition(
                 PodCondition(
                     bind.namespace,
