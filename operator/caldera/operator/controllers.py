@@ -21,6 +21,7 @@ from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgrou
 from caldera.cache.queues import ROOT_QUEUE
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.models.core import Pod
+from caldera.operator.logs import about
 from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_MIN_MEMBER_ANNOTATION, GROUP_NAME_ANNOTATION
 
@@ -99,7 +100,7 @@ class Controllers:
                     _content_type=MERGE_PATCH,
                 )
         except API_ERRORS as exc:
-            log.warning("queue %s: cannot set defaults: %s", name, exc)
+            log.warning("queue %s: cannot set defaults: %s", name, exc, extra=about("Queue", name))
 
     def needs_podgroup(self, body: Mapping[str, Any]) -> bool:
         meta = body.get("metadata") or {}
@@ -132,7 +133,13 @@ class Controllers:
         try:
             await self._core.patch_namespaced_pod(pod.metadata.name, ns, patch)
         except API_ERRORS as exc:
-            log.warning("pod %s/%s: cannot annotate its PodGroup: %s", ns, pod.metadata.name, exc)
+            log.warning(
+                "pod %s/%s: cannot annotate its PodGroup: %s",
+                ns,
+                pod.metadata.name,
+                exc,
+                extra=about("Pod", pod.metadata.name, ns),
+            )
 
     async def _min_member(self, pod: Pod) -> int:
         owner = next((o for o in pod.metadata.owner_references if o.controller), None)
