@@ -21,9 +21,9 @@ from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgrou
 from caldera.cache.queues import ROOT_QUEUE
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.models.core import Pod
-from caldera.operator.logs import about
 from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_MIN_MEMBER_ANNOTATION, GROUP_NAME_ANNOTATION
+from caldera.operator.logs import about
 
 __all__ = ["Controllers"]
 
