@@ -374,3 +374,12 @@ async def test_a_podgroup_status_conflict_rereads_and_writes_again(k8s: K8sHandl
     assert updates[0].status == 409 and any(u.status == 200 for u in updates[1:])
     reads = k8s.find_requests(verb="get", resource="podgroups", name="g")
     assert reads, "a conflict must re-read the PodGroup before writing again"
+
+
+async def test_every_kind_the_scheduler_needs_is_watched(k8s: K8sHandle) -> None:
+    await k8s.create("nodes", node("n1"))
+    await k8s.create("pods", pod("p"), namespace="default")
+    async with running_operator(k8s):
+        await wait_bound(k8s, "p")
+    watched = {r.resource for r in k8s.requests if r.verb == "watch"}
+    assert {"pods", "nodes", "podgroups", "queues", "priorityclasses", "hypernodes"} <= watched

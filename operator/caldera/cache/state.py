@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from caldera.models.core import Node, Pod, PriorityClass
 from caldera.models.volcano import PodGroup, Queue
@@ -19,6 +21,9 @@ class ClusterState:
     """By ``namespace/name``."""
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    hypernodes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    """HyperNode objects as the API holds them (network topology; used once HyperNode-aware
+    placement lands)."""
 
     def add(self, obj: Pod | Node | PodGroup | Queue | PriorityClass) -> bool:
         """Store an object; True if it replaced one with the same key."""

@@ -140,6 +140,7 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
         podgroups=table("podgroup_index"),
         queues=table("queue_index"),
         priority_classes=table("priorityclass_index"),
+        hypernodes=table("hypernode_index"),
     )
 
 
@@ -198,6 +199,12 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
         kopf.index(group, version, plural, registry=registry, id=f"{kind.lower()}_index")(
             indexer(kind)
         )
+
+    @kopf.index(
+        "topology.volcano.sh", "v1alpha1", "hypernodes", registry=registry, id="hypernode_index"
+    )
+    async def hypernode_index(body: kopf.Body, name: str, **_: Any) -> dict[str, Any]:
+        return {name: dict(body)}
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.ConnectionInfo:
