@@ -12,7 +12,7 @@ import enum
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-__all__ = ["API_ERRORS", "Outcome", "classify", "status_of"]
+__all__ = ["API_ERRORS", "Outcome", "classify", "gives_up", "status_of"]
 
 
 API_ERRORS: tuple[type[BaseException], ...] = (
@@ -49,3 +49,9 @@ def classify(exc: BaseException) -> Outcome:
     if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError | OSError):
         return Outcome.RETRY
     return Outcome.FATAL
+
+
+def gives_up(exc: BaseException) -> bool:
+    """After a failed write: True when retrying cannot help (the object is gone, or the request
+    itself is wrong); False when the write should be retried."""
+    return classify(exc) in (Outcome.NOT_FOUND, Outcome.FATAL)

@@ -120,11 +120,10 @@ class Binder:
     async def _bound(self, bind: Bind) -> None:
         if self._on_bound is not None:
             self._on_bound(bind)
-        self._events.emit(
-            kind="Pod",
-            namespace=bind.namespace,
-            name=bind.name,
-            uid=bind.uid,
+        self._events.pod(
+            bind.namespace,
+            bind.name,
+            bind.uid,
             type_="Normal",
             reason="Scheduled",
             message=f"Successfully assigned {bind.namespace}/{bind.name} to {bind.node}",

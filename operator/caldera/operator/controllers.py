@@ -20,6 +20,7 @@ from kubernetes_asyncio import client
 from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgroup_name
 from caldera.cache.queues import ROOT_QUEUE
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.k8s.resources import MERGE_PATCH, SCHEDULING_GROUP, SCHEDULING_VERSION
 from caldera.models.core import Pod
 from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_MIN_MEMBER_ANNOTATION, GROUP_NAME_ANNOTATION
@@ -28,8 +29,7 @@ from caldera.operator.logs import about
 __all__ = ["Controllers"]
 
 log = logging.getLogger(__name__)
-GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
-MERGE_PATCH = "application/merge-patch+json"
+GROUP, VERSION = SCHEDULING_GROUP, SCHEDULING_VERSION
 _OWNER_READERS = {
     ("apps/v1", "ReplicaSet"): ("AppsV1Api", "read_namespaced_replica_set"),
     ("apps/v1", "StatefulSet"): ("AppsV1Api", "read_namespaced_stateful_set"),

@@ -31,6 +31,20 @@ class EventPoster:
         if self._pending:
             await asyncio.wait(set(self._pending), timeout=timeout)
 
+    def pod(
+        self, namespace: str, name: str, uid: str, *, type_: str, reason: str, message: str
+    ) -> None:
+        """An event about a pod, posted in the background."""
+        self.emit(
+            kind="Pod",
+            namespace=namespace,
+            name=name,
+            uid=uid,
+            type_=type_,
+            reason=reason,
+            message=message,
+        )
+
     def emit(self, **event: str) -> None:
         """Post in the background (the caller does not wait for the API)."""
         task = asyncio.create_task(self.post(**event))

@@ -12,7 +12,7 @@ import time
 from kubernetes_asyncio import client
 
 from caldera.framework.intents import Evict
-from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.models.base import format_timestamp
 from caldera.operator.events import EventPoster
 from caldera.operator.retry import WorkQueue
@@ -60,17 +60,8 @@ class Evictor:
             await self._core.patch_namespaced_pod_status(evict.name, evict.namespace, patch)
             await self._core.delete_namespaced_pod(evict.name, evict.namespace)
         except API_ERRORS as exc:
-            outcome = classify(exc)
-            if outcome is Outcome.NOT_FOUND:
-                return True
-            return outcome is Outcome.FATAL
-        await self._events.post(
-            kind="Pod",
-            namespace=evict.namespace,
-            name=evict.name,
-            uid=evict.uid,
-            type_="Warning",
-            reason="Evict",
-            message=message,
+            return gives_up(exc)
+        self._events.pod(
+            evict.namespace, evict.name, evict.uid, type_="Warning", reason="Evict", message=message
         )
         return True

@@ -20,20 +20,15 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
-from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.k8s.errors import API_ERRORS, gives_up
+from caldera.k8s.resources import MERGE_PATCH, SCHEDULING_GROUP, SCHEDULING_VERSION
 from caldera.models.base import format_timestamp
 from caldera.operator.events import EventPoster
 from caldera.operator.retry import WorkQueue
 
 __all__ = ["StatusWriter"]
 
-GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
-MERGE_PATCH = "application/merge-patch+json"
-
-
-def _done(exc: BaseException) -> bool:
-    """After a failed write: True when retrying cannot help (object gone, bad request)."""
-    return classify(exc) in (Outcome.NOT_FOUND, Outcome.FATAL)
+GROUP, VERSION = SCHEDULING_GROUP, SCHEDULING_VERSION
 
 
 class StatusWriter:
@@ -89,7 +84,7 @@ class StatusWriter:
                 GROUP, VERSION, st.namespace, "podgroups", st.name, obj
             )
         except API_ERRORS as exc:
-            return _done(exc)
+            return gives_up(exc)
         return True
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
@@ -103,7 +98,7 @@ class StatusWriter:
                 _content_type=MERGE_PATCH,
             )
         except API_ERRORS as exc:
-            return _done(exc)
+            return gives_up(exc)
         return True
 
     async def _pod(self, key: str, cond: PodCondition) -> bool:
@@ -123,12 +118,11 @@ class StatusWriter:
         try:
             await self._core.patch_namespaced_pod_status(cond.name, cond.namespace, patch)
         except API_ERRORS as exc:
-            return _done(exc)
-        await self._events.post(
-            kind="Pod",
-            namespace=cond.namespace,
-            name=cond.name,
-            uid=cond.uid,
+            return gives_up(exc)
+        self._events.pod(
+            cond.namespace,
+            cond.name,
+            cond.uid,
             type_="Warning",
             reason="FailedScheduling",
             message=cond.message,
