@@ -28,6 +28,7 @@ from caldera.operator.binder import Binder
 from caldera.operator.events import EventPoster
 from caldera.operator.evictor import Evictor
 from caldera.operator.leader import LeaderGate
+from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
 from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.status import StatusWriter
@@ -37,31 +38,6 @@ __all__ = ["Scheduler", "Writers"]
 
 log = logging.getLogger(__name__)
 _WAITING_PHASES = ("Pending", "Inqueue", "Unknown")
-
-
-class Recent:
-    """What was last sent per object, so the same news is not sent again.
-
-    The cache learns about our own writes only when the watch delivers them, which can take a
-    few sessions under load; without this memory every session would re-send the same status
-    and re-post the same event in the meantime. Identical values are suppressed for ``ttl``
-    seconds (then sent again, in case the first write was lost).
-    """
-
-    def __init__(self, ttl: float, limit: int = 200_000) -> None:
-        self._ttl = ttl
-        self._limit = limit
-        self._sent: dict[str, tuple[object, float]] = {}
-
-    def fresh(self, key: str, value: object) -> bool:
-        now = time.monotonic()
-        last = self._sent.get(key)
-        if last is not None and last[0] == value and now - last[1] < self._ttl:
-            return False
-        if len(self._sent) >= self._limit:
-            self._sent.clear()
-        self._sent[key] = (value, now)
-        return True
 
 
 @dataclass(slots=True)
@@ -84,6 +60,7 @@ class Scheduler:
         writers: Writers,
         leader: LeaderGate,
         metrics: Metrics,
+        problem_grace: float = 30.0,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
@@ -95,7 +72,7 @@ class Scheduler:
         self.metrics = metrics
         self.ready = asyncio.Event()
         self.sessions = 0
-        self._reported: set[str] = set()
+        self._problems = Lasting(grace=problem_grace)
         self._writes = Recent(ttl=30.0)
         self._news = Recent(ttl=float("inf"))
 
@@ -142,11 +119,13 @@ class Scheduler:
         return run_cycle(snapshot, policy, self.registry), problems
 
     def _report(self, problems: list[ObjectError]) -> None:
-        for problem in problems:
-            text = str(problem)
-            if text not in self._reported:
-                self._reported.add(text)
-                log.warning("%s", text)
+        """Warn about what the snapshot left out once it has lasted past the grace period.
+
+        A burst of bare pods is always seen before their PodGroups are; such states fix
+        themselves within a session or two and are not worth a warning each.
+        """
+        for text in self._problems.seen(str(p) for p in problems):
+            log.warning("%s (for more than %.0f s)", text, self._problems.grace)
 
     def _dispatch(self, result: CycleResult, state: ClusterState) -> None:
         w = self.writers
