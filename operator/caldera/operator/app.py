@@ -30,7 +30,7 @@ from caldera.cache.state import ClusterState
 from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
-from caldera.k8s.client import connection_info, load_configuration
+from caldera.k8s.client import connection_info, load_configuration, make_api_client
 from caldera.models.parse import ObjectError, parse_object
 from caldera.operator import logs
 from caldera.operator.assume import Assumptions
@@ -258,7 +258,7 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
 async def _start(runtime: Runtime) -> None:
     s = runtime.settings
     cfg = await load_configuration(s.kubeconfig)
-    api = client.ApiClient(configuration=cfg)
+    api = make_api_client(cfg)
     runtime.api = api
     events = EventPoster(api, s.scheduler_names[0])
     assumed = Assumptions()

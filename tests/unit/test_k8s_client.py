@@ -1,0 +1,74 @@
+"""The API client reads the proxy environment once, not on every request."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client
+
+from caldera.k8s.calls import status_message
+from caldera.k8s.client import env_proxy, make_api_client
+
+
+@pytest.fixture(autouse=True)
+def _no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_the_environment_proxy_is_used_for_the_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    assert env_proxy("https://10.0.0.1:6443") == "http://proxy.corp:3128"
+
+
+def test_no_proxy_exempts_the_api_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", "10.0.0.1,.cluster.local")
+    assert env_proxy("https://10.0.0.1:6443") is None
+    assert env_proxy("https://kubernetes.default.svc.cluster.local") is None
+
+
+def test_without_a_proxy_environment_there_is_no_proxy() -> None:
+    assert env_proxy("https://10.0.0.1:6443") is None
+
+
+async def test_the_client_does_not_consult_the_environment_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    cfg = client.Configuration(host="https://10.0.0.1:6443")
+    api = make_api_client(cfg)
+    try:
+        assert api.rest_client.proxy == "http://proxy.corp:3128"
+        assert api.rest_client.pool_manager.trust_env is False
+    finally:
+        await api.close()
+
+
+async def test_an_explicit_proxy_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    cfg = client.Configuration(host="https://10.0.0.1:6443")
+    cfg.proxy = "http://other:8080"
+    api = make_api_client(cfg)
+    try:
+        assert api.rest_client.proxy == "http://other:8080"
+    finally:
+        await api.close()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            b'{"kind":"Status","message":"pods \\"a\\" not found","reason":"NotFound"}',
+            'pods "a" not found',
+        ),
+        ('{"kind":"Status","reason":"Conflict"}', "Conflict"),
+        ("upstream connect error", "upstream connect error"),
+        ("[1, 2]", "[1, 2]"),
+        (None, ""),
+    ],
+)
+def test_the_status_message_is_read_from_an_error_reply(
+    raw: str | bytes | None, expected: str
+) -> None:
+    assert status_message(raw) == expected
