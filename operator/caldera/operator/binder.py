@@ -12,13 +12,14 @@ a pod is never bound twice.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from caldera.framework.intents import Bind, PodCondition
+from caldera.k8s.calls import send, status_message
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.operator.assume import Assumptions
 from caldera.operator.events import EventPoster
@@ -29,15 +30,6 @@ __all__ = ["Binder"]
 
 log = logging.getLogger(__name__)
 SCHEDULER_ERROR = "SchedulerError"
-
-
-def _status_message(text: str) -> str:
-    """The ``message`` of a Kubernetes Status body, or the raw text."""
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:200]
-    return str(body.get("message") or body.get("reason") or text[:200])
 
 
 class Binder:
@@ -99,21 +91,18 @@ class Binder:
             target=client.V1ObjectReference(api_version="v1", kind="Node", name=bind.node),
         )
         try:
-            # The generated V1Binding model cannot read the server's reply back
-            # (kubernetes-client/python#547), so the raw response is used; with it the client
-            # does not raise on an error status, so the status is checked here.
-            resp = await self._core.create_namespaced_pod_binding(
+            # Sent raw: the generated V1Binding model cannot read the server's reply back
+            # (kubernetes-client/python#547), and nothing needs it.
+            await send(
+                self._core.create_namespaced_pod_binding,
                 bind.name,
                 bind.namespace,
                 body,
-                _preload_content=False,
                 _request_timeout=self._timeout,
             )
-            async with resp:
-                if 200 <= resp.status < 300:
-                    return None
-                text = await resp.text()
-            return f"HTTP {resp.status}: {_status_message(text)}"
+            return None
+        except ApiException as exc:
+            return f"HTTP {exc.status}: {status_message(exc.body)}"
         except API_ERRORS as exc:
             return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
 

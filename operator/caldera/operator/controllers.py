@@ -19,6 +19,7 @@ from kubernetes_asyncio import client
 
 from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgroup_name
 from caldera.cache.queues import ROOT_QUEUE
+from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.k8s.resources import MERGE_PATCH, SCHEDULING_GROUP, SCHEDULING_VERSION
 from caldera.models.core import Pod
@@ -122,8 +123,13 @@ class Controllers:
         manifest = implicit_podgroup_manifest(pod, min_member=await self._min_member(pod))
         ns = pod.metadata.namespace
         try:
-            await self._custom.create_namespaced_custom_object(
-                GROUP, VERSION, ns, "podgroups", manifest
+            await send(
+                self._custom.create_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                ns,
+                "podgroups",
+                manifest,
             )
         except API_ERRORS as exc:
             if classify(exc) is not Outcome.CONFLICT:
@@ -131,7 +137,7 @@ class Controllers:
                 return
         patch = {"metadata": {"annotations": {GROUP_NAME_ANNOTATION: implicit_podgroup_name(pod)}}}
         try:
-            await self._core.patch_namespaced_pod(pod.metadata.name, ns, patch)
+            await send(self._core.patch_namespaced_pod, pod.metadata.name, ns, patch)
         except API_ERRORS as exc:
             log.warning(
                 "pod %s/%s: cannot annotate its PodGroup: %s",

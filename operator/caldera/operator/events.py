@@ -13,7 +13,9 @@ from datetime import UTC, datetime
 
 from kubernetes_asyncio import client
 
+from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, classify
+from caldera.models.base import format_timestamp
 
 __all__ = ["EventPoster"]
 
@@ -63,25 +65,29 @@ class EventPoster:
         message: str,
         api_version: str = "v1",
     ) -> None:
-        now = datetime.now(UTC)
-        body = client.CoreV1Event(
-            metadata=client.V1ObjectMeta(
-                name=f"{name}.{uuid.uuid4().hex[:16]}", namespace=namespace or "default"
-            ),
-            involved_object=client.V1ObjectReference(
-                kind=kind, namespace=namespace, name=name, uid=uid or None, api_version=api_version
-            ),
-            reason=reason,
-            message=message[:1024],
-            type=type_,
-            source=client.V1EventSource(component=self._component),
-            first_timestamp=now,
-            last_timestamp=now,
-            count=1,
-            reporting_component=self._component,
-        )
+        now = format_timestamp(datetime.now(UTC).timestamp())
+        involved = {"kind": kind, "namespace": namespace, "name": name, "apiVersion": api_version}
+        if uid:
+            involved["uid"] = uid
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{name}.{uuid.uuid4().hex[:16]}",
+                "namespace": namespace or "default",
+            },
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "source": {"component": self._component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "reportingComponent": self._component,
+        }
         try:
-            await self._core.create_namespaced_event(namespace or "default", body)
+            await send(self._core.create_namespaced_event, namespace or "default", body)
         except API_ERRORS as exc:  # informational only: log and move on
             log.warning(
                 "event %s on %s %s/%s not posted: %s (%s)",

@@ -12,6 +12,7 @@ import time
 from kubernetes_asyncio import client
 
 from caldera.framework.intents import Evict
+from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.models.base import format_timestamp
 from caldera.operator.events import EventPoster
@@ -57,8 +58,8 @@ class Evictor:
             }
         }
         try:
-            await self._core.patch_namespaced_pod_status(evict.name, evict.namespace, patch)
-            await self._core.delete_namespaced_pod(evict.name, evict.namespace)
+            await send(self._core.patch_namespaced_pod_status, evict.name, evict.namespace, patch)
+            await send(self._core.delete_namespaced_pod, evict.name, evict.namespace)
         except API_ERRORS as exc:
             return gives_up(exc)
         self._events.pod(

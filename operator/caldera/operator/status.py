@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
+from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.k8s.resources import MERGE_PATCH, SCHEDULING_GROUP, SCHEDULING_VERSION
 from caldera.models.base import format_timestamp
@@ -80,8 +81,14 @@ class StatusWriter:
                 "failed": st.failed,
                 "conditions": [c.to_api() for c in st.conditions],
             }
-            await self._custom.replace_namespaced_custom_object(
-                GROUP, VERSION, st.namespace, "podgroups", st.name, obj
+            await send(
+                self._custom.replace_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                st.namespace,
+                "podgroups",
+                st.name,
+                obj,
             )
         except API_ERRORS as exc:
             return gives_up(exc)
@@ -89,7 +96,8 @@ class StatusWriter:
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
         try:
-            await self._custom.patch_cluster_custom_object_status(
+            await send(
+                self._custom.patch_cluster_custom_object_status,
                 GROUP,
                 VERSION,
                 "queues",
@@ -116,7 +124,7 @@ class StatusWriter:
             }
         }
         try:
-            await self._core.patch_namespaced_pod_status(cond.name, cond.namespace, patch)
+            await send(self._core.patch_namespaced_pod_status, cond.name, cond.namespace, patch)
         except API_ERRORS as exc:
             return gives_up(exc)
         self._events.pod(
