@@ -605,6 +605,7 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"update", "patch"},
     ("", "nodes"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
     ("scheduling.volcano.sh", "podgroups"): {"get", "list", "watch", "create", "update"},
     ("scheduling.volcano.sh", "queues"): {"get", "list", "watch", "create", "update", "patch"},

@@ -33,6 +33,7 @@ class NodeTable:
         "changes",
         "future_idle",
         "idle",
+        "images",
         "index",
         "labels",
         "names",
@@ -74,6 +75,9 @@ class NodeTable:
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
         self.changes: list[int] = []
         """Append-only log of rows whose accounting changed this session."""
+        self.images: list[dict[str, int]] = [{} for _ in range(n)]
+        """Per node, image name → size in bytes (from ``status.images``; every name of an
+        image is listed)."""
 
     def __len__(self) -> int:
         return len(self.names)

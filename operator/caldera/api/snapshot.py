@@ -7,14 +7,16 @@ the engine be a plain synchronous function of its input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 
-__all__ = ["Snapshot"]
+__all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(slots=True, eq=False)
@@ -26,6 +28,14 @@ class Snapshot:
     now: float
     """Seconds since the epoch at session start (injected, so simulation is reproducible)."""
     session_id: str
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Labels of every namespace the API holds (pod affinity's namespaceSelector); see
+    :meth:`labels_of_namespace` for namespaces not listed."""
+
+    def labels_of_namespace(self, name: str) -> dict[str, str]:
+        """A namespace's labels; one not listed has only the label the API server gives all."""
+        labels = self.namespace_labels.get(name)
+        return labels if labels is not None else {NAMESPACE_NAME_LABEL: name}
 
     def total_allocatable(self) -> Vector:
         return self.nodes.total()

@@ -20,7 +20,7 @@ from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import PODS, ResourceSpace
-from caldera.api.snapshot import Snapshot
+from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
@@ -100,7 +100,7 @@ class _Builder:
         alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
             len(ready), len(space)
         )
-        return NodeTable(
+        table = NodeTable(
             space,
             [n.metadata.name for n in ready],
             alloc,
@@ -108,6 +108,11 @@ class _Builder:
             [n.spec.taints for n in ready],
             [n.spec.unschedulable for n in ready],
         )
+        table.images = [
+            {name: image.size_bytes for image in n.status.images for name in image.names}
+            for n in ready
+        ]
+        return table
 
     def queues(self, space: ResourceSpace) -> dict[str, Queue]:
         out = {}
@@ -250,5 +255,9 @@ def build_snapshot(
         queues=queues,
         now=now,
         session_id=session_id,
+        namespace_labels={
+            name: {NAMESPACE_NAME_LABEL: name, **ns.metadata.labels}
+            for name, ns in state.namespaces.items()
+        },
     )
     return snapshot, b.problems

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from caldera.models.core import Node, Pod, PriorityClass
+from caldera.models.core import Namespace, Node, Pod, PriorityClass
 from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["ClusterState"]
@@ -21,11 +21,14 @@ class ClusterState:
     """By ``namespace/name``."""
     queues: dict[str, Queue] = field(default_factory=dict)
     priority_classes: dict[str, PriorityClass] = field(default_factory=dict)
+    namespaces: dict[str, Namespace] = field(default_factory=dict)
+    """Namespaces the API holds (for their labels); a pod's namespace missing here is taken to
+    exist with only the ``kubernetes.io/metadata.name`` label the API server gives every one."""
     hypernodes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     """HyperNode objects as the API holds them (network topology; used once HyperNode-aware
     placement lands)."""
 
-    def add(self, obj: Pod | Node | PodGroup | Queue | PriorityClass) -> bool:
+    def add(self, obj: Pod | Node | PodGroup | Queue | PriorityClass | Namespace) -> bool:
         """Store an object; True if it replaced one with the same key."""
         meta = obj.metadata
         if isinstance(obj, Pod):
@@ -42,6 +45,9 @@ class ClusterState:
         elif isinstance(obj, Queue):
             replaced = meta.name in self.queues
             self.queues[meta.name] = obj
+        elif isinstance(obj, Namespace):
+            replaced = meta.name in self.namespaces
+            self.namespaces[meta.name] = obj
         else:
             replaced = meta.name in self.priority_classes
             self.priority_classes[meta.name] = obj

@@ -12,19 +12,27 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta, ResourceList
+from caldera.models.selectors import LabelSelector
 
 __all__ = [
     "Affinity",
     "Container",
+    "ContainerImage",
+    "ContainerPort",
+    "Namespace",
     "Node",
     "NodeAffinity",
     "NodeSelector",
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "Pod",
+    "PodAffinity",
+    "PodAffinityTerm",
     "PriorityClass",
     "Taint",
     "Toleration",
+    "TopologySpreadConstraint",
+    "WeightedPodAffinityTerm",
     "effective_requests",
 ]
 
@@ -101,8 +109,47 @@ class NodeAffinity(ApiModel):
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
+class PodAffinityTerm(ApiModel):
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    topology_key: str = Field(min_length=1)
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+class WeightedPodAffinityTerm(ApiModel):
+    weight: int = Field(ge=1, le=100)
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(ApiModel):
+    required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
 class Affinity(ApiModel):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(ApiModel):
+    max_skew: int = Field(ge=1)
+    topology_key: str = Field(min_length=1)
+    when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = Field(None, ge=1)
+    node_affinity_policy: Literal["Honor", "Ignore"] | None = None
+    node_taints_policy: Literal["Honor", "Ignore"] | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
+class ContainerPort(ApiModel):
+    container_port: int = Field(ge=1, le=65535)
+    host_port: int = Field(0, ge=0, le=65535)
+    host_ip: str = ""
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 
 class ContainerResources(ApiModel):
@@ -120,6 +167,7 @@ class Container(ApiModel):
     image: str = ""
     resources: ContainerResources = Field(default_factory=ContainerResources)
     restart_policy: str | None = None
+    ports: tuple[ContainerPort, ...] = ()
 
     @property
     def is_sidecar(self) -> bool:
@@ -140,6 +188,7 @@ class PodSpec(ApiModel):
     priority: int | None = None
     priority_class_name: str = ""
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
 
 
 class PodCondition(ApiModel):
@@ -248,10 +297,16 @@ class NodeCondition(ApiModel):
     status: str = "Unknown"
 
 
+class ContainerImage(ApiModel):
+    names: tuple[str, ...] = ()
+    size_bytes: int = 0
+
+
 class NodeStatus(ApiModel):
     capacity: ResourceList = Field(default_factory=dict)
     allocatable: ResourceList = Field(default_factory=dict)
     conditions: tuple[NodeCondition, ...] = ()
+    images: tuple[ContainerImage, ...] = ()
 
 
 class Node(ApiModel):
@@ -271,6 +326,12 @@ class Node(ApiModel):
             if cond.type == "Ready":
                 return cond.status == "True"
         return True
+
+
+class Namespace(ApiModel):
+    """Namespaces are read for their labels (pod affinity's ``namespaceSelector``)."""
+
+    metadata: ObjectMeta
 
 
 class PriorityClass(ApiModel):

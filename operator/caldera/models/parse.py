@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from caldera.models.core import Node, Pod, PriorityClass
+from caldera.models.core import Namespace, Node, Pod, PriorityClass
 from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["KINDS", "NAMESPACED", "ObjectError", "describe", "parse_object"]
@@ -25,6 +25,7 @@ KINDS: dict[str, type[BaseModel]] = {
     "PodGroup": PodGroup,
     "Queue": Queue,
     "PriorityClass": PriorityClass,
+    "Namespace": Namespace,
 }
 NAMESPACED = frozenset({"Pod", "PodGroup"})
 

@@ -56,6 +56,7 @@ WATCHED = {
     "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
     "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses"),
+    "Namespace": ("", "v1", "namespaces"),
 }
 
 
@@ -140,6 +141,7 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
         podgroups=table("podgroup_index"),
         queues=table("queue_index"),
         priority_classes=table("priorityclass_index"),
+        namespaces=table("namespace_index"),
         hypernodes=table("hypernode_index"),
     )
 

@@ -108,6 +108,7 @@ class Scheduler:
             podgroups=state.podgroups,
             queues=state.queues,
             priority_classes=state.priority_classes,
+            namespaces=state.namespaces,
         )
         snapshot, problems = build_snapshot(
             view,

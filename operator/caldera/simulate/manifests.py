@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from caldera.cache.state import ClusterState
-from caldera.models.core import Node, Pod, PriorityClass
+from caldera.models.core import Namespace, Node, Pod, PriorityClass
 from caldera.models.parse import KINDS, describe, parse_object
 from caldera.models.volcano import PodGroup, Queue
 
@@ -123,7 +123,7 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
             raw["metadata"] = {**meta, "creationTimestamp": EPOCH + order / 1000.0}
         order += 1
         obj = parse_object(str(kind), raw)
-        if not isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass):
+        if not isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass | Namespace):
             out.warnings.append(f"{source}: {obj}; skipped")
             continue
         if out.state.add(obj):
