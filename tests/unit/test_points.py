@@ -578,6 +578,7 @@ SESSION_POINTS = [
     "preemptive",
     "pre_predicate",
     "predicate",
+    "simulate_predicate",
     "node_order",
     "best_node",
     "preemptable",
@@ -628,8 +629,8 @@ tiers:
     [
         pytest.param(
             "enablePredicate",
-            {"predicate", "pre_predicate"},
-            id="enablePredicate switches both predicate and pre-predicate",
+            {"predicate", "pre_predicate", "simulate_predicate"},
+            id="enablePredicate switches predicate, pre-predicate and simulate-predicate",
         ),
         pytest.param(
             "enableJobEnqueued",

@@ -328,9 +328,9 @@ def test_errors_from_a_file_name_the_file_and_the_key(tmp_path: Path) -> None:
         ),
         pytest.param(
             "    enablePredicate: false\n",
-            {"predicate", "pre_predicate"},
+            {"predicate", "pre_predicate", "simulate_predicate"},
             False,
-            id="enablePredicate off switches off predicate and pre-predicate",
+            id="enablePredicate off switches off predicate, pre-predicate and simulate",
         ),
         pytest.param(
             "    enableJobEnqueued: false\n",

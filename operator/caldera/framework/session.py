@@ -40,6 +40,8 @@ Rejection = tuple[str, BoolArray]
 """A filter's verdict: a reason and the mask (over all nodes) of nodes it rejects for it."""
 
 VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
+SimulateFn = Callable[[Task, int, Sequence[Task], Sequence[Task]], Sequence[str]]
+"""(task, node row, tasks removed, tasks added) → reasons the task would not fit that node."""
 HyperNodeScorer = Callable[[Job, Mapping[str, Sequence[int]]], Mapping[str, float]]
 """Scores HyperNodes (name → member node rows) for a job."""
 
@@ -111,6 +113,7 @@ class Session:
         self.subjob_ready_point: Point[Callable[[Job], bool]] = point("subjob_ready")
         self.subjob_pipelined_point: Point[Callable[[Job], int]] = point("subjob_pipelined")
         self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
+        self.simulate_predicate_point: Point[SimulateFn] = point("simulate_predicate")
         self.event_handlers: Point[EventHandler] = point("event_handler")
         self._handlers: list[EventHandler] | None = None
         self._scores: ScoreCache | None = None
@@ -185,6 +188,21 @@ class Session:
 
     def predicate(self, task: Task) -> list[Rejection]:
         return rules.concat(self.predicate_point, task)
+
+    def simulate_predicate(
+        self,
+        task: Task,
+        node: int,
+        removed: Sequence[Task] = (),
+        added: Sequence[Task] = (),
+    ) -> list[str]:
+        """Why ``task`` would not fit node ``node`` with ``removed`` gone and ``added`` placed
+        (empty: it would fit, as far as the node-state filters can tell). Session state is not
+        touched; preemption uses this to try victims."""
+        out: list[str] = []
+        for fn in self.simulate_predicate_point:
+            out.extend(fn(task, node, removed, added))
+        return out
 
     def node_order(self, task: Task, candidates: IntArray) -> Vector:
         """Summed weighted node scores of ``task`` on the candidate rows."""

@@ -1,14 +1,21 @@
 """nodeorder: kube-scheduler's node scorers with Volcano's weight keys.
 
-Each scorer is a function over the candidate nodes returning kube-scheduler's 0–100 integer score;
-the plugin sums them times their weights. A weight of 0 turns a scorer off. This issue ships the
-resource scorers (least requested, most requested, balanced resource); the affinity, taint,
-image-locality and topology-spread scorers accept their weights now and are added by later work.
+Every scorer returns kube-scheduler's 0–100 integer score for each candidate node, and the plugin
+sums them times their weights. A weight of 0 turns a scorer off. Scorers are of two kinds, as in
+Volcano:
+
+- **per node** (least requested, most requested, balanced resource, node affinity, image
+  locality): a node's score depends only on that node and the pod, so the session caches it per
+  pod request and refreshes only nodes that changed (:mod:`caldera.framework.scoring`);
+- **batch** (inter-pod affinity, taint toleration, topology spread): scores are normalised over
+  the candidate nodes together (kube's NormalizeScore), so they are computed per task over all
+  candidates at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -21,7 +28,7 @@ from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 from caldera.plugins.nodeorder import resources
 
-__all__ = ["NodeOrderArgs", "NodeOrderPlugin"]
+__all__ = ["NamedScorer", "NodeOrderArgs", "NodeOrderPlugin"]
 
 
 class NodeOrderArgs(Args):
@@ -38,29 +45,50 @@ class NodeOrderArgs(Args):
 Scorer = Callable[[Task, IntArray], Vector]
 
 
+@dataclass(frozen=True, slots=True)
+class NamedScorer:
+    name: str
+    """The scorer's name as its weight key spells it (``leastrequested``...)."""
+    fn: Scorer
+    weight: int
+    local: bool
+    """Per-node scorer (cacheable per request) rather than a batch scorer."""
+
+
 class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     name: ClassVar[str] = "nodeorder"
     Args = NodeOrderArgs
 
-    def on_session_open(self, ssn: Session) -> None:
-        table = ssn.nodes
-        space = ssn.space
-        weighted: list[tuple[Scorer, float]] = [
-            (scorer, float(weight))
-            for scorer, weight in (
-                (resources.least_requested(table), self.args.least_requested),
-                (resources.most_requested(table), self.args.most_requested),
-                (resources.balanced_resource(table, space), self.args.balanced_resource),
-            )
-            if weight
+    def build_scorers(self, ssn: Session) -> list[NamedScorer]:
+        """The weighted scorers; those with weight 0 are left out."""
+        table, space, a = ssn.nodes, ssn.space, self.args
+        candidates = [
+            NamedScorer(
+                "LeastAllocated", resources.least_requested(table), a.least_requested, True
+            ),
+            NamedScorer("MostAllocated", resources.most_requested(table), a.most_requested, True),
+            NamedScorer(
+                "BalancedAllocation",
+                resources.balanced_resource(table, space),
+                a.balanced_resource,
+                True,
+            ),
         ]
-        if not weighted:
-            return
+        return [s for s in candidates if s.weight]
 
-        def score(task: Task, idx: IntArray) -> Vector:
-            total = np.zeros(len(idx), dtype=np.float64)
-            for scorer, weight in weighted:
-                total += scorer(task, idx) * weight
-            return total
+    def on_session_open(self, ssn: Session) -> None:
+        self.scorers = self.build_scorers(ssn)
+        for local in (True, False):
+            group = [(s.fn, float(s.weight)) for s in self.scorers if s.local is local]
+            if group:
+                ssn.node_order_point.add(self.name, NodeScorer(_summed(group), local=local))
 
-        ssn.node_order_point.add(self.name, NodeScorer(score, local=True))
+
+def _summed(weighted: list[tuple[Scorer, float]]) -> Scorer:
+    def score(task: Task, idx: IntArray) -> Vector:
+        total = np.zeros(len(idx), dtype=np.float64)
+        for scorer, weight in weighted:
+            total += scorer(task, idx) * weight
+        return total
+
+    return score

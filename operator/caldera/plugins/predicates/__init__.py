@@ -1,27 +1,43 @@
 """predicates: kube-scheduler's node filters, evaluated for all nodes at once.
 
-Each filter turns one task into rejection masks over the node table (a reason and the nodes it
-rejects), and every failing reason of every node is kept for the pending explanation. Filters whose
-answer depends only on the pod spec and static node fields cache their masks per distinct spec
-within the session, so identical pods cost one dictionary lookup. This issue ships
-NodeUnschedulable, NodeAffinity (nodeSelector and required terms) and TaintToleration; the pod-count
-check is part of every action's resource fit (``Too many pods``). The remaining filters of
-Volcano's list accept their switches now and are added by later work.
+Each filter (:class:`~caldera.plugins.predicates.base.NodeFilter`) turns one task into rejection
+masks over the node table, and every failing reason of every node is kept for the pending
+explanation. Per task the plugin runs, as Volcano's predicates plugin does:
+
+1. **PrePredicate**: each filter's pre-filter. A filter that answers ``SKIP`` has nothing to
+   check for this pod and is left out of step 3; a message makes the pod unschedulable on every
+   node (that message is the verdict).
+2. **Stable filters** (NodeUnschedulable, NodeAffinity, TaintToleration): their verdict depends
+   only on the pod spec and node fields that do not change within a session. With
+   ``predicate.CacheEnable`` the result is cached per pod template (``volcano.sh/template-uid``),
+   so every pod of a job's task costs one lookup.
+3. **Other filters** (NodePorts, InterPodAffinity, PodTopologySpread, volumes...), on node state
+   kept current by their event handlers after every allocate and deallocate of the session.
+
+Volcano's pod-count check (a node already holding its ``pods`` allocatable) is part of every
+action's resource fit and reads ``Too many pods``.
+
+Complexity per task: O(F·N) numpy work for F filters and N nodes in the worst case; most filters
+return a cached answer (stable filters) or skip (nothing to check).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from pydantic import Field
 
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
+from caldera.framework.policy import PluginOption
 from caldera.framework.session import Rejection, Session
 from caldera.plugins.predicates import affinity, taints
+from caldera.plugins.predicates.base import SKIP, NodeFilter
 
-__all__ = ["PredicatesArgs", "PredicatesPlugin"]
+__all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin"]
+
+TEMPLATE_UID_ANNOTATION = "volcano.sh/template-uid"
 
 
 class PredicatesArgs(Args):
@@ -42,19 +58,86 @@ class PredicatesArgs(Args):
     filter_timeout_seconds: int = Field(10, alias="dynamicresources.filterTimeoutSeconds", ge=0)
 
 
-Filter = Callable[[Task], Sequence[Rejection]]
-
-
 class PredicatesPlugin(Plugin[PredicatesArgs]):
     name: ClassVar[str] = "predicates"
     Args = PredicatesArgs
 
-    def on_session_open(self, ssn: Session) -> None:
-        nodes = ssn.nodes
-        filters: list[Filter] = [taints.unschedulable_filter(nodes)]
-        if self.args.node_affinity:
+    def __init__(self, args: PredicatesArgs, option: PluginOption) -> None:
+        super().__init__(args, option)
+        self.filters: list[NodeFilter] = []
+        self._skipped: dict[str, frozenset[str]] = {}
+        self._template_cache: dict[str, list[Rejection]] = {}
+
+    def build_filters(self, ssn: Session) -> list[NodeFilter]:
+        """The enabled filters, in kube-scheduler's order."""
+        nodes, a = ssn.nodes, self.args
+        filters = [taints.unschedulable_filter(nodes)]
+        if a.node_affinity:
             filters.append(affinity.node_affinity_filter(nodes))
-        if self.args.taint_toleration:
+        if a.taint_toleration:
             filters.append(taints.taint_filter(nodes))
-        for fn in filters:
-            ssn.predicate_point.add(self.name, fn)
+        return filters
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.filters = self.build_filters(ssn)
+        for f in self.filters:
+            if f.handler is not None:
+                ssn.event_handlers.add(self.name, f.handler)
+        ssn.pre_predicate_point.add(self.name, self.pre_predicate)
+        ssn.predicate_point.add(self.name, self.predicate)
+        if any(f.simulate is not None for f in self.filters):
+            ssn.simulate_predicate_point.add(self.name, self.simulate)
+
+    def pre_predicate(self, task: Task) -> str | None:
+        skipped: set[str] = set()
+        for f in self.filters:
+            if f.pre_filter is None:
+                continue
+            verdict = f.pre_filter(task)
+            if verdict is SKIP:
+                skipped.add(f.name)
+            elif isinstance(verdict, str):
+                return verdict
+        self._skipped[task.uid] = frozenset(skipped)
+        return None
+
+    def predicate(self, task: Task) -> list[Rejection]:
+        skipped = self._skipped.pop(task.uid, None)
+        if skipped is None:
+            skipped = frozenset(
+                f.name for f in self.filters if f.pre_filter and f.pre_filter(task) is SKIP
+            )
+        out = self._stable(task)
+        for f in self.filters:
+            if not f.stable and f.name not in skipped:
+                out.extend(f.filter(task))
+        return out
+
+    def _stable(self, task: Task) -> list[Rejection]:
+        template = task.annotations.get(TEMPLATE_UID_ANNOTATION) if self.args.cache else None
+        if template:
+            hit = self._template_cache.get(template)
+            if hit is not None:
+                return list(hit)
+        out: list[Rejection] = []
+        for f in self.filters:
+            if f.stable:
+                out.extend(f.filter(task))
+        if template:
+            self._template_cache[template] = list(out)
+        return out
+
+    def verdicts(self, task: Task) -> list[tuple[str, Sequence[Rejection]]]:
+        """Every filter's own rejections for ``task`` (``caldera explain``); skipped filters
+        answer with nothing."""
+        skipped = {f.name for f in self.filters if f.pre_filter and f.pre_filter(task) is SKIP}
+        return [(f.name, [] if f.name in skipped else f.filter(task)) for f in self.filters]
+
+    def simulate(
+        self, task: Task, node: int, removed: Sequence[Task], added: Sequence[Task]
+    ) -> list[str]:
+        out: list[str] = []
+        for f in self.filters:
+            if f.simulate is not None:
+                out.extend(f.simulate(task, node, removed, added))
+        return out

@@ -18,6 +18,7 @@ from caldera.api.node import NodeTable
 from caldera.api.task import Task
 from caldera.framework.session import Rejection
 from caldera.models.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
+from caldera.plugins.predicates.base import NodeFilter
 
 __all__ = ["node_affinity_filter", "requirement_mask"]
 
@@ -55,7 +56,12 @@ def requirement_mask(column: npt.NDArray[np.object_], req: NodeSelectorRequireme
     return np.array([n is not None and n < bound for n in numbers], dtype=bool)
 
 
-def node_affinity_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+def node_affinity_filter(nodes: NodeTable) -> NodeFilter:
+    """NodeAffinity: nodeSelector and required node-affinity terms."""
+    return NodeFilter("NodeAffinity", _node_affinity(nodes), stable=True)
+
+
+def _node_affinity(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
     req_cache: dict[tuple[str, NodeSelectorRequirement], BoolArray] = {}
     pod_cache: dict[tuple[tuple[tuple[str, str], ...], NodeSelector | None], list[Rejection]] = {}
     names = np.array(nodes.names, dtype=object)

@@ -15,6 +15,7 @@ from caldera.api.node import NodeTable
 from caldera.api.task import Task
 from caldera.framework.session import Rejection
 from caldera.models.core import Taint, Toleration
+from caldera.plugins.predicates.base import NodeFilter
 
 __all__ = ["taint_filter", "unschedulable_filter"]
 
@@ -30,7 +31,17 @@ def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> 
     return None
 
 
-def unschedulable_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+def unschedulable_filter(nodes: NodeTable) -> NodeFilter:
+    """NodeUnschedulable: cordoned nodes, unless the pod tolerates their unschedulable taint."""
+    return NodeFilter("NodeUnschedulable", _unschedulable(nodes), stable=True)
+
+
+def taint_filter(nodes: NodeTable) -> NodeFilter:
+    """TaintToleration: NoSchedule and NoExecute taints the pod does not tolerate."""
+    return NodeFilter("TaintToleration", _taints(nodes), stable=True)
+
+
+def _unschedulable(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
     mask = nodes.unschedulable
     if not mask.any():
         return lambda task: []
@@ -44,7 +55,7 @@ def unschedulable_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
     return reject
 
 
-def taint_filter(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+def _taints(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
     groups: dict[tuple[Taint, ...], list[int]] = {}
     for i, taints in enumerate(nodes.taints):
         if any(t.effect in _FILTERED_EFFECTS for t in taints):
