@@ -57,6 +57,7 @@ def node(
     taints: Iterable[Mapping[str, str]] = (),
     unschedulable: bool = False,
     ready: bool = True,
+    images: Mapping[str, int] | None = None,
 ) -> Node:
     raw = {
         "kind": "Node",
@@ -65,6 +66,7 @@ def node(
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})},
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+            "images": [{"names": [n], "sizeBytes": size} for n, size in (images or {}).items()],
         },
     }
     return _parse(Node, raw)
@@ -91,15 +93,21 @@ def pod(
     tolerations: Iterable[Mapping[str, Any]] = (),
     init_containers: Iterable[Mapping[str, Any]] = (),
     overhead: Mapping[str, str] | None = None,
+    ports: Iterable[Mapping[str, Any]] = (),
+    images: Iterable[str] = ("busybox",),
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
     ann = dict(annotations or {})
     if group:
         ann["scheduling.k8s.io/group-name"] = group
+    first, *more = images
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
-        "containers": [{"name": "main", "image": "busybox", "resources": {"requests": requests}}],
+        "containers": [
+            {"name": "main", "image": first, "resources": {"requests": requests}},
+            *({"name": f"c{i}", "image": image} for i, image in enumerate(more, start=1)),
+        ],
         "nodeName": node_name,
         "tolerations": list(tolerations),
         "initContainers": list(init_containers),
@@ -114,6 +122,8 @@ def pod(
         spec["priorityClassName"] = priority_class
     if overhead:
         spec["overhead"] = dict(overhead)
+    if ports:
+        spec["containers"][0]["ports"] = [dict(p) for p in ports]
     raw = {
         "kind": "Pod",
         "metadata": _meta(name, namespace, created, labels=dict(labels or {}), annotations=ann),

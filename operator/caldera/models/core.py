@@ -148,7 +148,7 @@ class TopologySpreadConstraint(ApiModel):
 class ContainerPort(ApiModel):
     container_port: int = Field(ge=1, le=65535)
     host_port: int = Field(0, ge=0, le=65535)
-    host_ip: str = ""
+    host_ip: str = Field("", alias="hostIP")
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 

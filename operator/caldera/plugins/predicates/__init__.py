@@ -32,7 +32,7 @@ from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.policy import PluginOption
 from caldera.framework.session import Rejection, Session
-from caldera.plugins.predicates import affinity, taints
+from caldera.plugins.predicates import affinity, ports, taints
 from caldera.plugins.predicates.base import SKIP, NodeFilter
 
 __all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin"]
@@ -74,6 +74,8 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         filters = [taints.unschedulable_filter(nodes)]
         if a.node_affinity:
             filters.append(affinity.node_affinity_filter(nodes))
+        if a.node_ports:
+            filters.append(ports.node_ports_filter(nodes))
         if a.taint_toleration:
             filters.append(taints.taint_filter(nodes))
         return filters
