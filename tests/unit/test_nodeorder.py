@@ -198,8 +198,9 @@ def test_most_requested(
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "1", "memory": "2Gi"}],
             {"cpu": "1", "memory": "1Gi"},
-            # 0.5 and 0.375: std 0.0625; 93.75
-            93,
+            # with the pod 0.5 and 0.375: std 0.0625, balance 93 (truncated); without it
+            # 0.25 and 0.25: balance 100; 50 + (50 + 93 − 100) // 2
+            71,
             id="balanced: two resources, std = |a − b| / 2, truncated",
         ),
         pytest.param(
@@ -207,16 +208,18 @@ def test_most_requested(
             {"cpu": "4", "memory": "8Gi"},
             [],
             {},
-            100,
-            id="balanced: actual requests, so a pod without requests on an empty node is 100",
+            # balance 100 with and without the pod: no change scores 75
+            75,
+            id="balanced: actual requests, so a pod without requests changes nothing (75)",
         ),
         pytest.param(
             SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "4", "memory": "1Gi"}],
             {"cpu": "1", "memory": "1Gi"},
-            # cpu 5/4 capped at 1, memory 0.25: std 0.375; 62.5
-            62,
+            # with: cpu 5/4 capped at 1, memory 0.25: std 0.375, balance 62; without: 1 and
+            # 0.125: std 0.4375, balance 56; 50 + (50 + 62 − 56) // 2
+            78,
             id="balanced: fractions are capped at 1",
         ),
         pytest.param(
@@ -224,8 +227,8 @@ def test_most_requested(
             {"cpu": "4", "memory": "0"},
             [],
             {"cpu": "3", "memory": "1Gi"},
-            100,
-            id="balanced: a node without memory leaves one fraction, std 0",
+            75,
+            id="balanced: a node without memory leaves one fraction, std 0 either way",
         ),
         pytest.param(
             GPU_SPACE,
@@ -233,8 +236,9 @@ def test_most_requested(
             [],
             {"cpu": "2", "memory": "3Gi"},
             # 0.5 and 0.3 (the node has no GPU): std |0.5 − 0.3| / 2 = 0.1 → 90, where
-            # ((0.5 + 0.3) − 2·0.3) / 2 would round to 89.999…
-            90,
+            # ((0.5 + 0.3) − 2·0.3) / 2 would round to 89.999…; without the pod 100:
+            # 50 + (50 + 90 − 100) // 2
+            70,
             id="balanced: two fractions left of three use kube's exact |a − b| / 2",
         ),
         pytest.param(
@@ -242,8 +246,9 @@ def test_most_requested(
             {"cpu": "4", "memory": "8Gi", GPU: "4"},
             [],
             {"cpu": "1", "memory": "4Gi", "gpu": "3"},
-            # 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041; 79.58
-            79,
+            # 0.25, 0.5, 0.75: mean 0.5, std sqrt(0.125/3) = 0.2041, balance 79; without
+            # the pod 100: 50 + 29 // 2
+            64,
             id="balanced: with a GPU request, the standard deviation of three fractions",
         ),
         pytest.param(
@@ -251,8 +256,9 @@ def test_most_requested(
             {"cpu": "4", "memory": "8Gi", GPU: "4"},
             [{"gpu": "2"}],
             {"cpu": "1", "memory": "4Gi"},
-            # the GPU is skipped as the pod does not ask for one: 0.25, 0.5 → 87.5
-            87,
+            # the GPU is skipped as the pod does not ask for one: 0.25, 0.5 → 87; without
+            # the pod 100: 50 + 37 // 2
+            68,
             id="balanced: a GPU the pod does not request is left out",
         ),
         pytest.param(
@@ -260,8 +266,18 @@ def test_most_requested(
             {"cpu": "4", "memory": "8Gi"},
             [],
             {"cpu": "1", "memory": "4Gi"},
-            87,
+            68,
             id="balanced: a node without GPUs scores on cpu and memory",
+        ),
+        pytest.param(
+            SPACE,
+            {"cpu": "4", "memory": "8Gi"},
+            [{"cpu": "2", "memory": "0"}],
+            {"cpu": "0", "memory": "4Gi"},
+            # without: 0.5 and 0, balance 75; with: 0.5 and 0.5, balance 100; the pod
+            # balances the node: 50 + (50 + 100 − 75) // 2
+            87,
+            id="balanced (1.36): a pod that evens the node out scores above 75",
         ),
     ],
 )
@@ -288,7 +304,8 @@ def test_scorers_are_vectorised_over_the_candidate_rows() -> None:
     # c is empty (like n1 below), b holds 2 cpu / 2Gi (like n2 below)
     assert least_requested(table)(task, rows).tolist() == [81, 43]
     assert most_requested(table)(task, rows).tolist() == [18, 56]
-    assert balanced_resource(table, SPACE)(task, rows).tolist() == [93, 81]
+    # c: balance 93 with the pod, 100 without; b: 81 with, 87 without
+    assert balanced_resource(table, SPACE)(task, rows).tolist() == [71, 72]
 
 
 # -- the plugin: weights ---------------------------------------------------------------------
@@ -301,8 +318,8 @@ def nodeorder_policy(args: Mapping[str, Any] | None = None) -> str:
 
 # n1 empty, n2 holding 2 cpu / 2Gi, both 4 cpu / 8Gi; the pod asks 1 cpu / 1Gi.
 #           least                      most                    balanced
-# n1   (75 + 87)//2 = 81         (25 + 12)//2 = 18     0.25, 0.125 → 93
-# n2   (25 + 62)//2 = 43         (75 + 37)//2 = 56     0.75, 0.375 → 81
+# n1   (75 + 87)//2 = 81         (25 + 12)//2 = 18     93 with the pod, 100 without → 71
+# n2   (25 + 62)//2 = 43         (75 + 37)//2 = 56     81 with the pod, 87 without → 72
 WEIGHT_OBJECTS: list[Obj] = [
     node("n1", cpu="4", memory="8Gi"),
     node("n2", cpu="4", memory="8Gi"),
@@ -315,7 +332,7 @@ WEIGHT_OBJECTS: list[Obj] = [
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        pytest.param(None, [81 + 93, 43 + 81], id="defaults: least 1, most 0, balanced 1"),
+        pytest.param(None, [81 + 71, 43 + 72], id="defaults: least 1, most 0, balanced 1"),
         pytest.param(
             {"leastrequested.weight": 2, "balancedresource.weight": 0},
             [162, 86],
@@ -328,12 +345,12 @@ WEIGHT_OBJECTS: list[Obj] = [
         ),
         pytest.param(
             {"mostrequested.weight": 1},
-            [81 + 18 + 93, 43 + 56 + 81],
+            [81 + 18 + 71, 43 + 56 + 72],
             id="weighted scores add up",
         ),
         pytest.param(
             {"leastrequested.weight": 0, "balancedresource.weight": 3},
-            [279, 243],
+            [213, 216],
             id="balancedresource.weight multiplies its score",
         ),
         pytest.param(

@@ -3,8 +3,10 @@
 Integer arithmetic exactly as kube-scheduler does it (quantities are whole millicores and bytes,
 exact in float64): LeastAllocated and MostAllocated use the *non-zero* requests (a container that
 states no cpu/memory counts 100m/200Mi) over cpu and memory with equal weights; BalancedAllocation
-uses actual requests over cpu, memory and ``nvidia.com/gpu`` (Volcano's configuration) and scores
-``(1 − std of the requested fractions) × 100``. Resources a node does not have are left out for that
+uses actual requests over cpu, memory and ``nvidia.com/gpu`` (Volcano's configuration); its balance
+is ``trunc((1 − std of the requested fractions) × 100)`` and, as of Kubernetes 1.36, the score is
+the change the pod makes to it: ``50 + (50 + balance with pod − balance without) / 2`` in integers
+(75 when the pod leaves the balance as it is). Resources a node does not have are left out for that
 node, and so is an extended resource (``nvidia.com/gpu``) the pod does not request, as
 kube-scheduler's ``calculateResourceAllocatableRequest`` does. Each costs O(C) numpy work for C
 candidates.
@@ -17,7 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from caldera.api.node import NodeTable
+from caldera.api.node import Matrix, NodeTable
 from caldera.api.resources import CPU, MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.session import IntArray
@@ -83,11 +85,8 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
     cols = np.array([space.index[r] for r in names], dtype=np.intp)
     extended = np.array([r not in (CPU, MEMORY) for r in names], dtype=bool)
 
-    def score(task: Task, idx: IntArray) -> Vector:
-        alloc = table.allocatable[np.ix_(idx, cols)]
-        req = table.used[np.ix_(idx, cols)] + task.resreq[cols]
-        # kube skips an extended resource the pod does not request
-        present = (alloc > 0) & ~(extended & (task.resreq[cols] == 0))
+    def balance(req: Matrix, alloc: Matrix, present: npt.NDArray[np.bool_]) -> Vector:
+        """``trunc((1 − std of the requested fractions) × 100)`` per node."""
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.minimum(np.where(present, req / np.where(present, alloc, 1.0), 0.0), 1.0)
         count = present.sum(axis=1)
@@ -108,5 +107,17 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
                 ) / 2
             std = np.where(count > 2, general, np.where(two, pair, 0.0))
         return np.trunc((1.0 - std) * MAX)
+
+    def score(task: Task, idx: IntArray) -> Vector:
+        alloc = table.allocatable[np.ix_(idx, cols)]
+        used = table.used[np.ix_(idx, cols)]
+        # kube skips an extended resource the pod does not request
+        present = (alloc > 0) & ~(extended & (task.resreq[cols] == 0))
+        with_pod = balance(used + task.resreq[cols], alloc, present)
+        without_pod = balance(used, alloc, present)
+        # Kubernetes 1.36 scores the change in balance: 75 for no change, towards 100 for a
+        # node the pod balances, towards 50 for one it unbalances (integer arithmetic).
+        change: Vector = MAX // 2 + np.floor_divide(MAX // 2 + with_pod - without_pod, 2)
+        return change
 
     return score
