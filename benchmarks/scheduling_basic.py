@@ -6,7 +6,14 @@ Nodes have 4 cpu / 32Gi / 110 pods; 1000 pods (100m / 500Mi) already run on them
 bound per second of session time (open + actions + close); building the snapshot from the API
 objects is reported separately, as is peak RSS.
 
-    python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--json]
+With ``--affinity`` nodes carry ``kubernetes.io/hostname`` and ``topology.kubernetes.io/zone``
+(zone-0..zone-9) labels, every pod belongs to an app of 100 pods (label ``app``; the running pods
+are spread over the same apps), and each pending pod has a required pod anti-affinity to its app
+on ``kubernetes.io/hostname`` and a topology spread constraint over the zones (maxSkew 1,
+DoNotSchedule, selecting its app).
+
+    python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--affinity]
+        [--json]
 """
 
 from __future__ import annotations
@@ -30,9 +37,44 @@ from caldera.models.core import Node, Pod
 from caldera.models.volcano import PodGroup, Queue
 
 RUNNING = 1000
+ZONES = 10
+APP_SIZE = 100
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
 
 
-def _pod(name: str, *, node: str = "", group: str = "") -> Pod:
+def _constraints(app: str) -> dict[str, Any]:
+    """Required anti-affinity to the pod's app per node, hard spread of the app over zones."""
+    selector = {"matchLabels": {"app": app}}
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": HOSTNAME}
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ],
+    }
+
+
+def _pod(name: str, *, node: str = "", group: str = "", app: str = "") -> Pod:
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano" if group else "default-scheduler",
+        "nodeName": node,
+        "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
+        ],
+    }
+    if app and not node:
+        spec.update(_constraints(app))
     return Pod.model_validate(
         {
             "metadata": {
@@ -41,33 +83,34 @@ def _pod(name: str, *, node: str = "", group: str = "") -> Pod:
                 "uid": stable_uid("Pod", name),
                 "creationTimestamp": 1_700_000_000.0,
                 "annotations": {"scheduling.k8s.io/group-name": group} if group else {},
+                "labels": {"app": app} if app else {},
             },
-            "spec": {
-                "schedulerName": "volcano" if group else "default-scheduler",
-                "nodeName": node,
-                "containers": [
-                    {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
-                ],
-            },
+            "spec": spec,
             "status": {"phase": "Running" if node else "Pending"},
         }
     )
 
 
-def build_state(nodes: int, pods: int, gang: int) -> ClusterState:
+def _node(i: int, affinity: bool) -> Node:
+    name = f"node-{i:05d}"
+    labels = {HOSTNAME: name, ZONE: f"zone-{i % ZONES}"} if affinity else {}
+    return Node.model_validate(
+        {
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+        }
+    )
+
+
+def build_state(nodes: int, pods: int, gang: int, affinity: bool = False) -> ClusterState:
     state = ClusterState()
+    apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
-        state.add(
-            Node.model_validate(
-                {
-                    "metadata": {"name": f"node-{i:05d}"},
-                    "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
-                }
-            )
-        )
+        state.add(_node(i, affinity))
     state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
     for i in range(RUNNING):
-        state.add(_pod(f"running-{i:05d}", node=f"node-{i % nodes:05d}"))
+        app = f"app-{i % apps:04d}" if affinity else ""
+        state.add(_pod(f"running-{i:05d}", node=f"node-{i % nodes:05d}", app=app))
     size = gang or 1
     for g in range(0, pods, size):
         members = min(size, pods - g)
@@ -93,7 +136,8 @@ def build_state(nodes: int, pods: int, gang: int) -> ClusterState:
             )
         )
         for k in range(members):
-            state.add(_pod(f"pending-{g + k:05d}", group=group))
+            app = f"app-{(g + k) // APP_SIZE:04d}" if affinity else ""
+            state.add(_pod(f"pending-{g + k:05d}", group=group, app=app))
     return state
 
 
@@ -109,9 +153,11 @@ def _bind_all(state: ClusterState, binds: list[Any]) -> None:
         )
 
 
-def run(nodes: int, pods: int, gang: int, max_sessions: int = 20) -> dict[str, Any]:
+def run(
+    nodes: int, pods: int, gang: int, affinity: bool = False, max_sessions: int = 20
+) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang)
+    state = build_state(nodes, pods, gang, affinity)
     objects_s = time.perf_counter() - t0
     registry = Registry.from_entry_points()
     policy = default_policy(registry)
@@ -137,6 +183,7 @@ def run(nodes: int, pods: int, gang: int, max_sessions: int = 20) -> dict[str, A
         "nodes": nodes,
         "pods": pods,
         "gang_size": gang,
+        "affinity": affinity,
         "bound": bound,
         "sessions": len(sessions),
         "session_seconds": round(session_s, 4),
@@ -153,15 +200,21 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--gang-size", type=int, default=0)
+    parser.add_argument(
+        "--affinity",
+        action="store_true",
+        help="zone-labelled nodes; pods with hostname anti-affinity and zone spread per app",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    out = run(args.nodes, args.pods, args.gang_size)
+    out = run(args.nodes, args.pods, args.gang_size, args.affinity)
     if args.json:
         print(json.dumps(out))
         return
     print(
         f"{out['nodes']} nodes, {out['pods']} pending pods"
         + (f" in gangs of {out['gang_size']}" if out["gang_size"] else "")
+        + (" with anti-affinity and zone spread" if out["affinity"] else "")
         + f": {out['bound']} bound in {out['sessions']} session(s)"
     )
     print(f"  decision-only throughput: {out['pods_per_second']:.0f} pods/s")

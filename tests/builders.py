@@ -95,6 +95,9 @@ def pod(
     overhead: Mapping[str, str] | None = None,
     ports: Iterable[Mapping[str, Any]] = (),
     images: Iterable[str] = ("busybox",),
+    topology_spread_constraints: Iterable[Mapping[str, Any]] = (),
+    volumes: Iterable[Mapping[str, Any]] = (),
+    uid: str = "",
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -124,9 +127,15 @@ def pod(
         spec["overhead"] = dict(overhead)
     if ports:
         spec["containers"][0]["ports"] = [dict(p) for p in ports]
+    if topology_spread_constraints:
+        spec["topologySpreadConstraints"] = [dict(c) for c in topology_spread_constraints]
+    if volumes:
+        spec["volumes"] = [dict(v) for v in volumes]
     raw = {
         "kind": "Pod",
-        "metadata": _meta(name, namespace, created, labels=dict(labels or {}), annotations=ann),
+        "metadata": _meta(
+            name, namespace, created, labels=dict(labels or {}), annotations=ann, uid=uid
+        ),
         "spec": spec,
         "status": {"phase": phase or ("Running" if node_name else "Pending")},
     }

@@ -1,8 +1,9 @@
 """The ``caldera`` command line.
 
-``caldera simulate`` runs the engine offline on manifests; ``caldera run`` runs the scheduler
-against a cluster. Exit codes: 0 done (input problems are reported on stderr and the rest still
-runs), 1 the leader lost its lease, 2 a policy or usage error.
+``caldera simulate`` runs the engine offline on manifests; ``caldera explain`` shows, for one
+pod, every node's filter verdicts and scores; ``caldera run`` runs the scheduler against a
+cluster. Exit codes: 0 done (input problems are reported on stderr and the rest still runs),
+1 the leader lost its lease, 2 a policy or usage error.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from typing import Any
 
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
-from caldera.framework.policy import default_policy, load_policy_file
+from caldera.framework.policy import Policy, default_policy, load_policy_file
 from caldera.framework.registry import Registry
-from caldera.simulate.manifests import load_manifests
+from caldera.simulate.explain import ExplainError, explain
+from caldera.simulate.explain import to_json as explain_json
+from caldera.simulate.explain import to_table as explain_table
+from caldera.simulate.manifests import Loaded, load_manifests
 from caldera.simulate.report import to_json, to_table
 from caldera.simulate.runner import simulate
 
@@ -56,6 +60,19 @@ def _parser() -> argparse.ArgumentParser:
         metavar="MANIFEST",
         help="YAML files (multi-document or kind: List), or - for stdin",
     )
+    ex = sub.add_parser(
+        "explain", help="why a pod goes where it goes: every node's filter verdicts and scores"
+    )
+    ex.add_argument("pod", metavar="POD", help="the pending pod, as namespace/name or name")
+    ex.add_argument("--policy", help="scheduler policy; default: Volcano's built-in default")
+    ex.add_argument(
+        "--scheduler-name",
+        action="append",
+        dest="scheduler_names",
+        help="schedule pods with this schedulerName (repeatable; default volcano)",
+    )
+    ex.add_argument("--output", choices=("table", "json"), default="table")
+    ex.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files, or - for stdin")
     _add_run(sub)
     return parser
 
@@ -126,7 +143,8 @@ def _add_run(sub: Any) -> None:
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
-def _simulate(args: argparse.Namespace) -> int:
+def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
+    """The registry, the policy and the manifests; None (reported) when the policy is invalid."""
     registry = Registry.from_entry_points()
     try:
         policy = (
@@ -134,10 +152,38 @@ def _simulate(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         print(f"caldera: invalid policy: {exc}", file=sys.stderr)
-        return 2
+        return None
     loaded = load_manifests(args.manifests)
     for warning in loaded.warnings:
         print(f"caldera: {warning}", file=sys.stderr)
+    return registry, policy, loaded
+
+
+def _explain(args: argparse.Namespace) -> int:
+    ready = _load(args)
+    if ready is None:
+        return 2
+    registry, policy, loaded = ready
+    try:
+        ex = explain(
+            loaded.state,
+            policy,
+            registry,
+            args.pod,
+            scheduler_names=args.scheduler_names or ["volcano"],
+        )
+    except ExplainError as exc:
+        print(f"caldera: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(explain_json(ex) if args.output == "json" else explain_table(ex))
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    ready = _load(args)
+    if ready is None:
+        return 2
+    registry, policy, loaded = ready
     sim = simulate(
         loaded.state,
         policy,
@@ -193,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "simulate":
         return _simulate(args)
+    if args.command == "explain":
+        return _explain(args)
     if args.command == "run":
         return _run(args)
     return 2  # pragma: no cover - argparse enforces the choices

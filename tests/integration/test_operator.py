@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from caldera.framework.policy import DEFAULT_POLICY_YAML
+from emulator import ResourceType
 from emulator.handles import K8sHandle
 from integration.harness import node, pod, podgroup, queue, running_operator, wait_bound
 
@@ -383,3 +384,119 @@ async def test_every_kind_the_scheduler_needs_is_watched(k8s: K8sHandle) -> None
         await wait_bound(k8s, "p")
     watched = {r.resource for r in k8s.requests if r.verb == "watch"}
     assert {"pods", "nodes", "podgroups", "queues", "priorityclasses", "hypernodes"} <= watched
+
+
+def _serve_storage(k8s: K8sHandle) -> None:
+    """The emulator serves what the other tests need; the storage kinds are added here (a real
+    cluster serves them, but the test helpers only know the emulator's default kinds)."""
+    status = {"status": ("get", "patch", "update")}
+    for rt in (
+        ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False, subresources=status),
+        ResourceType(
+            "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, subresources=status
+        ),
+        ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False),
+        ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ):
+        k8s.emulator.registry.register(rt)
+
+
+async def _volume_cluster(k8s: K8sHandle) -> None:
+    """n1 and n2; claim ``data`` can only use the local volume on n2; claim ``scratch`` is
+    provisioned dynamically; pod ``db`` uses both."""
+    _serve_storage(k8s)
+    for name in ("n1", "n2"):
+        await k8s.create("nodes", node(name, **{"kubernetes.io/hostname": name}))
+    for name, provisioner in (("local", "kubernetes.io/no-provisioner"), ("fast", "csi.example")):
+        await k8s.create(
+            "storageclasses",
+            {
+                "metadata": {"name": name},
+                "provisioner": provisioner,
+                "volumeBindingMode": "WaitForFirstConsumer",
+            },
+        )
+    host_n2 = {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}
+    await k8s.create(
+        "persistentvolumes",
+        {
+            "metadata": {"name": "local-n2"},
+            "spec": {
+                "capacity": {"storage": "10Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local",
+                "local": {"path": "/mnt/disk"},
+                "nodeAffinity": {
+                    "required": {"nodeSelectorTerms": [{"matchExpressions": [host_n2]}]}
+                },
+            },
+            "status": {"phase": "Available"},
+        },
+    )
+    for claim, cls in (("data", "local"), ("scratch", "fast")):
+        await k8s.create(
+            "persistentvolumeclaims",
+            {
+                "metadata": {"name": claim, "namespace": "default"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": cls,
+                    "resources": {"requests": {"storage": "5Gi"}},
+                },
+            },
+            namespace="default",
+        )
+    db = pod("db")
+    db["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "scratch", "persistentVolumeClaim": {"claimName": "scratch"}},
+    ]
+    await k8s.create("pods", db, namespace="default")
+
+
+async def test_volume_decisions_are_written_before_the_pod_is_bound(k8s: K8sHandle) -> None:
+    await _volume_cluster(k8s)
+    async with running_operator(k8s):
+        assert await wait_bound(k8s, "db") == {"db": "n2"}
+    data = await k8s.get("persistentvolumeclaims", "data", namespace="default")
+    pv = await k8s.get("persistentvolumes", "local-n2")
+    ref = pv["spec"]["claimRef"]
+    assert (ref["kind"], ref["namespace"], ref["name"], ref["uid"]) == (
+        "PersistentVolumeClaim",
+        "default",
+        "data",
+        data["metadata"]["uid"],
+    )
+    assert pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] == "yes"
+    scratch = await k8s.get("persistentvolumeclaims", "scratch", namespace="default")
+    assert scratch["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "n2"
+    order = [
+        (r.verb, r.resource, r.subresource, r.name)
+        for r in k8s.requests
+        if (
+            r.resource in ("persistentvolumes", "persistentvolumeclaims")
+            and r.verb not in ("list", "watch", "get")
+        )
+        or r.subresource == "binding"
+    ]
+    assert order == [
+        ("patch", "persistentvolumes", "", "local-n2"),
+        ("patch", "persistentvolumeclaims", "", "scratch"),
+        ("create", "pods", "binding", "db"),
+    ]
+    watched = {r.resource for r in k8s.requests if r.verb == "watch"}
+    assert {"persistentvolumes", "persistentvolumeclaims", "storageclasses", "csinodes"} <= watched
+
+
+async def test_a_failed_volume_write_sends_the_pod_back_to_be_scheduled_again(
+    k8s: K8sHandle,
+) -> None:
+    await _volume_cluster(k8s)
+    k8s.fail_next(409, verb="patch", resource="persistentvolumes", name="local-n2", times=1)
+    async with running_operator(k8s):
+        assert await wait_bound(k8s, "db", timeout=30) == {"db": "n2"}
+    patches = k8s.find_requests(verb="patch", resource="persistentvolumes", name="local-n2")
+    assert [p.status for p in patches][:2] == [409, 200]
+    assert await _pods_with_successful_bindings(k8s) == ["db"]
+    errors = [e for e in await k8s.list("events") if e.get("reason") == "FailedScheduling"]
+    assert any('running PreBind plugin "VolumeBinding": HTTP 409' in e["message"] for e in errors)

@@ -4,7 +4,8 @@ Expected strings are built from the formats in volcano.md: the gang condition me
 ``"<N>/<T> tasks in gang unschedulable: <FitError>"`` (§4.1), the FitError parts (readiness, the
 sorted ``<n> <status>`` histogram plus ``<m> minAvailable``, ``; Pending: <n> <reason>``, and
 ``. Origin reason is <task>: <per-node error>``), the per-node aggregate
-``0/<N> nodes are unavailable: <n> <reason>.`` and the pod messages of §4.3.
+``0/<N> nodes are unavailable: <n> <reason>.`` inside it, and the pod messages of §4.3, where a
+pod that fits no node speaks kube-scheduler's words: ``0/<N> nodes are available: <n> <reason>.``
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def test_a_pod_that_fits_no_node_says_why_per_node() -> None:
     )
     assert binds(sim) == {}
     assert pod_conditions(sim) == {
-        "default/a": ("Unschedulable", "0/2 nodes are unavailable: 2 Insufficient cpu.")
+        "default/a": ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
     }
 
 
@@ -177,7 +178,7 @@ def test_an_unready_gang_gets_volcanos_unschedulable_condition() -> None:
     reasons = pod_conditions(sim)
     assert reasons["default/c"] == (
         "Unschedulable",
-        "0/2 nodes are unavailable: 2 Insufficient cpu.",
+        "0/2 nodes are available: 2 Insufficient cpu.",
     )
     # a and b were placed, one per node, before the gang was given up.
     placed = {}
@@ -359,7 +360,7 @@ def test_pods_of_other_schedulers_on_a_node_count(
     assert binds(sim) == expected
     if not expected:
         assert summary(sim)["unschedulable"] == {
-            "default/a": "0/1 nodes are unavailable: 1 Insufficient cpu."
+            "default/a": "0/1 nodes are available: 1 Insufficient cpu."
         }
 
 
@@ -526,7 +527,7 @@ def test_tasks_of_a_role_that_failed_are_skipped() -> None:
     assert binds(sim) == {"default/ps": "n1"}
     assert summary(sim)["unschedulable"] == {
         "default/worker-0": (
-            "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector."
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
         ),
         "default/worker-1": (
             "Task worker-1 with role spec worker has already predicated failed, skip"

@@ -56,7 +56,7 @@ def test_a_best_effort_pod_still_needs_a_pod_slot() -> None:
     )
     assert binds(sim) == {}
     assert summary(sim)["unschedulable"] == {
-        "default/a": "0/1 nodes are unavailable: 1 Too many pods."
+        "default/a": "0/1 nodes are available: 1 Too many pods."
     }
 
 
@@ -82,7 +82,7 @@ def test_backfill_respects_node_filters(
     if not expected:
         assert summary(sim)["unschedulable"] == {
             "default/a": (
-                "0/2 nodes are unavailable: 2 node(s) didn't match Pod's node affinity/selector."
+                "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
             )
         }
 

@@ -331,6 +331,6 @@ def test_pod_scheduled_reasons_and_the_unschedulable_map() -> None:
         "default/a": "Pod default/a can possibly be assigned to n1, once minAvailable is satisfied",
         "default/b": "Pod default/b can possibly be assigned to n1, once minAvailable is satisfied",
         "default/c": (
-            "0/1 nodes are unavailable: 1 node(s) didn't match Pod's node affinity/selector."
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."
         ),
     }

@@ -96,7 +96,7 @@ def test_a_pod_without_host_ports_skips_the_filter() -> None:
     plugin = next(p for p in ssn.plugins if isinstance(p, PredicatesPlugin))
     task = next(iter(ssn.jobs["default/pg"].tasks.values()))
     assert ssn.pre_predicate(task) is None
-    assert plugin._skipped[task.uid] == frozenset({"NodePorts"})
+    assert "NodePorts" in plugin._skipped[task.uid]
     assert ssn.predicate(task) == []
 
 

@@ -320,6 +320,8 @@ def nodeorder_policy(args: Mapping[str, Any] | None = None) -> str:
 #           least                      most                    balanced
 # n1   (75 + 87)//2 = 81         (25 + 12)//2 = 18     93 with the pod, 100 without → 71
 # n2   (25 + 62)//2 = 43         (75 + 37)//2 = 56     81 with the pod, 87 without → 72
+# Neither node has a taint: taint toleration gives both its full 100 × weight 3.
+T = 300
 WEIGHT_OBJECTS: list[Obj] = [
     node("n1", cpu="4", memory="8Gi"),
     node("n2", cpu="4", memory="8Gi"),
@@ -332,30 +334,30 @@ WEIGHT_OBJECTS: list[Obj] = [
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        pytest.param(None, [81 + 71, 43 + 72], id="defaults: least 1, most 0, balanced 1"),
+        pytest.param(None, [81 + 71 + T, 43 + 72 + T], id="defaults: least 1, most 0, balanced 1"),
         pytest.param(
             {"leastrequested.weight": 2, "balancedresource.weight": 0},
-            [162, 86],
+            [162 + T, 86 + T],
             id="leastrequested.weight multiplies its score",
         ),
         pytest.param(
             {"leastrequested.weight": 0, "mostrequested.weight": 1, "balancedresource.weight": 0},
-            [18, 56],
+            [18 + T, 56 + T],
             id="mostrequested.weight turns packing on",
         ),
         pytest.param(
             {"mostrequested.weight": 1},
-            [81 + 18 + 71, 43 + 56 + 72],
+            [81 + 18 + 71 + T, 43 + 56 + 72 + T],
             id="weighted scores add up",
         ),
         pytest.param(
             {"leastrequested.weight": 0, "balancedresource.weight": 3},
-            [213, 216],
+            [213 + T, 216 + T],
             id="balancedresource.weight multiplies its score",
         ),
         pytest.param(
             {"leastrequested.weight": 0, "balancedresource.weight": 0},
-            [0, 0],
+            [T, T],
             id="weight 0 turns a scorer off",
         ),
     ],

@@ -391,7 +391,7 @@ def test_every_failing_reason_of_every_node_is_counted_in_the_pending_message() 
     sim = scenario([*nodes, podgroup("pg"), pod("p", group="pg", node_selector={"zone": "a"})])
     assert binds(sim) == {}
     assert summary(sim)["unschedulable"]["default/p"] == (
-        "0/3 nodes are unavailable: "
+        "0/3 nodes are available: "
         "1 node(s) didn't match Pod's node affinity/selector, "
         "1 node(s) were unschedulable, "
         "2 node(s) had untolerated taint {k: v}."
@@ -435,7 +435,7 @@ def test_a_full_pod_slot_rejects_with_too_many_pods() -> None:
     )
     assert binds(sim) == {}
     assert summary(sim)["unschedulable"]["default/p"] == (
-        "0/1 nodes are unavailable: 1 Too many pods."
+        "0/1 nodes are available: 1 Too many pods."
     )
 
 

@@ -108,6 +108,7 @@ class AllocateAction(Action[AllocateArgs]):
                 job.nodes_fit_errors[task.uid] = FitErrors(
                     total=len(ssn.nodes),
                     message=f"queue {queue.name} has no room for this task within its share",
+                    plain=True,
                 )
                 continue
             if self.args.predicate_error_cache_enable and task.role and task.role in failed_roles:
@@ -115,6 +116,7 @@ class AllocateAction(Action[AllocateArgs]):
                     total=len(ssn.nodes),
                     message=f"Task {task.name} with role spec {task.role} "
                     "has already predicated failed, skip",
+                    plain=True,
                 )
                 continue
             choice = choose_node(ssn, task)

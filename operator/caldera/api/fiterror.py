@@ -1,9 +1,14 @@
-"""Why a task fits on no node: per-reason node counts, formatted the way Volcano prints them.
+"""Why a task fits on no node: per-reason node counts, in kube-scheduler's and Volcano's words.
 
 Filters report a rejection mask per reason over all nodes; a node rejected for several reasons
-counts once under each (every failing reason is kept, not just the first). The text is Volcano's
-``FitErrors.Error()``: ``0/<N> nodes are unavailable: <n> <reason>, ….`` with the
-``<n> <reason>`` entries sorted as strings.
+counts once under each (every failing reason is kept, not just the first). Two texts are made
+from the counts, with the ``<n> <reason>`` entries sorted as strings in both:
+
+- :meth:`FitErrors.available`, kube-scheduler's ``FitError``, for the pod's ``PodScheduled``
+  condition and event (what ``kubectl describe pod`` users know): ``0/<N> nodes are available:
+  <n> <reason>, ….`` — or ``0/<N> nodes are available: <pre-filter message>.``;
+- :meth:`FitErrors.error`, Volcano's ``FitErrors.Error()``, inside the PodGroup's Unschedulable
+  condition: ``0/<N> nodes are unavailable: <n> <reason>, ….``.
 """
 
 from __future__ import annotations
@@ -28,6 +33,19 @@ class FitErrors:
     message: str = ""
     """A verdict that is not about nodes (a pre-filter error); replaces the histogram."""
     prefix: str = ""
+    plain: bool = False
+    """``message`` is not about nodes (a queue share, a skipped role): shown as it is."""
+
+    def available(self) -> str:
+        """kube-scheduler's text: ``0/N nodes are available: …``."""
+        if self.plain:
+            return self.message
+        head = f"{self.prefix}0/{self.total} nodes are available"
+        if self.message:
+            return f"{head}: {self.message.rstrip('.')}."
+        if not self.counts:
+            return f"{head}."
+        return f"{head}: {histogram(self.counts)}."
 
     def error(self) -> str:
         if self.message:

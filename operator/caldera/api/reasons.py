@@ -1,8 +1,11 @@
 """The texts Volcano shows users for a job or pod that is not running yet.
 
 These strings are part of the compatibility contract (tools and people grep them), so they follow
-Volcano's ``JobInfo.FitError`` and ``TaskSchedulingReason`` exactly, with one deliberate difference:
-where Volcano picks "the first" task from a Go map (random), we pick the first task in task order.
+Volcano's ``JobInfo.FitError`` and ``TaskSchedulingReason``, with two deliberate differences:
+where Volcano picks "the first" task from a Go map (random), we pick the first task in task order;
+and a pod that fits no node says so in kube-scheduler's words (``0/N nodes are available: …``),
+which is what users of ``kubectl describe pod`` and the cluster autoscaler read, while the
+PodGroup's condition keeps Volcano's text.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def task_scheduling_reason(job: Job, task: Task) -> tuple[str, str]:
     if status is TaskStatus.PENDING:
         fit = job.nodes_fit_errors.get(task.uid)
         if fit is not None:
-            return REASON_UNSCHEDULABLE, fit.error()
+            return REASON_UNSCHEDULABLE, fit.available()
         return REASON_UNSCHEDULABLE, job.fit_error or ALL_NODES_UNAVAILABLE
     return str(status), job.fit_error
 

@@ -13,6 +13,7 @@ from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
+from caldera.models.storage import StorageObjects
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
 
@@ -31,6 +32,8 @@ class Snapshot:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     """Labels of every namespace the API holds (pod affinity's namespaceSelector); see
     :meth:`labels_of_namespace` for namespaces not listed."""
+    volumes: StorageObjects = field(default_factory=StorageObjects)
+    """PersistentVolumes, claims, StorageClasses and CSINodes (the volume filters)."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

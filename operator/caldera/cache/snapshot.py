@@ -3,7 +3,8 @@
 What goes in, as Volcano's snapshot does: Ready nodes (sorted by name); every pod with a node
 counts on that node whatever its scheduler; pods of our scheduler names become tasks of the job of
 their PodGroup (``scheduling.k8s.io/group-name``); PodGroups whose queue exists become jobs with
-their PriorityClass value. What is left out is reported, never silently dropped: a pod naming a
+their PriorityClass value; PersistentVolumes, claims, StorageClasses and CSINodes go in as they
+are, for the volume filters. What is left out is reported, never silently dropped: a pod naming a
 PodGroup that does not exist, a PodGroup naming a queue that does not exist, a pod bound to an
 unknown node, a node that is not Ready.
 """
@@ -25,6 +26,7 @@ from caldera.api.task import Task, TaskStatus
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
 from caldera.models.parse import ObjectError
+from caldera.models.storage import StorageObjects
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
     PREEMPTABLE_KEY,
@@ -259,5 +261,11 @@ def build_snapshot(
             name: {NAMESPACE_NAME_LABEL: name, **ns.metadata.labels}
             for name, ns in state.namespaces.items()
         },
+        volumes=StorageObjects(
+            volumes=dict(state.persistent_volumes),
+            claims=dict(state.persistent_volume_claims),
+            classes=dict(state.storage_classes),
+            csi_nodes=dict(state.csi_nodes),
+        ),
     )
     return snapshot, b.problems

@@ -7,9 +7,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
-__all__ = ["ClusterState"]
+__all__ = ["ClusterState", "StateObject"]
+
+StateObject = (
+    Pod
+    | Node
+    | PodGroup
+    | Queue
+    | PriorityClass
+    | Namespace
+    | PersistentVolume
+    | PersistentVolumeClaim
+    | StorageClass
+    | CSINode
+)
+"""Every kind :meth:`ClusterState.add` stores."""
 
 
 @dataclass(slots=True)
@@ -27,8 +42,13 @@ class ClusterState:
     hypernodes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
     """HyperNode objects as the API holds them (network topology; used once HyperNode-aware
     placement lands)."""
+    persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)
+    persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
+    """By ``namespace/name``."""
+    storage_classes: dict[str, StorageClass] = field(default_factory=dict)
+    csi_nodes: dict[str, CSINode] = field(default_factory=dict)
 
-    def add(self, obj: Pod | Node | PodGroup | Queue | PriorityClass | Namespace) -> bool:
+    def add(self, obj: StateObject) -> bool:
         """Store an object; True if it replaced one with the same key."""
         meta = obj.metadata
         if isinstance(obj, Pod):
@@ -48,6 +68,19 @@ class ClusterState:
         elif isinstance(obj, Namespace):
             replaced = meta.name in self.namespaces
             self.namespaces[meta.name] = obj
+        elif isinstance(obj, PersistentVolumeClaim):
+            key = f"{meta.namespace}/{meta.name}"
+            replaced = key in self.persistent_volume_claims
+            self.persistent_volume_claims[key] = obj
+        elif isinstance(obj, PersistentVolume):
+            replaced = meta.name in self.persistent_volumes
+            self.persistent_volumes[meta.name] = obj
+        elif isinstance(obj, StorageClass):
+            replaced = meta.name in self.storage_classes
+            self.storage_classes[meta.name] = obj
+        elif isinstance(obj, CSINode):
+            replaced = meta.name in self.csi_nodes
+            self.csi_nodes[meta.name] = obj
         else:
             replaced = meta.name in self.priority_classes
             self.priority_classes[meta.name] = obj

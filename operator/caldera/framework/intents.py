@@ -19,7 +19,27 @@ __all__ = [
     "PodCondition",
     "PodGroupStatus",
     "QueueStatus",
+    "VolumeBind",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBind:
+    """A volume decision the binder carries out before the pod's binding (VolumeBinding's
+    PreBind): bind claim ``namespace/claim`` to the PersistentVolume ``volume`` (its ``claimRef``
+    is set), or, when ``volume`` is empty, have the claim provisioned on the bind's node (the
+    ``volume.kubernetes.io/selected-node`` annotation). Resource versions make the writes fail
+    if the objects changed since the session saw them."""
+
+    namespace: str
+    claim: str
+    claim_uid: str = ""
+    claim_resource_version: str = ""
+    volume: str = ""
+    volume_resource_version: str = ""
+    prebound: bool = False
+    """The volume already names this claim (pre-bound by its author), so it is not marked
+    ``pv.kubernetes.io/bound-by-controller``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +49,8 @@ class Bind:
     uid: str
     node: str
     annotations: dict[str, str] = field(default_factory=dict)
+    volumes: tuple[VolumeBind, ...] = ()
+    """Volume bindings and provisioning requests to write before the binding."""
 
 
 @dataclass(frozen=True, slots=True)

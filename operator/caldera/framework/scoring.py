@@ -29,8 +29,9 @@ _MAX_ENTRIES = 256
 
 @dataclass(frozen=True, slots=True)
 class NodeScorer:
-    fn: Callable[[Task, IntArray], Vector]
-    """Weighted scores of the task on the given node rows."""
+    fn: Callable[[Task, IntArray], Vector | float]
+    """Weighted scores of the task on the given node rows; a plain number when every row gets
+    the same score (nothing applies to this pod), which saves building a vector."""
     local: bool = False
     """The score of a node depends only on that node's row and the task's request."""
 

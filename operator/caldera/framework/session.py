@@ -279,9 +279,9 @@ class Session:
     def unplace(self, task: Task) -> None:
         self.nodes.remove_task(task.node, task)
         self.jobs[task.job].set_status(task, TaskStatus.PENDING)
+        self._fire(task, False)  # handlers still see the node the task leaves
         task.node = -1
         task.node_name = ""
-        self._fire(task, False)
 
     def release(self, task: Task) -> None:
         self._move(task, TaskStatus.RELEASING)

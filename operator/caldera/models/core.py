@@ -32,6 +32,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
+    "Volume",
     "WeightedPodAffinityTerm",
     "effective_requests",
 ]
@@ -174,6 +175,24 @@ class Container(ApiModel):
         return self.restart_policy == "Always"
 
 
+class ClaimVolumeSource(ApiModel):
+    claim_name: str = Field(min_length=1)
+
+
+class EphemeralVolumeSource(ApiModel):
+    """A generic ephemeral volume; its claim is named ``<pod name>-<volume name>`` (the claim
+    template itself does not matter for scheduling)."""
+
+
+class Volume(ApiModel):
+    """A pod volume, as far as the volume filters care: backed by a PersistentVolumeClaim (named
+    or ephemeral) or not."""
+
+    name: str = Field(min_length=1)
+    persistent_volume_claim: ClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+
+
 class PodSpec(ApiModel):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -189,6 +208,7 @@ class PodSpec(ApiModel):
     priority_class_name: str = ""
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    volumes: tuple[Volume, ...] = ()
 
 
 class PodCondition(ApiModel):

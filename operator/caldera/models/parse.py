@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["KINDS", "NAMESPACED", "ObjectError", "describe", "parse_object"]
@@ -26,8 +27,12 @@ KINDS: dict[str, type[BaseModel]] = {
     "Queue": Queue,
     "PriorityClass": PriorityClass,
     "Namespace": Namespace,
+    "PersistentVolume": PersistentVolume,
+    "PersistentVolumeClaim": PersistentVolumeClaim,
+    "StorageClass": StorageClass,
+    "CSINode": CSINode,
 }
-NAMESPACED = frozenset({"Pod", "PodGroup"})
+NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
 from caldera.k8s.client import connection_info, load_configuration, make_api_client
-from caldera.models.parse import ObjectError, parse_object
+from caldera.models.parse import NAMESPACED, ObjectError, parse_object
 from caldera.operator import logs
 from caldera.operator.assume import Assumptions
 from caldera.operator.binder import Binder
@@ -57,6 +57,10 @@ WATCHED = {
     "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
     "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses"),
     "Namespace": ("", "v1", "namespaces"),
+    "PersistentVolume": ("", "v1", "persistentvolumes"),
+    "PersistentVolumeClaim": ("", "v1", "persistentvolumeclaims"),
+    "StorageClass": ("storage.k8s.io", "v1", "storageclasses"),
+    "CSINode": ("storage.k8s.io", "v1", "csinodes"),
 }
 
 
@@ -126,7 +130,7 @@ class Runtime:
 
 def _key(kind: str, meta: Mapping[str, Any]) -> str:
     name = str(meta.get("name", ""))
-    return f"{meta.get('namespace') or 'default'}/{name}" if kind in ("Pod", "PodGroup") else name
+    return f"{meta.get('namespace') or 'default'}/{name}" if kind in NAMESPACED else name
 
 
 def _state(indexes: Mapping[str, Any]) -> ClusterState:
@@ -143,6 +147,10 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
         priority_classes=table("priorityclass_index"),
         namespaces=table("namespace_index"),
         hypernodes=table("hypernode_index"),
+        persistent_volumes=table("persistentvolume_index"),
+        persistent_volume_claims=table("persistentvolumeclaim_index"),
+        storage_classes=table("storageclass_index"),
+        csi_nodes=table("csinode_index"),
     )
 
 

@@ -1,26 +1,40 @@
 """Binder: turns Bind intents into ``POST pods/{name}/binding`` calls, concurrently.
 
-Every bind is assumed in the cache before it is sent. On success the scheduler's annotations go
-with the binding and a ``Scheduled`` event is posted. On any failure the pod's ``PodScheduled``
-condition says ``SchedulerError`` and the pod is resynced from the API: gone → dropped; already
-bound (for example by a request that timed out after the server committed it) → accepted as it
-is; still unbound → the assumption is forgotten and the next session places it again. A resync that
-cannot reach the API is retried with backoff while the assumption holds, so the pod is neither
-lost nor offered to a second session. The API server refuses a second binding for a bound pod, so
-a pod is never bound twice.
+Every bind is assumed in the cache before it is sent. A bind that carries volume decisions first
+does VolumeBinding's PreBind writes, as kube-scheduler's volume binder does: each chosen
+PersistentVolume gets the claim as its ``claimRef`` (marked ``bound-by-controller``), then each
+claim to provision gets the ``volume.kubernetes.io/selected-node`` annotation; the PV controller
+and the provisioner do the rest. Those writes carry the resource version the session saw, so a
+volume or claim that changed since makes the bind fail rather than overwrite it (which is also
+what keeps a later session, which does not see volume writes still in flight, from giving the
+same volume to a second claim); there is no rollback of the writes already made. Unlike
+kube-scheduler, the binder does not wait for the PV controller to finish the binding before
+binding the pod (the kubelet waits for the volume anyway).
+
+On success the scheduler's annotations go with the binding and a ``Scheduled`` event is posted.
+On any failure (of a volume write or of the binding) the pod's ``PodScheduled`` condition says
+``SchedulerError`` and the pod is resynced from the API: gone → dropped; already bound (for
+example by a request that timed out after the server committed it) → accepted as it is; still
+unbound → the assumption is forgotten and the next session places it again. A resync that cannot
+reach the API is retried with backoff while the assumption holds, so the pod is neither lost nor
+offered to a second session. The API server refuses a second binding for a bound pod, so a pod is
+never bound twice.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from caldera.framework.intents import Bind, PodCondition
+from caldera.framework.intents import Bind, PodCondition, VolumeBind
 from caldera.k8s.calls import send, status_message
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
+from caldera.k8s.resources import MERGE_PATCH
+from caldera.models.storage import BOUND_BY_CONTROLLER_ANNOTATION, SELECTED_NODE_ANNOTATION
 from caldera.operator.assume import Assumptions
 from caldera.operator.events import EventPoster
 from caldera.operator.logs import about
@@ -60,7 +74,12 @@ class Binder:
 
     async def _handle(self, key: str, bind: Bind) -> bool:
         if key not in self._resync:
-            error = await self._post(bind)
+            error = await self._prebind(bind)
+            if error is not None:
+                message = f'running PreBind plugin "VolumeBinding": {error}'
+            else:
+                error = await self._post(bind)
+                message = f"failed to bind to node {bind.node}: {error}"
             if error is None:
                 await self._bound(bind)
                 return True
@@ -77,11 +96,39 @@ class Binder:
                     bind.name,
                     bind.uid,
                     SCHEDULER_ERROR,
-                    f"failed to bind to node {bind.node}: {error}",
+                    message,
                 )
             )
             self._resync.add(key)
         return await self._resync_pod(key, bind)
+
+    async def _prebind(self, bind: Bind) -> str | None:
+        """The bind's volume writes, volumes first and provisioning requests after; the first
+        failure stops them and is returned."""
+        for volume in bind.volumes:
+            try:
+                if volume.volume:
+                    await send(
+                        self._core.patch_persistent_volume,
+                        volume.volume,
+                        _claim_ref_patch(volume),
+                        _content_type=MERGE_PATCH,
+                        _request_timeout=self._timeout,
+                    )
+                else:
+                    await send(
+                        self._core.patch_namespaced_persistent_volume_claim,
+                        volume.claim,
+                        volume.namespace,
+                        _selected_node_patch(volume, bind.node),
+                        _content_type=MERGE_PATCH,
+                        _request_timeout=self._timeout,
+                    )
+            except ApiException as exc:
+                return f"HTTP {exc.status}: {status_message(exc.body)}"
+            except API_ERRORS as exc:
+                return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+        return None
 
     async def _post(self, bind: Bind) -> str | None:
         body = client.V1Binding(
@@ -140,3 +187,29 @@ class Binder:
     def _finish(self, key: str) -> None:
         self._resync.discard(key)
         self._assumed.forget(key)
+
+
+def _claim_ref_patch(volume: VolumeBind) -> dict[str, Any]:
+    """A merge patch binding the PersistentVolume to the claim (kube's GetBindVolumeToClaim)."""
+    meta: dict[str, Any] = {}
+    if volume.volume_resource_version:
+        meta["resourceVersion"] = volume.volume_resource_version
+    if not volume.prebound:
+        meta["annotations"] = {BOUND_BY_CONTROLLER_ANNOTATION: "yes"}
+    claim_ref = {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "namespace": volume.namespace,
+        "name": volume.claim,
+        "uid": volume.claim_uid,
+        "resourceVersion": volume.claim_resource_version,
+    }
+    return {"metadata": meta, "spec": {"claimRef": claim_ref}}
+
+
+def _selected_node_patch(volume: VolumeBind, node: str) -> dict[str, Any]:
+    """A merge patch asking for the claim to be provisioned for ``node``."""
+    meta: dict[str, Any] = {"annotations": {SELECTED_NODE_ANNOTATION: node}}
+    if volume.claim_resource_version:
+        meta["resourceVersion"] = volume.claim_resource_version
+    return {"metadata": meta}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from caldera.cache.snapshot import build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
@@ -102,14 +102,7 @@ class Scheduler:
         session_id: str,
     ) -> tuple[CycleResult, list[ObjectError]]:
         """Runs in a worker thread: the state is immutable, ``in_flight`` a private copy."""
-        view = ClusterState(
-            pods=apply(state.pods, in_flight),
-            nodes=state.nodes,
-            podgroups=state.podgroups,
-            queues=state.queues,
-            priority_classes=state.priority_classes,
-            namespaces=state.namespaces,
-        )
+        view = replace(state, pods=apply(state.pods, in_flight))
         snapshot, problems = build_snapshot(
             view,
             scheduler_names=self.scheduler_names,

@@ -16,19 +16,15 @@ from typing import Any
 
 import yaml
 
-from caldera.cache.state import ClusterState
-from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.cache.state import ClusterState, StateObject
 from caldera.models.parse import KINDS, describe, parse_object
-from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["EPOCH", "LATER_KINDS", "Loaded", "load_manifests"]
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 """Creation time given, in file order (1 ms apart), to objects that state none."""
 
-LATER_KINDS = frozenset(
-    {"HyperNode", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode"}
-)
+LATER_KINDS = frozenset({"HyperNode"})
 """Kinds accepted now and used as support for them lands."""
 
 
@@ -123,7 +119,7 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
             raw["metadata"] = {**meta, "creationTimestamp": EPOCH + order / 1000.0}
         order += 1
         obj = parse_object(str(kind), raw)
-        if not isinstance(obj, Pod | Node | PodGroup | Queue | PriorityClass | Namespace):
+        if not isinstance(obj, StateObject):
             out.warnings.append(f"{source}: {obj}; skipped")
             continue
         if out.state.add(obj):

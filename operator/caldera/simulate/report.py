@@ -99,6 +99,13 @@ def _waiting(sim: Simulation, rec: CycleRecord) -> list[tuple[str, ...]]:
     return rows
 
 
+def _pod_why(message: str) -> str:
+    """A pod's pending message; a gang's long message is already in the podgroup table."""
+    if "tasks in gang unschedulable" in message:
+        return "waits with its gang (see its podgroup above)"
+    return message
+
+
 def to_table(sim: Simulation) -> str:
     lines: list[str] = []
     for rec in sim.cycles:
@@ -121,6 +128,14 @@ def to_table(sim: Simulation) -> str:
         if waiting:
             lines.append(f"  waiting {len(waiting)} podgroup(s):")
             lines += _rows(("PODGROUP", "QUEUE", "PHASE", "WHY"), waiting)
+        pending = [
+            (f"{c.namespace}/{c.name}", c.reason, _pod_why(c.message))
+            for c in res.pod_conditions
+            if c.reason == "Unschedulable"
+        ]
+        if pending:
+            lines.append(f"  pending {len(pending)} pod(s):")
+            lines += _rows(("POD", "REASON", "WHY"), pending)
         allocated = {q.name: q.allocated for q in res.queues}
         if res.deserved or allocated:
             lines.append("  queues:")

@@ -5,8 +5,12 @@ sums them times their weights. A weight of 0 turns a scorer off. Scorers are of 
 Volcano:
 
 - **per node** (least requested, most requested, balanced resource, node affinity, image
-  locality): a node's score depends only on that node and the pod, so the session caches it per
-  pod request and refreshes only nodes that changed (:mod:`caldera.framework.scoring`);
+  locality): a node's score depends only on that node and the pod, and is not normalised across
+  nodes. The resource scorers depend on the node's accounting, so the session caches them per
+  pod request and refreshes only nodes that changed (:mod:`caldera.framework.scoring`); node
+  affinity and image locality depend on labels and images that do not change in a session, so
+  they cache a whole-cluster vector per distinct pod term list or image list instead (and are
+  registered outside the request cache, whose key knows only the request);
 - **batch** (inter-pod affinity, taint toleration, topology spread): scores are normalised over
   the candidate nodes together (kube's NormalizeScore), so they are computed per task over all
   candidates at once.
@@ -26,9 +30,9 @@ from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
-from caldera.plugins.nodeorder import resources
+from caldera.plugins.nodeorder import affinity, images, interpod, resources, spread, taints
 
-__all__ = ["NamedScorer", "NodeOrderArgs", "NodeOrderPlugin"]
+__all__ = ["NamedScorer", "NodeOrderArgs", "NodeOrderPlugin", "per_row"]
 
 
 class NodeOrderArgs(Args):
@@ -42,7 +46,9 @@ class NodeOrderArgs(Args):
     pod_topology_spread: int = Field(2, alias="podtopologyspread.weight", ge=0)
 
 
-Scorer = Callable[[Task, IntArray], Vector]
+Scorer = Callable[[Task, IntArray], Vector | float]
+"""0–100 scores of the task on the candidate rows; one number when every row scores the same
+(the scorer has nothing to say about this pod), so the sum need not build a vector for it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,21 +66,30 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     Args = NodeOrderArgs
 
     def build_scorers(self, ssn: Session) -> list[NamedScorer]:
-        """The weighted scorers; those with weight 0 are left out."""
+        """The weighted scorers; those with weight 0 are not built at all."""
         table, space, a = ssn.nodes, ssn.space, self.args
-        candidates = [
-            NamedScorer(
-                "LeastAllocated", resources.least_requested(table), a.least_requested, True
-            ),
-            NamedScorer("MostAllocated", resources.most_requested(table), a.most_requested, True),
-            NamedScorer(
-                "BalancedAllocation",
-                resources.balanced_resource(table, space),
+        # (name as its weight key spells it, weight, per-node, how to build it)
+        candidates: list[tuple[str, int, bool, Callable[[], Scorer]]] = [
+            ("leastrequested", a.least_requested, True, lambda: resources.least_requested(table)),
+            ("mostrequested", a.most_requested, True, lambda: resources.most_requested(table)),
+            (
+                "balancedresource",
                 a.balanced_resource,
                 True,
+                lambda: resources.balanced_resource(table, space),
+            ),
+            ("nodeaffinity", a.node_affinity, False, lambda: affinity.node_affinity(table)),
+            ("imagelocality", a.image_locality, False, lambda: images.image_locality(table)),
+            ("podaffinity", a.pod_affinity, False, lambda: interpod.pod_affinity_scorer(ssn)),
+            ("tainttoleration", a.taint_toleration, False, lambda: taints.taint_toleration(table)),
+            (
+                "podtopologyspread",
+                a.pod_topology_spread,
+                False,
+                lambda: spread.pod_topology_spread(ssn, self.name),
             ),
         ]
-        return [s for s in candidates if s.weight]
+        return [NamedScorer(name, build(), w, local) for name, w, local, build in candidates if w]
 
     def on_session_open(self, ssn: Session) -> None:
         self.scorers = self.build_scorers(ssn)
@@ -84,11 +99,17 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
                 ssn.node_order_point.add(self.name, NodeScorer(_summed(group), local=local))
 
 
-def _summed(weighted: list[tuple[Scorer, float]]) -> Scorer:
-    def score(task: Task, idx: IntArray) -> Vector:
-        total = np.zeros(len(idx), dtype=np.float64)
+def per_row(value: Vector | float, rows: int) -> Vector:
+    """A scorer's answer as one score per candidate row (a plain number applies to every row)."""
+    out: Vector = np.broadcast_to(np.asarray(value, dtype=np.float64), (rows,)).copy()
+    return out
+
+
+def _summed(weighted: list[tuple[Scorer, float]]) -> Callable[[Task, IntArray], Vector | float]:
+    def score(task: Task, idx: IntArray) -> Vector | float:
+        total: Vector | float = 0.0
         for scorer, weight in weighted:
-            total += scorer(task, idx) * weight
+            total = total + scorer(task, idx) * weight
         return total
 
     return score

@@ -17,6 +17,10 @@ explanation. Per task the plugin runs, as Volcano's predicates plugin does:
 Volcano's pod-count check (a node already holding its ``pods`` allocatable) is part of every
 action's resource fit and reads ``Too many pods``.
 
+VolumeBinding is more than a filter, as in Volcano: its Score is registered on node order (only
+with its feature gate, see :mod:`~caldera.plugins.predicates.volume_binding`), and at session
+close the volumes it reserved for each bound task go with that task's Bind intent (PreBind).
+
 Complexity per task: O(F·N) numpy work for F filters and N nodes in the worst case; most filters
 return a cached answer (stable filters) or skip (nothing to check).
 """
@@ -32,8 +36,9 @@ from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.policy import PluginOption
 from caldera.framework.session import Rejection, Session
-from caldera.plugins.predicates import affinity, ports, taints
+from caldera.plugins.predicates import affinity, interpod, ports, spread, taints, volumes
 from caldera.plugins.predicates.base import SKIP, NodeFilter
+from caldera.plugins.predicates.volume_binding import VolumeBinding
 
 __all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin"]
 
@@ -67,6 +72,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         self.filters: list[NodeFilter] = []
         self._skipped: dict[str, frozenset[str]] = {}
         self._template_cache: dict[str, list[Rejection]] = {}
+        self.volume_binding: VolumeBinding | None = None
 
     def build_filters(self, ssn: Session) -> list[NodeFilter]:
         """The enabled filters, in kube-scheduler's order."""
@@ -78,6 +84,17 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
             filters.append(ports.node_ports_filter(nodes))
         if a.taint_toleration:
             filters.append(taints.taint_filter(nodes))
+        if a.pod_affinity:
+            filters.append(interpod.interpod_affinity_filter(ssn))
+        if a.node_volume_limits:
+            filters.append(volumes.node_volume_limits_filter(ssn))
+        if a.volume_zone:
+            filters.append(volumes.volume_zone_filter(ssn))
+        if a.pod_topology_spread:
+            filters.append(spread.pod_topology_spread_filter(nodes))
+        if a.volume_binding:
+            self.volume_binding = VolumeBinding(ssn, a.volume_binding_weight)
+            filters.append(self.volume_binding.node_filter)
         return filters
 
     def on_session_open(self, ssn: Session) -> None:
@@ -89,6 +106,13 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         ssn.predicate_point.add(self.name, self.predicate)
         if any(f.simulate is not None for f in self.filters):
             ssn.simulate_predicate_point.add(self.name, self.simulate)
+        scorer = self.volume_binding.scorer() if self.volume_binding else None
+        if scorer is not None:
+            ssn.node_order_point.add(self.name, scorer)
+
+    def on_session_close(self, ssn: Session) -> None:
+        if self.volume_binding is not None:
+            self.volume_binding.attach(ssn.result.binds)
 
     def pre_predicate(self, task: Task) -> str | None:
         skipped: set[str] = set()

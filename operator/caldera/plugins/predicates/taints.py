@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
@@ -17,11 +18,12 @@ from caldera.framework.session import Rejection
 from caldera.models.core import Taint, Toleration
 from caldera.plugins.predicates.base import NodeFilter
 
-__all__ = ["taint_filter", "unschedulable_filter"]
+__all__ = ["taint_filter", "unschedulable_filter", "untolerated_mask"]
 
 UNSCHEDULABLE = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint(key="node.kubernetes.io/unschedulable", effect="NoSchedule")
 _FILTERED_EFFECTS = ("NoSchedule", "NoExecute")
+BoolArray = npt.NDArray[np.bool_]
 
 
 def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
@@ -55,14 +57,41 @@ def _unschedulable(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
     return reject
 
 
-def _taints(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+TaintGroups = list[tuple[tuple[Taint, ...], npt.NDArray[np.intp]]]
+
+
+def _groups(nodes: NodeTable) -> TaintGroups:
+    """The nodes with a NoSchedule or NoExecute taint, grouped by identical taint lists."""
     groups: dict[tuple[Taint, ...], list[int]] = {}
     for i, taints in enumerate(nodes.taints):
         if any(t.effect in _FILTERED_EFFECTS for t in taints):
             groups.setdefault(taints, []).append(i)
-    if not groups:
+    return [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+
+
+def untolerated_mask(nodes: NodeTable) -> Callable[[tuple[Toleration, ...]], BoolArray]:
+    """kube's ``FindMatchingUntoleratedTaint`` with the DoNotSchedule effects (NoSchedule,
+    NoExecute) as a node mask: the nodes with a taint the tolerations do not tolerate, cached per
+    distinct toleration list (PodTopologySpread's ``nodeTaintsPolicy``)."""
+    index = _groups(nodes)
+    cache: dict[tuple[Toleration, ...], BoolArray] = {}
+
+    def mask(tolerations: tuple[Toleration, ...]) -> BoolArray:
+        hit = cache.get(tolerations)
+        if hit is None:
+            hit = cache[tolerations] = np.zeros(len(nodes), dtype=bool)
+            for taints, rows in index:
+                if _untolerated(taints, tolerations) is not None:
+                    hit[rows] = True
+        return hit
+
+    return mask
+
+
+def _taints(nodes: NodeTable) -> Callable[[Task], list[Rejection]]:
+    index = _groups(nodes)
+    if not index:
         return lambda task: []
-    index = [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
     cache: dict[tuple[Toleration, ...], list[Rejection]] = {}
 
     def reject(task: Task) -> list[Rejection]:

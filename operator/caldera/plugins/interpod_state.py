@@ -1,0 +1,321 @@
+"""Placed pods counted per topology domain, for inter-pod affinity (filter and score).
+
+kube-scheduler's InterPodAffinity asks two kinds of question about the pods already placed:
+
+- *which placed pods match this pod's terms?* (the incoming pod's required and preferred
+  (anti-)affinity): :meth:`PodIndex.matching` counts, per domain of a topology key, the placed
+  pods matching a conjunction of terms;
+- *which placed pods own terms that match this pod?* (existing pods' required anti-affinity for
+  the filter, their affinity terms for the score): :meth:`PodIndex.owned_by_key` sums, per
+  domain, the (weighted) number of placed pods owning each distinct term that matches the pod.
+
+A domain is one value of a topology key's node label; every key gets an integer domain id per
+node (-1 where the label is absent), so a count per domain becomes a count per node with one
+``np.take``. Count arrays carry one extra trailing slot that always stays 0, which is where the
+id -1 lands. Counters are built on first use from the placed pods (once per session and distinct
+question; a pod index by label narrows the scan to the pods carrying the question's first
+``matchLabels`` pair) and kept current by :attr:`PodIndex.handler` on every allocate and
+deallocate. A pod deallocated while it stays on its node (an evicted, releasing pod) no longer
+counts, as in Volcano, whose plugins remove it from their node info on the deallocate event.
+
+Terms are read as kube-scheduler reads them: a term's namespaces are its ``namespaces`` list plus
+the namespaces its ``namespaceSelector`` matches (``{}`` matches every namespace), or only the
+owning pod's namespace when both are absent; a missing ``labelSelector`` matches no pod; and
+``matchLabelKeys``/``mismatchLabelKeys`` add ``In``/``NotIn`` requirements with the owning pod's
+values for those keys (what the API server merges into the selector at pod creation; applying it
+again is harmless).
+
+Complexity: the pod map and label index cost O(P·L) once per session for P placed pods with L
+labels each; building one counter costs O(P') for the P' pods carrying its first matchLabels
+pair (O(P) without one); each allocate or deallocate costs O(L) plus O(C) term matches for C
+counters plus O(t) for the pod's own terms; a question costs O(D) per
+counter read for D domains (``owned_by_key``: O(T·D) for T distinct owned terms matching the pod,
+matched once per pod namespace and label set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.node import NodeTable
+from caldera.api.task import Task
+from caldera.framework.session import EventHandler
+from caldera.models.core import PodAffinityTerm
+from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
+
+__all__ = [
+    "Counts",
+    "IntArray",
+    "Match",
+    "OwnedTerms",
+    "PodIndex",
+    "Term",
+    "terms_of",
+]
+
+IntArray = npt.NDArray[np.intp]
+Counts = npt.NDArray[np.int64]
+"""Per-domain counts of one topology key, plus the trailing always-zero slot for id -1."""
+NamespaceLabels = Callable[[str], Mapping[str, str]]
+OwnedTerms = Callable[[Task], Sequence[tuple["Term", int]]]
+"""The terms a placed pod owns that a question counts, each with its weight."""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """Which pods one affinity term selects (kube's ``AffinityTerm`` without the topology)."""
+
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
+    selector: LabelSelector | None
+
+    def matches(
+        self, namespace: str, labels: Mapping[str, str], ns_labels: NamespaceLabels
+    ) -> bool:
+        if not matches(self.selector, labels):
+            return False
+        return namespace in self.namespaces or matches(
+            self.namespace_selector, ns_labels(namespace)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    match: Match
+    topology_key: str
+
+
+def _with_label_keys(term: PodAffinityTerm, labels: Mapping[str, str]) -> LabelSelector | None:
+    selector = term.label_selector
+    if selector is None:
+        return None
+    extra = tuple(
+        LabelSelectorRequirement(key=key, operator="In", values=(labels[key],))
+        for key in term.match_label_keys
+        if key in labels
+    ) + tuple(
+        LabelSelectorRequirement(key=key, operator="NotIn", values=(labels[key],))
+        for key in term.mismatch_label_keys
+        if key in labels
+    )
+    return selector.with_requirements(extra)
+
+
+def terms_of(
+    namespace: str, labels: Mapping[str, str], terms: Sequence[PodAffinityTerm]
+) -> tuple[Term, ...]:
+    """``terms`` of a pod in ``namespace`` with ``labels``, as kube-scheduler reads them."""
+    out = []
+    for term in terms:
+        if term.namespaces or term.namespace_selector is not None:
+            namespaces = frozenset(term.namespaces)
+        else:
+            namespaces = frozenset((namespace,))
+        match = Match(namespaces, term.namespace_selector, _with_label_keys(term, labels))
+        out.append(Term(match, term.topology_key))
+    return tuple(out)
+
+
+Conjunction = tuple[Match, ...]
+PodKey = tuple[str, frozenset[tuple[str, str]]]
+Placed = tuple[Task, int]
+
+
+class PodIndex:
+    """Counts of placed pods per topology domain, kept current within one session."""
+
+    def __init__(self, nodes: NodeTable, ns_labels: NamespaceLabels, owned: OwnedTerms) -> None:
+        self.nodes = nodes
+        self._ns_labels_of = ns_labels
+        self._ns_labels: dict[str, Mapping[str, str]] = {}
+        self._owned_terms = owned
+        self._pods: dict[str, Placed] | None = None
+        """Every counted pod and its node row, built on first use."""
+        self._by_label: dict[tuple[str, str], set[str]] = {}
+        self._gone: set[str] = set()
+        """Until ``_pods`` is built: pods deallocated while still listed on their node."""
+        self._domains: dict[str, tuple[IntArray, int]] = {}
+        self._counters: dict[Conjunction, dict[str, Counts]] = {}
+        self._owned: list[tuple[Term, int]] | None = None
+        self._owned_counts: list[Counts] = []
+        self._owned_slot: dict[tuple[Term, int], int] = {}
+        self._owned_matches: dict[PodKey, tuple[list[int], int]] = {}
+        self._owned_of: dict[str, Sequence[tuple[Term, int]]] = {}
+        self.handler = EventHandler(allocate=self._allocated, deallocate=self._deallocated)
+
+    # -- pods and domains -----------------------------------------------------------------
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        labels = self._ns_labels.get(namespace)
+        if labels is None:
+            labels = self._ns_labels[namespace] = self._ns_labels_of(namespace)
+        return labels
+
+    def domains(self, key: str) -> IntArray:
+        """Domain id of every node for topology ``key`` (-1: the node lacks the label)."""
+        return self._domain(key)[0]
+
+    def _domain(self, key: str) -> tuple[IntArray, int]:
+        hit = self._domains.get(key)
+        if hit is None:
+            ids: dict[str, int] = {}
+            column = self.nodes.label_column(key)
+            dom = np.fromiter(
+                (-1 if v is None else ids.setdefault(v, len(ids)) for v in column),
+                dtype=np.intp,
+                count=len(column),
+            )
+            hit = self._domains[key] = (dom, len(ids))
+        return hit
+
+    def zeros(self, key: str) -> Counts:
+        return np.zeros(self._domain(key)[1] + 1, dtype=np.int64)
+
+    def present(self, task: Task) -> bool:
+        """The task counts as a placed pod."""
+        if self._pods is not None:
+            return task.uid in self._pods
+        return (
+            task.node >= 0
+            and task.uid in self.nodes.tasks[task.node]
+            and task.uid not in self._gone
+        )
+
+    def _pod_map(self) -> dict[str, Placed]:
+        if self._pods is None:
+            self._pods = {}
+            for row, tasks in enumerate(self.nodes.tasks):
+                for task in tasks.values():
+                    if task.uid not in self._gone:
+                        self._add_pod(task, row)
+            self._gone.clear()
+        return self._pods
+
+    def _add_pod(self, task: Task, row: int) -> None:
+        assert self._pods is not None
+        self._pods[task.uid] = (task, row)
+        for pair in task.labels.items():
+            self._by_label.setdefault(pair, set()).add(task.uid)
+
+    def _candidates(self, conj: Conjunction) -> Iterator[Placed]:
+        """Placed pods that may match ``conj``: those carrying the first ``matchLabels`` pair of
+        its first term that has one (every matching pod carries it), else all."""
+        pods = self._pod_map()
+        for m in conj:
+            if m.selector is not None and m.selector.match_labels:
+                return (pods[uid] for uid in self._by_label.get(m.selector.match_labels[0], ()))
+        return iter(pods.values())
+
+    def pod_matches(self, conj: Conjunction, task: Task) -> bool:
+        return all(m.matches(task.namespace, task.labels, self.namespace_labels) for m in conj)
+
+    def owned_of(self, task: Task) -> Sequence[tuple[Term, int]]:
+        if task.spec.affinity is None:
+            return ()
+        hit = self._owned_of.get(task.uid)
+        if hit is None:
+            hit = self._owned_of[task.uid] = self._owned_terms(task)
+        return hit
+
+    # -- placed pods matching a question's terms --------------------------------------------
+
+    def matching(self, conj: Conjunction, key: str) -> Counts:
+        """Per domain of ``key``: placed pods matching every term of ``conj`` (live array: do
+        not change it)."""
+        by_key = self._counters.setdefault(conj, {})
+        counts = by_key.get(key)
+        if counts is None:
+            counts = self.zeros(key)
+            dom = self.domains(key)
+            for task, row in self._candidates(conj):
+                if dom[row] >= 0 and self.pod_matches(conj, task):
+                    counts[dom[row]] += 1
+            by_key[key] = counts
+        return counts
+
+    # -- placed pods owning terms that match a pod ----------------------------------------
+
+    def _owned_list(self) -> list[tuple[Term, int]]:
+        if self._owned is None:
+            self._owned = []
+            for task, row in self._pod_map().values():
+                self._count_owned(task, row, 1)
+        return self._owned
+
+    def _count_owned(self, task: Task, row: int, delta: int) -> None:
+        assert self._owned is not None
+        for entry in self.owned_of(task):
+            slot = self._owned_slot.get(entry)
+            if slot is None:
+                slot = self._owned_slot[entry] = len(self._owned)
+                self._owned.append(entry)
+                self._owned_counts.append(self.zeros(entry[0].topology_key))
+            d = self.domains(entry[0].topology_key)[row]
+            if d >= 0:
+                self._owned_counts[slot][d] += delta
+
+    def owned_by_key(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Counts]:
+        """Per topology key and domain: the weighted number of placed pods owning a term that
+        matches a pod in ``namespace`` with ``labels`` (fresh arrays; keys with no such pod
+        placed anywhere are left out)."""
+        owned = self._owned_list()
+        pod: PodKey = (namespace, frozenset(labels.items()))
+        matched, seen = self._owned_matches.get(pod, ([], 0))
+        if seen < len(owned):
+            ns_labels = self.namespace_labels
+            matched.extend(
+                i
+                for i in range(seen, len(owned))
+                if owned[i][0].match.matches(namespace, labels, ns_labels)
+            )
+            self._owned_matches[pod] = (matched, len(owned))
+        out: dict[str, Counts] = {}
+        for i in matched:
+            counts = self._owned_counts[i]
+            if not counts.any():
+                continue
+            term, weight = owned[i]
+            acc = out.get(term.topology_key)
+            if acc is None:
+                out[term.topology_key] = counts * weight
+            else:
+                acc += counts * weight
+        return out
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _allocated(self, task: Task) -> None:
+        if self._pods is None:
+            self._gone.discard(task.uid)
+            return
+        if task.uid in self._pods:
+            return
+        self._add_pod(task, task.node)
+        self._count(task, task.node, 1)
+
+    def _deallocated(self, task: Task) -> None:
+        if self._pods is None:
+            self._gone.add(task.uid)
+            return
+        # the row recorded at placement: a discarded placement may already read node -1 here
+        hit = self._pods.pop(task.uid, None)
+        if hit is None:
+            return
+        row = hit[1]
+        for pair in task.labels.items():
+            self._by_label[pair].discard(task.uid)
+        self._count(task, row, -1)
+
+    def _count(self, task: Task, row: int, delta: int) -> None:
+        for conj, by_key in self._counters.items():
+            if by_key and self.pod_matches(conj, task):
+                for key, counts in by_key.items():
+                    d = self.domains(key)[row]
+                    if d >= 0:
+                        counts[d] += delta
+        if self._owned is not None:
+            self._count_owned(task, row, delta)

@@ -1,0 +1,286 @@
+"""Topology spread state: kube-scheduler's PodTopologySpread counting, kept as numpy arrays.
+
+The PodTopologySpread filter (:mod:`caldera.plugins.predicates.spread`) and scorer
+(:mod:`caldera.plugins.nodeorder.spread`) count the same thing: per topology domain, the pods in
+the incoming pod's namespace that match a constraint's selector, over the *eligible* nodes. Both
+build on this module:
+
+- :meth:`SpreadState.constraints` reads a pod's constraints for one ``whenUnsatisfiable``
+  action as kube's ``filterTopologySpreadConstraints`` does: ``matchLabelKeys`` add the pod's
+  own values as requirements (keys the pod lacks are ignored), ``minDomains`` defaults to 1,
+  ``nodeAffinityPolicy`` to Honor and ``nodeTaintsPolicy`` to Ignore. Cluster-level default
+  constraints (kube's ``defaultConstraints``/system defaulting) are not applied: Volcano builds
+  them from Service/ReplicaSet/StatefulSet selectors this scheduler does not watch, so they would
+  always come out empty.
+- :class:`MatchCounts` keeps, per tracked (namespace, selector), the number of matching pods on
+  every node. A selector is tracked from the first pod that asks for it (one pass over the pods
+  that carry its first ``matchLabels`` pair); afterwards the allocate/deallocate event handler
+  adds or removes a pod in O(its labels + selectors that could match it). Terminating pods
+  (``Releasing``) do not count, as kube skips pods with a deletion timestamp. As in kube 1.36
+  (``countPodsMatchSelector`` returns 0 when ``selector.Empty()``), an empty ``labelSelector: {}``
+  counts no existing pods, while the incoming pod still matches it; a missing selector matches
+  nothing.
+- :class:`SpreadState` adds a domain-id array per topology key and the eligibility mask per
+  constraint (the node has every constraint's key, and passes the pod's node affinity and taints
+  when the constraint's policies say Honor), so the counts per domain for one task are one
+  ``np.bincount`` over the eligible nodes.
+
+Complexity per task and constraint: O(N) numpy work for N nodes (eligibility mask, one bincount
+and one gather), plus O(P) once per session for each new selector over the P pods carrying its
+first label pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.node import NodeTable
+from caldera.api.task import Task, TaskStatus
+from caldera.framework.session import EventHandler
+from caldera.models.core import Toleration, TopologySpreadConstraint
+from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
+from caldera.plugins.predicates.affinity import RequiredAffinity, affinity_key
+from caldera.plugins.predicates.taints import untolerated_mask
+
+__all__ = ["HOSTNAME", "Constraint", "MatchCounts", "SpreadState"]
+
+HOSTNAME = "kubernetes.io/hostname"
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.intp]
+Counts = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """One topology spread constraint as kube-scheduler evaluates it for one pod."""
+
+    max_skew: int
+    key: str
+    selector: LabelSelector | None
+    """The labelSelector with the pod's matchLabelKeys values added; None matches nothing."""
+    min_domains: int
+    honor_affinity: bool
+    honor_taints: bool
+
+
+def _constraint(c: TopologySpreadConstraint, labels: dict[str, str]) -> Constraint:
+    selector = c.label_selector
+    extra = tuple(
+        LabelSelectorRequirement(key=k, operator="In", values=(labels[k],))
+        for k in c.match_label_keys
+        if k in labels
+    )
+    if selector is not None:
+        selector = selector.with_requirements(extra)
+    return Constraint(
+        max_skew=c.max_skew,
+        key=c.topology_key,
+        selector=selector,
+        min_domains=c.min_domains if c.min_domains is not None else 1,
+        honor_affinity=c.node_affinity_policy != "Ignore",
+        honor_taints=c.node_taints_policy == "Honor",
+    )
+
+
+_Watch = tuple[LabelSelector, Counts]
+_Key = tuple[str, str, str] | str
+"""A namespace, or a (namespace, label, value) pair of it."""
+
+
+class MatchCounts:
+    """Per node, how many counted pods match each tracked (namespace, selector).
+
+    Built lazily on first use from the node table's pods, then kept current by :attr:`handler`.
+    Each counted pod's row is remembered, so a deallocate finds the row the pod was counted on
+    whatever the task says by then.
+    """
+
+    __slots__ = ("_built", "_counts", "_index", "_nodes", "_rows", "_watch", "_zeros")
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self._nodes = nodes
+        self._built = False
+        self._rows: dict[str, int] = {}
+        self._index: dict[_Key, dict[str, Task]] = {}
+        """(namespace, label, value) → the counted pods with that label; namespace → all its."""
+        self._counts: dict[tuple[str, LabelSelector], Counts] = {}
+        self._watch: dict[_Key, list[_Watch]] = {}
+        """Tracked selectors by their first matchLabels pair (or by namespace when none)."""
+        self._zeros: Counts = np.zeros(len(nodes), dtype=np.int64)
+        self._zeros.flags.writeable = False
+
+    @property
+    def handler(self) -> EventHandler:
+        return EventHandler(allocate=self._allocate, deallocate=self._deallocate)
+
+    def row_of(self, task: Task) -> int | None:
+        """The node row ``task`` is counted on, or None when it is not counted."""
+        self._build()
+        return self._rows.get(task.uid)
+
+    def counts(self, namespace: str, selector: LabelSelector | None) -> Counts:
+        """Matching pods per node (read-only view; kept current by the event handler)."""
+        if selector is None or selector.empty:
+            return self._zeros
+        key = (namespace, selector)
+        arr = self._counts.get(key)
+        if arr is None:
+            self._build()
+            arr = self._counts[key] = np.zeros(len(self._nodes), dtype=np.int64)
+            watch_key = _watch_key(namespace, selector)
+            for uid, task in self._index.get(watch_key, {}).items():
+                if selector.matches(task.labels):
+                    arr[self._rows[uid]] += 1
+            self._watch.setdefault(watch_key, []).append((selector, arr))
+        return arr
+
+    def _build(self) -> None:
+        if self._built:
+            return
+        self._built = True
+        for row, tasks in enumerate(self._nodes.tasks):
+            for task in tasks.values():
+                self._add(task, row)
+
+    def _keys(self, task: Task) -> Iterable[_Key]:
+        yield task.namespace
+        for label, value in task.labels.items():
+            yield (task.namespace, label, value)
+
+    def _add(self, task: Task, row: int) -> None:
+        if task.status is TaskStatus.RELEASING or task.uid in self._rows:
+            return
+        self._rows[task.uid] = row
+        for key in self._keys(task):
+            self._index.setdefault(key, {})[task.uid] = task
+        self._update(task, row, 1)
+
+    def _allocate(self, task: Task) -> None:
+        if self._built:
+            self._add(task, task.node)
+
+    def _deallocate(self, task: Task) -> None:
+        row = self._rows.pop(task.uid, None)
+        if row is None:
+            return
+        for key in self._keys(task):
+            del self._index[key][task.uid]
+        self._update(task, row, -1)
+
+    def _update(self, task: Task, row: int, delta: int) -> None:
+        for key in self._keys(task):
+            for selector, arr in self._watch.get(key, ()):
+                if selector.matches(task.labels):
+                    arr[row] += delta
+
+
+def _watch_key(namespace: str, selector: LabelSelector) -> _Key:
+    if selector.match_labels:
+        label, value = selector.match_labels[0]
+        return (namespace, label, value)
+    return namespace
+
+
+class SpreadState:
+    """Counts, topology domains and eligibility for one session's node table."""
+
+    __slots__ = (
+        "_affinity",
+        "_by_task",
+        "_domains",
+        "_has",
+        "_nodes",
+        "_untolerated",
+        "pods",
+    )
+
+    def __init__(self, nodes: NodeTable) -> None:
+        self._nodes = nodes
+        self.pods = MatchCounts(nodes)
+        self._affinity: RequiredAffinity | None = None
+        self._untolerated: Callable[[tuple[Toleration, ...]], BoolArray] | None = None
+        self._domains: dict[str, tuple[IntArray, int]] = {}
+        self._has: dict[tuple[str, ...], BoolArray] = {}
+        self._by_task: dict[tuple[str, str], tuple[Constraint, ...]] = {}
+
+    def constraints(self, task: Task, action: str) -> tuple[Constraint, ...]:
+        """The pod's constraints whose ``whenUnsatisfiable`` is ``action``, in the pod's order
+        (read once per task and session)."""
+        specs = task.spec.topology_spread_constraints
+        if not specs:
+            return ()
+        hit = self._by_task.get((task.uid, action))
+        if hit is None:
+            hit = self._by_task[task.uid, action] = tuple(
+                _constraint(c, task.labels) for c in specs if c.when_unsatisfiable == action
+            )
+        return hit
+
+    def domains(self, key: str) -> tuple[IntArray, int]:
+        """(domain id per node, number of domains D); nodes without the label get id D."""
+        hit = self._domains.get(key)
+        if hit is None:
+            column = self._nodes.label_column(key)
+            values = sorted({v for v in column if v is not None})
+            ids = {v: i for i, v in enumerate(values)}
+            dom = np.array([ids.get(v, len(values)) for v in column], dtype=np.intp)
+            hit = self._domains[key] = (dom, len(values))
+        return hit
+
+    def has_all(self, cons: tuple[Constraint, ...]) -> BoolArray:
+        """Nodes that have every constraint's topology key."""
+        keys = tuple(sorted({c.key for c in cons}))
+        hit = self._has.get(keys)
+        if hit is None:
+            hit = np.ones(len(self._nodes), dtype=bool)
+            for key in keys:
+                dom, size = self.domains(key)
+                hit &= dom < size
+            self._has[keys] = hit
+        return hit
+
+    def eligible(self, task: Task, c: Constraint, has_all: BoolArray) -> BoolArray:
+        """Nodes whose pods count for ``c`` (kube's ``matchNodeInclusionPolicies``)."""
+        mask = has_all
+        if c.honor_affinity:
+            key = affinity_key(task.spec)
+            if key is not None:
+                if self._affinity is None:
+                    self._affinity = RequiredAffinity(self._nodes)
+                mask = mask & self._affinity.fits(key)
+        if c.honor_taints:
+            if self._untolerated is None:
+                self._untolerated = untolerated_mask(self._nodes)
+            mask = mask & ~self._untolerated(task.spec.tolerations)
+        return mask
+
+    def domain_counts(
+        self, task: Task, c: Constraint, eligible: BoolArray
+    ) -> tuple[Counts, BoolArray]:
+        """Per domain of ``c.key``: the matching pods on eligible nodes, and whether any eligible
+        node is in that domain."""
+        dom, size = self.domains(c.key)
+        rows = dom[eligible]
+        per_node = self.pods.counts(task.namespace, c.selector)
+        counts = np.bincount(rows, weights=per_node[eligible], minlength=size).astype(np.int64)
+        present = np.bincount(rows, minlength=size) > 0
+        return counts, present
+
+    def counts_pod(self, task: Task, c: Constraint, other: Task) -> bool:
+        """Whether ``other`` counts for ``task``'s constraint ``c``: same namespace and a matching
+        selector; as in :meth:`MatchCounts.counts`, nothing counts for an empty or missing one."""
+        selector = c.selector
+        return (
+            other.namespace == task.namespace
+            and selector is not None
+            and not selector.empty
+            and selector.matches(other.labels)
+        )
+
+    def self_match(self, task: Task, c: Constraint) -> int:
+        """1 when the incoming pod matches its own constraint's selector."""
+        return 1 if matches(c.selector, task.labels) else 0

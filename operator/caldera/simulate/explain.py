@@ -1,0 +1,195 @@
+"""``caldera explain``: for one pod, every node with each filter's verdict and each scorer's score.
+
+The pod is explained against the cluster as the next session would open on it: pods already on
+nodes count (whatever their scheduler), bare pods have their PodGroups, and the policy's plugins
+are open. Other pending pods are not placed first, so inside a gang this shows where *this* pod
+could go on its own. Scores are shown for the nodes that pass every filter only: that is the set
+kube-scheduler and Caldera score, and the batch scorers normalise over it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from caldera.api.fiterror import FitErrors
+from caldera.api.task import Task
+from caldera.cache.queues import ensure_builtin_queues
+from caldera.cache.snapshot import build_snapshot, stable_uid
+from caldera.cache.state import ClusterState
+from caldera.framework.placement import choose_node, resource_rejections
+from caldera.framework.policy import Policy
+from caldera.framework.registry import Registry
+from caldera.framework.session import Session
+from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
+from caldera.plugins.predicates import PredicatesPlugin
+from caldera.simulate.runner import adopt_bare_pods
+
+__all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
+
+
+@dataclass(slots=True)
+class NodeVerdict:
+    node: str
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Filter (``NodeResourcesFit`` for the resource fit) → why it rejects this node."""
+    scores: dict[str, float] = field(default_factory=dict)
+    """Scorer → weighted score (feasible nodes only)."""
+    total: float | None = None
+
+    @property
+    def fits(self) -> bool:
+        return not self.reasons
+
+
+@dataclass(slots=True)
+class Explanation:
+    pod: str
+    job: str
+    queue: str
+    verdict: str
+    """Where the pod would go, or the pending message it would get."""
+    chosen: str | None
+    pre_filter: str | None
+    nodes: list[NodeVerdict]
+    weights: dict[str, int]
+
+
+class ExplainError(ValueError):
+    """The pod cannot be explained (unknown, not ours, already bound)."""
+
+
+def _find(ssn: Session, key: str) -> Task:
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if f"{task.namespace}/{task.name}" == key:
+                return task
+    raise ExplainError(f"pod {key} is not a pending pod of this scheduler")
+
+
+def explain(
+    state: ClusterState,
+    policy: Policy,
+    registry: Registry,
+    pod: str,
+    *,
+    scheduler_names: Iterable[str],
+    default_queue: str = "default",
+) -> Explanation:
+    key = pod if "/" in pod else f"default/{pod}"
+    found = state.pods.get(key)
+    if found is None:
+        raise ExplainError(f"pod {key} is not in the manifests")
+    if found.spec.node_name:
+        raise ExplainError(f"pod {key} is already bound to {found.spec.node_name}")
+    names = list(scheduler_names)
+    if found.spec.scheduler_name not in names:
+        raise ExplainError(
+            f"pod {key} has schedulerName {found.spec.scheduler_name!r}, not {' or '.join(names)}"
+        )
+    ensure_builtin_queues(state, default_queue, created=0.0)
+    adopt_bare_pods(state, names)
+    snapshot, _ = build_snapshot(
+        state,
+        scheduler_names=names,
+        now=0.0,
+        session_id=stable_uid("Session", "explain"),
+        default_queue=default_queue,
+    )
+    ssn = Session(snapshot, policy, registry)
+    ssn.open()
+    task = _find(ssn, key)
+    job = ssn.jobs[task.job]
+    nodes = ssn.nodes
+    verdicts = [NodeVerdict(name) for name in nodes.names]
+
+    pre = ssn.pre_predicate(task)
+    predicates = [p for p in ssn.plugins if isinstance(p, PredicatesPlugin)]
+    for predicate in predicates:
+        for name, rejections in predicate.verdicts(task):
+            for reason, mask in rejections:
+                for row in np.flatnonzero(mask):
+                    verdicts[row].reasons.setdefault(name, []).append(reason)
+    for reason, mask in resource_rejections(ssn.space, task.resreq, nodes.idle):
+        for row in np.flatnonzero(mask):
+            verdicts[row].reasons.setdefault("NodeResourcesFit", []).append(reason)
+
+    feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
+    weights: dict[str, int] = {}
+    if pre is None and len(feasible):
+        for plugin in ssn.plugins:
+            if isinstance(plugin, NodeOrderPlugin):
+                for scorer in plugin.scorers:
+                    weights[scorer.name] = scorer.weight
+                    values = per_row(scorer.fn(task, feasible), len(feasible)) * scorer.weight
+                    for row, value in zip(feasible, values.tolist(), strict=True):
+                        verdicts[row].scores[scorer.name] = value
+        totals = ssn.node_order(task, feasible)
+        for row, value in zip(feasible, totals.tolist(), strict=True):
+            verdicts[row].total = value
+
+    choice = choose_node(ssn, task)
+    if isinstance(choice, FitErrors):
+        verdict, chosen = choice.available(), None
+    else:
+        chosen = nodes.names[choice.node]
+        verdict = f"would be placed on {chosen}"
+    return Explanation(
+        pod=key,
+        job=task.job,
+        queue=job.queue,
+        verdict=verdict,
+        chosen=chosen,
+        pre_filter=pre,
+        nodes=verdicts,
+        weights=weights,
+    )
+
+
+def to_json(ex: Explanation) -> str:
+    doc: dict[str, Any] = {
+        "pod": ex.pod,
+        "podGroup": ex.job,
+        "queue": ex.queue,
+        "verdict": ex.verdict,
+        "node": ex.chosen,
+        "preFilter": ex.pre_filter,
+        "weights": ex.weights,
+        "nodes": {
+            v.node: {"fits": v.fits, "reasons": v.reasons, "scores": v.scores, "total": v.total}
+            for v in ex.nodes
+        },
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
+
+
+def to_table(ex: Explanation) -> str:
+    lines = [
+        f"pod {ex.pod}  (podgroup {ex.job}, queue {ex.queue})",
+        f"verdict: {ex.verdict}",
+    ]
+    if ex.pre_filter:
+        lines.append(f"pre-filter: {ex.pre_filter}")
+    scorers = list(ex.weights)
+    header = ["NODE", "FITS", *(f"{s}×{ex.weights[s]}" for s in scorers), "TOTAL", "WHY NOT"]
+    rows = []
+    ordered = sorted(ex.nodes, key=lambda v: (not v.fits, -(v.total or 0.0), v.node))
+    for v in ordered:
+        why = "; ".join(f"{f}: {', '.join(rs)}" for f, rs in v.reasons.items())
+        cells = [v.node, "yes" if v.fits else "no"]
+        cells += [_num(v.scores[s]) if s in v.scores else "-" for s in scorers]
+        cells += [_num(v.total) if v.total is not None else "-", why]
+        rows.append(cells)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        cells = [c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"

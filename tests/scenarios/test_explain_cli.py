@@ -1,0 +1,160 @@
+"""`caldera explain` and the pending sections of `caldera simulate`: why a pod is where it is."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caldera.cli import main
+
+NODES = """
+apiVersion: v1
+kind: Node
+metadata: {name: big, labels: {zone: a}}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: small, labels: {zone: a}}
+status: {allocatable: {cpu: "1", memory: 16Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: tainted, labels: {zone: b}}
+spec: {taints: [{key: gpu, value: "true", effect: NoSchedule}]}
+status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+"""
+
+
+def pod(name: str, cpu: str, extra: str = "") -> str:
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
+spec:
+  schedulerName: volcano
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+{extra}
+"""
+
+
+def write(tmp_path: Path, *docs: str) -> str:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("---".join(docs))
+    return str(path)
+
+
+def explain_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["explain", "--output", "json", *argv]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_every_node_gets_each_filters_verdict_and_each_scorers_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = explain_json(capsys, "default/p", write(tmp_path, NODES, pod("p", "2")))
+    assert doc["verdict"] == "would be placed on big"
+    assert doc["node"] == "big"
+    nodes = doc["nodes"]
+    assert nodes["small"] == {
+        "fits": False,
+        "reasons": {"NodeResourcesFit": ["Insufficient cpu"]},
+        "scores": {},
+        "total": None,
+    }
+    assert nodes["tainted"]["reasons"] == {
+        "TaintToleration": ["node(s) had untolerated taint {gpu: true}"]
+    }
+    big = nodes["big"]
+    assert big["fits"] is True
+    # default weights: leastrequested 1, balancedresource 1, tainttoleration 3 (100 on the
+    # only candidate); the scores shown are weighted and add up to the total
+    assert big["scores"]["tainttoleration"] == 300
+    assert sum(big["scores"].values()) == big["total"]
+    assert doc["weights"]["tainttoleration"] == 3
+
+
+def test_a_pod_that_fits_nowhere_gets_kubes_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = explain_json(capsys, "p", write(tmp_path, NODES, pod("p", "9")))
+    assert doc["node"] is None
+    assert doc["verdict"] == (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: true}, 3 Insufficient cpu."
+    )
+    assert all(not n["fits"] and n["total"] is None for n in doc["nodes"].values())
+
+
+def test_anti_affinity_shows_which_nodes_it_rules_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running = """
+apiVersion: v1
+kind: Pod
+metadata: {name: web-0, namespace: default, labels: {app: web}}
+spec:
+  schedulerName: volcano
+  nodeName: big
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+"""
+    anti = """  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+      - labelSelector: {matchLabels: {app: web}}
+        topologyKey: zone"""
+    doc = explain_json(capsys, "p", write(tmp_path, NODES, running, pod("p", "1", anti)))
+    reasons = doc["nodes"]["small"]["reasons"]
+    assert reasons == {"InterPodAffinity": ["node(s) didn't match pod anti-affinity rules"]}
+    assert doc["verdict"].startswith("0/3 nodes are available:")
+
+
+def test_the_table_lists_fitting_nodes_by_score_then_the_rest_with_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", "p", write(tmp_path, NODES, pod("p", "2"))]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "pod default/p  (podgroup " + out[0].split("(podgroup ")[1]
+    assert out[1] == "verdict: would be placed on big"
+    header, *rows = out[2:]
+    assert header.split()[:2] == ["NODE", "FITS"] and "WHY" in header
+    assert [r.split()[0] for r in rows] == ["big", "small", "tainted"]
+    assert rows[1].endswith("NodeResourcesFit: Insufficient cpu")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["default/nope"], "not in the manifests", id="unknown pod"),
+        pytest.param(["default/bound"], "already bound to big", id="a bound pod"),
+        pytest.param(["default/theirs"], "schedulerName 'default-scheduler'", id="not ours"),
+    ],
+)
+def test_pods_that_cannot_be_explained_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    bound = pod("bound", "1", "  nodeName: big")
+    theirs = pod("theirs", "1").replace(
+        "schedulerName: volcano", "schedulerName: default-scheduler"
+    )
+    path = write(tmp_path, NODES, bound, theirs)
+    assert main(["explain", *argv, path]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_simulate_lists_pending_pods_with_kubes_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", write(tmp_path, NODES, pod("p", "9"))]) == 0
+    out = capsys.readouterr().out
+    assert "  pending 1 pod(s):" in out
+    assert (
+        "default/p  Unschedulable  0/3 nodes are available: "
+        "1 node(s) had untolerated taint {gpu: true}, 3 Insufficient cpu." in out
+    )
+    assert main(["simulate", "--output", "json", write(tmp_path, NODES, pod("p", "9"))]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["unschedulable"]["default/p"].startswith("0/3 nodes are available: ")
