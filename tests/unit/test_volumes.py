@@ -1213,3 +1213,22 @@ def test_caldera_simulate_reads_storage_manifests(
     assert doc["unschedulable"]["default/shipper"] == (
         f"0/2 nodes are available: 1 {MAX_VOLUME_COUNT}, 1 {ZONE_CONFLICT}."
     )
+
+
+def test_between_simulate_cycles_the_chosen_volume_is_bound_to_its_claim(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(SCENARIO)
+    loaded = load_manifests([str(path)])
+    sim = simulate(loaded.state, policy(), REGISTRY, scheduler_names=["volcano"], cycles=2)
+    state = sim.state
+    volume = state.persistent_volumes["local-n2"]
+    claim = state.persistent_volume_claims["default/db-data"]
+    assert volume.status.phase == "Bound"
+    assert volume.spec.claim_ref is not None
+    assert (volume.spec.claim_ref.namespace, volume.spec.claim_ref.name) == ("default", "db-data")
+    assert claim.spec.volume_name == "local-n2"
+    assert claim.status.phase == "Bound"
+    assert claim.metadata.annotations["pv.kubernetes.io/bind-completed"] == "yes"
+    # the second cycle sees a bound claim on a running pod and decides nothing new
+    assert [b.name for b in sim.cycles[1].result.binds] == []
+    assert not sim.cycles[1].problems

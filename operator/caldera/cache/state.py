@@ -50,38 +50,25 @@ class ClusterState:
 
     def add(self, obj: StateObject) -> bool:
         """Store an object; True if it replaced one with the same key."""
+        table, namespaced = _TABLES[type(obj)]
         meta = obj.metadata
-        if isinstance(obj, Pod):
-            key = f"{meta.namespace}/{meta.name}"
-            replaced = key in self.pods
-            self.pods[key] = obj
-        elif isinstance(obj, PodGroup):
-            key = f"{meta.namespace}/{meta.name}"
-            replaced = key in self.podgroups
-            self.podgroups[key] = obj
-        elif isinstance(obj, Node):
-            replaced = meta.name in self.nodes
-            self.nodes[meta.name] = obj
-        elif isinstance(obj, Queue):
-            replaced = meta.name in self.queues
-            self.queues[meta.name] = obj
-        elif isinstance(obj, Namespace):
-            replaced = meta.name in self.namespaces
-            self.namespaces[meta.name] = obj
-        elif isinstance(obj, PersistentVolumeClaim):
-            key = f"{meta.namespace}/{meta.name}"
-            replaced = key in self.persistent_volume_claims
-            self.persistent_volume_claims[key] = obj
-        elif isinstance(obj, PersistentVolume):
-            replaced = meta.name in self.persistent_volumes
-            self.persistent_volumes[meta.name] = obj
-        elif isinstance(obj, StorageClass):
-            replaced = meta.name in self.storage_classes
-            self.storage_classes[meta.name] = obj
-        elif isinstance(obj, CSINode):
-            replaced = meta.name in self.csi_nodes
-            self.csi_nodes[meta.name] = obj
-        else:
-            replaced = meta.name in self.priority_classes
-            self.priority_classes[meta.name] = obj
+        key = f"{meta.namespace}/{meta.name}" if namespaced else meta.name
+        store: dict[str, StateObject] = getattr(self, table)
+        replaced = key in store
+        store[key] = obj
         return replaced
+
+
+_TABLES: dict[type, tuple[str, bool]] = {
+    Pod: ("pods", True),
+    PodGroup: ("podgroups", True),
+    PersistentVolumeClaim: ("persistent_volume_claims", True),
+    Node: ("nodes", False),
+    Queue: ("queues", False),
+    PriorityClass: ("priority_classes", False),
+    Namespace: ("namespaces", False),
+    PersistentVolume: ("persistent_volumes", False),
+    StorageClass: ("storage_classes", False),
+    CSINode: ("csi_nodes", False),
+}
+"""Where :meth:`ClusterState.add` keeps each kind, and whether its key is ``namespace/name``."""

@@ -2,10 +2,11 @@
 
 Before the first cycle the ``root`` and default queues are created if missing, as the scheduler
 does at startup. Between cycles the simulator does what the rest of Kubernetes would: a bound pod
-gets its node and phase Running (the kubelet), an evicted pod disappears, and the PodGroup and
-Queue status the session wrote is stored. Simulated time starts one period after the newest
-creation time in the input and advances one schedule period per cycle, so the output depends only
-on the input.
+gets its node and phase Running (the kubelet), a volume chosen for a claim is bound to it (the
+PersistentVolume controller), a claim to provision gets its selected node, an evicted pod
+disappears, and the PodGroup and Queue status the session wrote is stored. Simulated time starts
+one period after the newest creation time in the input and advances one schedule period per
+cycle, so the output depends only on the input.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
-from caldera.framework.intents import CycleResult
+from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
+from caldera.models.storage import (
+    BIND_COMPLETED_ANNOTATION,
+    SELECTED_NODE_ANNOTATION,
+    ClaimReference,
+)
 from caldera.models.volcano import GROUP_NAME_ANNOTATION
 from caldera.quantity import to_engine_units
 
@@ -64,8 +70,49 @@ def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list
     return created
 
 
+def _bind_volumes(state: ClusterState, bind: Bind) -> None:
+    """What the PersistentVolume controller does after the binder's PreBind writes."""
+    for vb in bind.volumes:
+        key = f"{vb.namespace}/{vb.claim}"
+        claim = state.persistent_volume_claims.get(key)
+        if claim is None:
+            continue
+        meta = claim.metadata
+        if not vb.volume:
+            notes = {**meta.annotations, SELECTED_NODE_ANNOTATION: bind.node}
+            state.persistent_volume_claims[key] = claim.model_copy(
+                update={"metadata": meta.model_copy(update={"annotations": notes})}
+            )
+            continue
+        volume = state.persistent_volumes.get(vb.volume)
+        if volume is None:
+            continue
+        ref = ClaimReference(
+            kind="PersistentVolumeClaim",
+            api_version="v1",
+            namespace=vb.namespace,
+            name=vb.claim,
+            uid=meta.uid or "",
+        )
+        state.persistent_volumes[vb.volume] = volume.model_copy(
+            update={
+                "spec": volume.spec.model_copy(update={"claim_ref": ref}),
+                "status": volume.status.model_copy(update={"phase": "Bound"}),
+            }
+        )
+        notes = {**meta.annotations, BIND_COMPLETED_ANNOTATION: "yes"}
+        state.persistent_volume_claims[key] = claim.model_copy(
+            update={
+                "metadata": meta.model_copy(update={"annotations": notes}),
+                "spec": claim.spec.model_copy(update={"volume_name": vb.volume}),
+                "status": claim.status.model_copy(update={"phase": "Bound"}),
+            }
+        )
+
+
 def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
     for bind in result.binds:
+        _bind_volumes(state, bind)
         key = f"{bind.namespace}/{bind.name}"
         pod = state.pods[key]
         meta = pod.metadata
