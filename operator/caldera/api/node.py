@@ -29,6 +29,7 @@ Matrix = npt.NDArray[np.float64]
 class NodeTable:
     __slots__ = (
         "_label_columns",
+        "_topologies",
         "allocatable",
         "changes",
         "future_idle",
@@ -73,6 +74,7 @@ class NodeTable:
         self.unschedulable: npt.NDArray[np.bool_] = np.array(unschedulable, dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
+        self._topologies: dict[str, tuple[npt.NDArray[np.intp], int]] = {}
         self.changes: list[int] = []
         """Append-only log of rows whose accounting changed this session."""
         self.images: list[dict[str, int]] = [{} for _ in range(n)]
@@ -125,6 +127,22 @@ class NodeTable:
             col = np.array([lbl.get(key) for lbl in self.labels], dtype=object)
             self._label_columns[key] = col
         return col
+
+    def topology(self, key: str) -> tuple[npt.NDArray[np.intp], int]:
+        """The topology domains of label ``key``: (domain id of every node, number of domains D).
+
+        Domains are the label's distinct values, numbered in sorted order; a node without the
+        label gets id D. Counts per domain are kept in arrays of D + 1 entries whose last entry
+        stays 0, so ``counts[ids]`` reads a count per node in one step (0 where the label is
+        missing) and ``ids < D`` says which nodes have the label. Built once per snapshot."""
+        hit = self._topologies.get(key)
+        if hit is None:
+            column = self.label_column(key)
+            values = sorted({v for v in column if v is not None})
+            ids = {v: i for i, v in enumerate(values)}
+            dom = np.array([ids.get(v, len(values)) for v in column], dtype=np.intp)
+            hit = self._topologies[key] = (dom, len(values))
+        return hit
 
     def total(self) -> Vector:
         total: Vector = self.allocatable.sum(axis=0)

@@ -10,13 +10,14 @@ kube-scheduler's InterPodAffinity asks two kinds of question about the pods alre
   domain, the (weighted) number of placed pods owning each distinct term that matches the pod.
 
 A domain is one value of a topology key's node label; every key gets an integer domain id per
-node (-1 where the label is absent), so a count per domain becomes a count per node with one
-``np.take``. Count arrays carry one extra trailing slot that always stays 0, which is where the
-id -1 lands. Counters are built on first use from the placed pods (once per session and distinct
-question; a pod index by label narrows the scan to the pods carrying the question's first
-``matchLabels`` pair) and kept current by :attr:`PodIndex.handler` on every allocate and
-deallocate. A pod deallocated while it stays on its node (an evicted, releasing pod) no longer
-counts, as in Volcano, whose plugins remove it from their node info on the deallocate event.
+node (:meth:`~caldera.api.node.NodeTable.topology`, shared with topology spread), so a count per
+domain becomes a count per node with one ``np.take``. Count arrays carry one extra trailing slot
+that always stays 0, which is where nodes without the label land. Counters are built on first
+use from the placed pods (once per session and distinct question; a pod index by label narrows
+the scan to the pods carrying the question's first ``matchLabels`` pair) and kept current by
+:attr:`PodIndex.handler` on every allocate and deallocate. A pod deallocated while it stays on
+its node (an evicted, releasing pod) no longer counts, as in Volcano, whose plugins remove it
+from their node info on the deallocate event.
 
 Terms are read as kube-scheduler reads them: a term's namespaces are its ``namespaces`` list plus
 the namespaces its ``namespaceSelector`` matches (``{}`` matches every namespace), or only the
@@ -138,7 +139,6 @@ class PodIndex:
         self._by_label: dict[tuple[str, str], set[str]] = {}
         self._gone: set[str] = set()
         """Until ``_pods`` is built: pods deallocated while still listed on their node."""
-        self._domains: dict[str, tuple[IntArray, int]] = {}
         self._counters: dict[Conjunction, dict[str, Counts]] = {}
         self._owned: list[tuple[Term, int]] | None = None
         self._owned_counts: list[Counts] = []
@@ -156,24 +156,16 @@ class PodIndex:
         return labels
 
     def domains(self, key: str) -> IntArray:
-        """Domain id of every node for topology ``key`` (-1: the node lacks the label)."""
-        return self._domain(key)[0]
+        """Domain id of every node for topology ``key`` (:meth:`size` where the label is
+        missing, which reads the always-zero trailing slot of a count array)."""
+        return self.nodes.topology(key)[0]
 
-    def _domain(self, key: str) -> tuple[IntArray, int]:
-        hit = self._domains.get(key)
-        if hit is None:
-            ids: dict[str, int] = {}
-            column = self.nodes.label_column(key)
-            dom = np.fromiter(
-                (-1 if v is None else ids.setdefault(v, len(ids)) for v in column),
-                dtype=np.intp,
-                count=len(column),
-            )
-            hit = self._domains[key] = (dom, len(ids))
-        return hit
+    def size(self, key: str) -> int:
+        """How many domains topology ``key`` has (ids below it are real domains)."""
+        return self.nodes.topology(key)[1]
 
     def zeros(self, key: str) -> Counts:
-        return np.zeros(self._domain(key)[1] + 1, dtype=np.int64)
+        return np.zeros(self.size(key) + 1, dtype=np.int64)
 
     def present(self, task: Task) -> bool:
         """The task counts as a placed pod."""
@@ -230,9 +222,9 @@ class PodIndex:
         counts = by_key.get(key)
         if counts is None:
             counts = self.zeros(key)
-            dom = self.domains(key)
+            dom, size = self.nodes.topology(key)
             for task, row in self._candidates(conj):
-                if dom[row] >= 0 and self.pod_matches(conj, task):
+                if dom[row] < size and self.pod_matches(conj, task):
                     counts[dom[row]] += 1
             by_key[key] = counts
         return counts
@@ -254,9 +246,9 @@ class PodIndex:
                 slot = self._owned_slot[entry] = len(self._owned)
                 self._owned.append(entry)
                 self._owned_counts.append(self.zeros(entry[0].topology_key))
-            d = self.domains(entry[0].topology_key)[row]
-            if d >= 0:
-                self._owned_counts[slot][d] += delta
+            dom, size = self.nodes.topology(entry[0].topology_key)
+            if dom[row] < size:
+                self._owned_counts[slot][dom[row]] += delta
 
     def owned_by_key(self, namespace: str, labels: Mapping[str, str]) -> dict[str, Counts]:
         """Per topology key and domain: the weighted number of placed pods owning a term that
@@ -314,8 +306,8 @@ class PodIndex:
         for conj, by_key in self._counters.items():
             if by_key and self.pod_matches(conj, task):
                 for key, counts in by_key.items():
-                    d = self.domains(key)[row]
-                    if d >= 0:
-                        counts[d] += delta
+                    dom, size = self.nodes.topology(key)
+                    if dom[row] < size:
+                        counts[dom[row]] += delta
         if self._owned is not None:
             self._count_owned(task, row, delta)

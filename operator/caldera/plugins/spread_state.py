@@ -191,7 +191,6 @@ class SpreadState:
     __slots__ = (
         "_affinity",
         "_by_task",
-        "_domains",
         "_has",
         "_nodes",
         "_untolerated",
@@ -203,7 +202,6 @@ class SpreadState:
         self.pods = MatchCounts(nodes)
         self._affinity: RequiredAffinity | None = None
         self._untolerated: Callable[[tuple[Toleration, ...]], BoolArray] | None = None
-        self._domains: dict[str, tuple[IntArray, int]] = {}
         self._has: dict[tuple[str, ...], BoolArray] = {}
         self._by_task: dict[tuple[str, str], tuple[Constraint, ...]] = {}
 
@@ -222,14 +220,7 @@ class SpreadState:
 
     def domains(self, key: str) -> tuple[IntArray, int]:
         """(domain id per node, number of domains D); nodes without the label get id D."""
-        hit = self._domains.get(key)
-        if hit is None:
-            column = self._nodes.label_column(key)
-            values = sorted({v for v in column if v is not None})
-            ids = {v: i for i, v in enumerate(values)}
-            dom = np.array([ids.get(v, len(values)) for v in column], dtype=np.intp)
-            hit = self._domains[key] = (dom, len(values))
-        return hit
+        return self._nodes.topology(key)
 
     def has_all(self, cons: tuple[Constraint, ...]) -> BoolArray:
         """Nodes that have every constraint's topology key."""

@@ -122,7 +122,7 @@ def _failures(
         for key in q.affinity_keys:
             dom = index.domains(key)[rows]
             counts = counts_of(q.affinity, key)
-            missing |= dom < 0
+            missing |= dom == index.size(key)
             found &= counts[dom] > 0
             none_anywhere = none_anywhere and not counts.any()
         if none_anywhere and q.self_match:
@@ -175,9 +175,9 @@ def interpod_affinity_filter(ssn: Session) -> NodeFilter:
             if not moved:
                 return counts
             counts = counts.copy()
-            dom = index.domains(key)
+            dom, size = index.nodes.topology(key)
             for at, d in moved:
-                if dom[at] >= 0:
+                if dom[at] < size:
                     counts[dom[at]] += d
             return counts
 
@@ -191,7 +191,7 @@ def interpod_affinity_filter(ssn: Session) -> NodeFilter:
                     if counts is None:
                         counts = existing[key] = index.zeros(key)
                     dom = index.domains(key)[at]
-                    if dom >= 0:
+                    if dom < index.size(key):
                         counts[dom] += d
         rows = np.array([row], dtype=np.intp)
         return [reason for reason, _ in _failures(index, q, rows, counts_of, existing)]
