@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/caldera simulate --cycles 2 examples/
+	@echo
+	@echo "== why is production/climate-sim-0 pending? (caldera explain) =="
+	$(BIN)/caldera explain production/climate-sim-0 examples/
 
 test: lint typecheck unit
 
