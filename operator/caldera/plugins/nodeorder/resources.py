@@ -8,8 +8,10 @@ is ``trunc((1 − std of the requested fractions) × 100)`` and, as of Kubernete
 the change the pod makes to it: ``50 + (50 + balance with pod − balance without) / 2`` in integers
 (75 when the pod leaves the balance as it is). Resources a node does not have are left out for that
 node, and so is an extended resource (``nvidia.com/gpu``) the pod does not request, as
-kube-scheduler's ``calculateResourceAllocatableRequest`` does. Each costs O(C) numpy work for C
-candidates.
+kube-scheduler's ``calculateResourceAllocatableRequest`` does.
+
+Complexity per task: each costs O(C) numpy work for C rows; as per-node scorers they run through
+the session's score cache, so after a workload's first pod only the rows that changed are scored.
 """
 
 from __future__ import annotations
