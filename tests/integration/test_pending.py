@@ -1,0 +1,45 @@
+"""Why a pod is pending, as a cluster user sees it: the PodScheduled condition and its event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emulator.handles import K8sHandle
+from integration.harness import node, pod, running_operator
+
+
+def _scheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+
+
+async def test_a_pod_that_fits_nowhere_says_why_in_kube_schedulers_words(k8s: K8sHandle) -> None:
+    await k8s.create("nodes", node("small", cpu="1"))
+    await k8s.create("nodes", node("tiny", cpu="500m"))
+    await k8s.create("nodes", node("zoned", cpu="8", zone="b"))
+    spec = pod("wants-zone-a", cpu="2")
+    spec["spec"]["nodeSelector"] = {"zone": "a"}
+    await k8s.create("pods", spec, namespace="default")
+    # every node fails the selector (two have no zone label), and two also lack cpu: each
+    # node counts under every reason it fails for, "<n> <reason>" entries sorted as strings
+    expected = (
+        "0/3 nodes are available: 2 Insufficient cpu, "
+        "3 node(s) didn't match Pod's node affinity/selector."
+    )
+    async with running_operator(k8s):
+        obj = await k8s.wait_for(
+            "pods",
+            "wants-zone-a",
+            lambda o: (_scheduled(o) or {}).get("message") == expected,
+            namespace="default",
+        )
+    cond = _scheduled(obj)
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    events = [
+        e
+        for e in await k8s.list("events")
+        if e.get("reason") == "FailedScheduling"
+        and (e.get("involvedObject") or {}).get("name") == "wants-zone-a"
+    ]
+    assert [(e["type"], e["message"]) for e in events] == [("Warning", expected)]
