@@ -33,51 +33,39 @@ GPU = "nvidia.com/gpu"
 Scorer = Callable[[Task, IntArray], Vector]
 
 
-def _weighted_mean(per_resource: list[tuple[Vector, npt.NDArray[np.bool_]]]) -> Vector:
+def _mean_over_present(scores: Matrix, present: npt.NDArray[np.bool_]) -> Vector:
     """Integer mean over the resources each node has (kube: skip zero allocatable)."""
-    score = np.zeros_like(per_resource[0][0])
-    count = np.zeros_like(per_resource[0][0])
-    for values, present in per_resource:
-        score += np.where(present, values, 0.0)
-        count += present
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean: Vector = np.where(count > 0, np.floor_divide(score, np.maximum(count, 1)), 0.0)
+    count = present.sum(axis=1)
+    total = np.where(present, scores, 0.0).sum(axis=1)
+    mean: Vector = np.where(count > 0, np.floor_divide(total, np.maximum(count, 1)), 0.0)
     return mean
 
 
-def _nonzero(table: NodeTable, task: Task, idx: IntArray) -> list[tuple[Vector, Vector]]:
-    """(requested, allocatable) for cpu and memory with kube's non-zero defaults."""
-    cpu, mem = table.space.index[CPU], table.space.index[MEMORY]
-    used = table.nonzero_used[idx]
-    return [
-        (used[:, 0] + task.nonzero_cpu, table.allocatable[idx, cpu]),
-        (used[:, 1] + task.nonzero_memory, table.allocatable[idx, mem]),
-    ]
+def _nonzero(table: NodeTable, task: Task, idx: IntArray) -> tuple[Matrix, Matrix]:
+    """(requested, allocatable) as rows × (cpu, memory), with kube's non-zero defaults."""
+    cols = np.array([table.space.index[CPU], table.space.index[MEMORY]], dtype=np.intp)
+    requested = table.nonzero_used[idx] + (task.nonzero_cpu, task.nonzero_memory)
+    return requested, table.allocatable[np.ix_(idx, cols)]
 
 
 def least_requested(table: NodeTable) -> Scorer:
     def score(task: Task, idx: IntArray) -> Vector:
-        parts = []
-        for req, alloc in _nonzero(table, task, idx):
-            present = alloc > 0
-            with np.errstate(divide="ignore", invalid="ignore"):
-                s = np.floor_divide((alloc - req) * MAX, np.where(present, alloc, 1.0))
-            parts.append((np.where(req > alloc, 0.0, s), present))
-        return _weighted_mean(parts)
+        req, alloc = _nonzero(table, task, idx)
+        present = alloc > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.floor_divide((alloc - req) * MAX, np.where(present, alloc, 1.0))
+        return _mean_over_present(np.where(req > alloc, 0.0, s), present)
 
     return score
 
 
 def most_requested(table: NodeTable) -> Scorer:
     def score(task: Task, idx: IntArray) -> Vector:
-        parts = []
-        for req, alloc in _nonzero(table, task, idx):
-            present = alloc > 0
-            capped = np.minimum(req, alloc)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                s = np.floor_divide(capped * MAX, np.where(present, alloc, 1.0))
-            parts.append((s, present))
-        return _weighted_mean(parts)
+        req, alloc = _nonzero(table, task, idx)
+        present = alloc > 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.floor_divide(np.minimum(req, alloc) * MAX, np.where(present, alloc, 1.0))
+        return _mean_over_present(s, present)
 
     return score
 
