@@ -103,8 +103,13 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
         used = table.used[np.ix_(idx, cols)]
         # kube skips an extended resource the pod does not request
         present = (alloc > 0) & ~(extended & (task.resreq[cols] == 0))
-        with_pod = balance(used + task.resreq[cols], alloc, present)
-        without_pod = balance(used, alloc, present)
+        # both balances in one pass: the rows with the pod, then the same rows without it
+        both = balance(
+            np.concatenate((used + task.resreq[cols], used)),
+            np.concatenate((alloc, alloc)),
+            np.concatenate((present, present)),
+        )
+        with_pod, without_pod = both[: len(idx)], both[len(idx) :]
         # Kubernetes 1.36 scores the change in balance: 75 for no change, towards 100 for a
         # node the pod balances, towards 50 for one it unbalances (integer arithmetic).
         change: Vector = MAX // 2 + np.floor_divide(MAX // 2 + with_pod - without_pod, 2)
