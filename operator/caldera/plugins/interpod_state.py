@@ -47,6 +47,7 @@ from caldera.api.task import Task
 from caldera.framework.session import EventHandler
 from caldera.models.core import PodAffinityTerm
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
+from caldera.plugins.placed import Placed, PlacedPods
 
 __all__ = [
     "Counts",
@@ -123,7 +124,6 @@ def terms_of(
 
 Conjunction = tuple[Match, ...]
 PodKey = tuple[str, frozenset[tuple[str, str]]]
-Placed = tuple[Task, int]
 
 
 class PodIndex:
@@ -134,11 +134,7 @@ class PodIndex:
         self._ns_labels_of = ns_labels
         self._ns_labels: dict[str, Mapping[str, str]] = {}
         self._owned_terms = owned
-        self._pods: dict[str, Placed] | None = None
-        """Every counted pod and its node row, built on first use."""
-        self._by_label: dict[tuple[str, str], set[str]] = {}
-        self._gone: set[str] = set()
-        """Until ``_pods`` is built: pods deallocated while still listed on their node."""
+        self.placed = PlacedPods(nodes)
         self._counters: dict[Conjunction, dict[str, Counts]] = {}
         self._owned: list[tuple[Term, int]] | None = None
         self._owned_counts: list[Counts] = []
@@ -169,38 +165,15 @@ class PodIndex:
 
     def present(self, task: Task) -> bool:
         """The task counts as a placed pod."""
-        if self._pods is not None:
-            return task.uid in self._pods
-        return (
-            task.node >= 0
-            and task.uid in self.nodes.tasks[task.node]
-            and task.uid not in self._gone
-        )
-
-    def _pod_map(self) -> dict[str, Placed]:
-        if self._pods is None:
-            self._pods = {}
-            for row, tasks in enumerate(self.nodes.tasks):
-                for task in tasks.values():
-                    if task.uid not in self._gone:
-                        self._add_pod(task, row)
-            self._gone.clear()
-        return self._pods
-
-    def _add_pod(self, task: Task, row: int) -> None:
-        assert self._pods is not None
-        self._pods[task.uid] = (task, row)
-        for pair in task.labels.items():
-            self._by_label.setdefault(pair, set()).add(task.uid)
+        return self.placed.counts(task)
 
     def _candidates(self, conj: Conjunction) -> Iterator[Placed]:
         """Placed pods that may match ``conj``: those carrying the first ``matchLabels`` pair of
         its first term that has one (every matching pod carries it), else all."""
-        pods = self._pod_map()
         for m in conj:
             if m.selector is not None and m.selector.match_labels:
-                return (pods[uid] for uid in self._by_label.get(m.selector.match_labels[0], ()))
-        return iter(pods.values())
+                return self.placed.with_label(m.selector.match_labels[0])
+        return self.placed.with_label(None)
 
     def pod_matches(self, conj: Conjunction, task: Task) -> bool:
         return all(m.matches(task.namespace, task.labels, self.namespace_labels) for m in conj)
@@ -234,7 +207,7 @@ class PodIndex:
     def _owned_list(self) -> list[tuple[Term, int]]:
         if self._owned is None:
             self._owned = []
-            for task, row in self._pod_map().values():
+            for task, row in self.placed.pods().values():
                 self._count_owned(task, row, 1)
         return self._owned
 
@@ -281,26 +254,14 @@ class PodIndex:
     # -- events -------------------------------------------------------------------------------
 
     def _allocated(self, task: Task) -> None:
-        if self._pods is None:
-            self._gone.discard(task.uid)
-            return
-        if task.uid in self._pods:
-            return
-        self._add_pod(task, task.node)
-        self._count(task, task.node, 1)
+        row = self.placed.allocated(task)
+        if row is not None:
+            self._count(task, row, 1)
 
     def _deallocated(self, task: Task) -> None:
-        if self._pods is None:
-            self._gone.add(task.uid)
-            return
-        # the row recorded at placement: a discarded placement may already read node -1 here
-        hit = self._pods.pop(task.uid, None)
-        if hit is None:
-            return
-        row = hit[1]
-        for pair in task.labels.items():
-            self._by_label[pair].discard(task.uid)
-        self._count(task, row, -1)
+        row = self.placed.deallocated(task)
+        if row is not None:
+            self._count(task, row, -1)
 
     def _count(self, task: Task, row: int, delta: int) -> None:
         for conj, by_key in self._counters.items():

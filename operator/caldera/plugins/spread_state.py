@@ -32,7 +32,7 @@ first label pair.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +43,7 @@ from caldera.api.task import Task, TaskStatus
 from caldera.framework.session import EventHandler
 from caldera.models.core import Toleration, TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
+from caldera.plugins.placed import PlacedPods
 from caldera.plugins.predicates.affinity import RequiredAffinity, affinity_key
 from caldera.plugins.predicates.taints import untolerated_mask
 
@@ -94,19 +95,16 @@ _Key = tuple[str, str, str] | str
 class MatchCounts:
     """Per node, how many counted pods match each tracked (namespace, selector).
 
-    Built lazily on first use from the node table's pods, then kept current by :attr:`handler`.
-    Each counted pod's row is remembered, so a deallocate finds the row the pod was counted on
-    whatever the task says by then.
+    The pods are a :class:`~caldera.plugins.placed.PlacedPods` that leaves out terminating
+    pods; each tracked selector's per-node counts are built on first use and kept current by
+    :attr:`handler`.
     """
 
-    __slots__ = ("_built", "_counts", "_index", "_nodes", "_rows", "_watch", "_zeros")
+    __slots__ = ("_counts", "_nodes", "_watch", "_zeros", "placed")
 
     def __init__(self, nodes: NodeTable) -> None:
         self._nodes = nodes
-        self._built = False
-        self._rows: dict[str, int] = {}
-        self._index: dict[_Key, dict[str, Task]] = {}
-        """(namespace, label, value) → the counted pods with that label; namespace → all its."""
+        self.placed = PlacedPods(nodes, admit=lambda t: t.status is not TaskStatus.RELEASING)
         self._counts: dict[tuple[str, LabelSelector], Counts] = {}
         self._watch: dict[_Key, list[_Watch]] = {}
         """Tracked selectors by their first matchLabels pair (or by namespace when none)."""
@@ -119,8 +117,7 @@ class MatchCounts:
 
     def row_of(self, task: Task) -> int | None:
         """The node row ``task`` is counted on, or None when it is not counted."""
-        self._build()
-        return self._rows.get(task.uid)
+        return self.placed.row_of(task)
 
     def counts(self, namespace: str, selector: LabelSelector | None) -> Counts:
         """Matching pods per node (read-only view; kept current by the event handler)."""
@@ -129,50 +126,28 @@ class MatchCounts:
         key = (namespace, selector)
         arr = self._counts.get(key)
         if arr is None:
-            self._build()
             arr = self._counts[key] = np.zeros(len(self._nodes), dtype=np.int64)
-            watch_key = _watch_key(namespace, selector)
-            for uid, task in self._index.get(watch_key, {}).items():
-                if selector.matches(task.labels):
-                    arr[self._rows[uid]] += 1
-            self._watch.setdefault(watch_key, []).append((selector, arr))
+            pair = selector.match_labels[0] if selector.match_labels else None
+            for task, row in self.placed.with_label(pair):
+                if task.namespace == namespace and selector.matches(task.labels):
+                    arr[row] += 1
+            self._watch.setdefault(_watch_key(namespace, selector), []).append((selector, arr))
         return arr
 
-    def _build(self) -> None:
-        if self._built:
-            return
-        self._built = True
-        for row, tasks in enumerate(self._nodes.tasks):
-            for task in tasks.values():
-                self._add(task, row)
-
-    def _keys(self, task: Task) -> Iterable[_Key]:
-        yield task.namespace
-        for label, value in task.labels.items():
-            yield (task.namespace, label, value)
-
-    def _add(self, task: Task, row: int) -> None:
-        if task.status is TaskStatus.RELEASING or task.uid in self._rows:
-            return
-        self._rows[task.uid] = row
-        for key in self._keys(task):
-            self._index.setdefault(key, {})[task.uid] = task
-        self._update(task, row, 1)
-
     def _allocate(self, task: Task) -> None:
-        if self._built:
-            self._add(task, task.node)
+        row = self.placed.allocated(task)
+        if row is not None:
+            self._update(task, row, 1)
 
     def _deallocate(self, task: Task) -> None:
-        row = self._rows.pop(task.uid, None)
-        if row is None:
-            return
-        for key in self._keys(task):
-            del self._index[key][task.uid]
-        self._update(task, row, -1)
+        row = self.placed.deallocated(task)
+        if row is not None:
+            self._update(task, row, -1)
 
     def _update(self, task: Task, row: int, delta: int) -> None:
-        for key in self._keys(task):
+        keys: list[_Key] = [task.namespace]
+        keys += [(task.namespace, label, value) for label, value in task.labels.items()]
+        for key in keys:
             for selector, arr in self._watch.get(key, ()):
                 if selector.matches(task.labels):
                     arr[row] += delta
