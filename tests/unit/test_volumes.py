@@ -1232,3 +1232,49 @@ def test_between_simulate_cycles_the_chosen_volume_is_bound_to_its_claim(tmp_pat
     # the second cycle sees a bound claim on a running pod and decides nothing new
     assert [b.name for b in sim.cycles[1].result.binds] == []
     assert not sim.cycles[1].problems
+
+
+def test_volumebinding_shape_reshapes_the_capacity_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vb, "STORAGE_CAPACITY_SCORING", True)
+    objects: list[Obj] = [*hosts("n1", "n2"), podgroup("pg"), pod("p", group="pg", volumes=DATA)]
+    # packing instead of spreading: full volumes score 10 (× 10), empty ones 0
+    shape = [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+    ssn = open_volume_session(objects, score_storage(), {"volumebinding.shape": shape})
+    task = next(iter(ssn.jobs["default/pg"].tasks.values()))
+    scores = ssn.node_order(task, np.array([0, 1], dtype=np.intp))
+    assert scores.tolist() == [100.0, 50.0]  # 10/10 used: 100; 10/20 used: 50
+
+
+@pytest.mark.parametrize(
+    ("shape", "message"),
+    [
+        pytest.param(
+            [{"utilization": 50, "score": 1}, {"utilization": 20, "score": 2}],
+            "utilization values must be sorted in increasing order",
+            id="utilization must increase",
+        ),
+        pytest.param(
+            [{"utilization": 0, "score": 11}], "less than or equal to 10", id="score above 10"
+        ),
+        pytest.param(
+            [{"utilization": 101, "score": 1}],
+            "less than or equal to 100",
+            id="utilization above 100",
+        ),
+        pytest.param([], "at least 1 item", id="an empty shape"),
+        pytest.param([{"utilization": 0}], "score", id="a point without a score"),
+    ],
+)
+def test_an_invalid_volumebinding_shape_is_rejected_naming_the_key(
+    shape: list[dict[str, int]], message: str
+) -> None:
+    from caldera.errors import ConfigError
+
+    text = policy_text(
+        "enqueue, allocate",
+        ["gang", "predicates"],
+        arguments={"predicates": {"volumebinding.shape": shape}},
+    )
+    with pytest.raises(ConfigError, match=r"volumebinding\.shape") as caught:
+        policy(text)
+    assert message in str(caught.value)

@@ -28,9 +28,10 @@ return a cached answer (stable filters) or skip (nothing to check).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
@@ -40,9 +41,16 @@ from caldera.plugins.predicates import affinity, interpod, ports, spread, taints
 from caldera.plugins.predicates.base import SKIP, NodeFilter
 from caldera.plugins.predicates.volume_binding import VolumeBinding
 
-__all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin"]
+__all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin", "ShapePoint"]
 
 TEMPLATE_UID_ANNOTATION = "volcano.sh/template-uid"
+
+
+class ShapePoint(Args):
+    """One point of ``volumebinding.shape``: storage utilisation (%) → score (0–10)."""
+
+    utilization: int = Field(ge=0, le=100)
+    score: int = Field(ge=0, le=10)
 
 
 class PredicatesArgs(Args):
@@ -60,7 +68,21 @@ class PredicatesArgs(Args):
     cache: bool = Field(False, alias="predicate.CacheEnable")
     volume_binding_weight: int = Field(1, alias="volumebinding.weight", ge=0)
     bind_timeout_seconds: int = Field(600, alias="volumebinding.bindTimeoutSeconds", ge=0)
+    volume_binding_shape: tuple[ShapePoint, ...] = Field(
+        (ShapePoint(utilization=0, score=10), ShapePoint(utilization=100, score=0)),
+        alias="volumebinding.shape",
+        min_length=1,
+        strict=False,  # a YAML list, read as a tuple
+    )
     filter_timeout_seconds: int = Field(10, alias="dynamicresources.filterTimeoutSeconds", ge=0)
+
+    @field_validator("volume_binding_shape")
+    @classmethod
+    def _increasing(cls, shape: tuple[ShapePoint, ...]) -> tuple[ShapePoint, ...]:
+        for before, after in pairwise(shape):
+            if after.utilization <= before.utilization:
+                raise ValueError("utilization values must be sorted in increasing order")
+        return shape
 
 
 class PredicatesPlugin(Plugin[PredicatesArgs]):
@@ -93,7 +115,12 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         if a.pod_topology_spread:
             filters.append(spread.pod_topology_spread_filter(nodes))
         if a.volume_binding:
-            self.volume_binding = VolumeBinding(ssn, a.volume_binding_weight)
+            self.volume_binding = VolumeBinding(
+                ssn,
+                a.volume_binding_weight,
+                # kube scales the 0–10 shape scores to node scores (× MaxNodeScore / 10)
+                tuple((p.utilization, p.score * 10) for p in a.volume_binding_shape),
+            )
             filters.append(self.volume_binding.node_filter)
         return filters
 

@@ -172,9 +172,15 @@ class VolumeBinding:
     """The plugin for one session: its node filter, Reserve/Unreserve handler, scorer, and the
     decisions to hand to the binder."""
 
-    def __init__(self, ssn: Session, weight: int = 1) -> None:
+    def __init__(
+        self,
+        ssn: Session,
+        weight: int = 1,
+        shape: Sequence[tuple[int, int]] = DEFAULT_SHAPE,
+    ) -> None:
         self.view = StorageView(ssn)
         self.weight = weight
+        self.shape = tuple(shape)
         self.volumes = VolumeMatcher(self.view)
         self._claims: dict[str, _Claims | str | None] = {}
         self._selected: dict[str, _Hold] = {}
@@ -412,6 +418,6 @@ class VolumeBinding:
             return np.zeros(len(rows), dtype=np.float64)
         groups = list(by_class.values())
         scores = capacity_score(
-            [g[0] for g in groups], [g[1] for g in groups], [g[2] for g in groups]
+            [g[0] for g in groups], [g[1] for g in groups], [g[2] for g in groups], self.shape
         )
         return scores.astype(np.float64) * self.weight
