@@ -500,3 +500,87 @@ async def test_a_failed_volume_write_sends_the_pod_back_to_be_scheduled_again(
     assert await _pods_with_successful_bindings(k8s) == ["db"]
     errors = [e for e in await k8s.list("events") if e.get("reason") == "FailedScheduling"]
     assert any('running PreBind plugin "VolumeBinding": HTTP 409' in e["message"] for e in errors)
+
+
+def _serve_dra(k8s: K8sHandle) -> None:
+    """The DRA kinds of ``resource.k8s.io/v1`` (a real cluster serves them)."""
+    status = {"status": ("get", "patch", "update")}
+    for rt in (
+        ResourceType(
+            "resource.k8s.io", "v1", "resourceclaims", "ResourceClaim", True, subresources=status
+        ),
+        ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False),
+        ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False),
+    ):
+        k8s.emulator.registry.register(rt)
+
+
+async def test_a_claim_allocation_is_written_before_the_pod_is_bound(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    _serve_dra(k8s)
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(
+        DEFAULT_POLICY_YAML.replace(
+            "- name: predicates",
+            "- name: predicates\n    arguments:\n"
+            "      predicate.DynamicResourceAllocationEnable: true",
+        )
+    )
+    for name in ("n1", "n2"):
+        await k8s.create("nodes", node(name))
+    driver = "gpu.example.com"
+    await k8s.create(
+        "deviceclasses",
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    await k8s.create(
+        "resourceslices",
+        {
+            "metadata": {"name": "n2-gpus"},
+            "spec": {
+                "driver": driver,
+                "nodeName": "n2",
+                "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}],
+            },
+        },
+    )
+    await k8s.create(
+        "resourceclaims",
+        {
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {
+                "devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}
+            },
+        },
+        namespace="default",
+    )
+    trainer = pod("trainer")
+    trainer["spec"]["resourceClaims"] = [{"name": "g", "resourceClaimName": "gpu"}]
+    await k8s.create("pods", trainer, namespace="default")
+    async with running_operator(k8s, scheduler_conf=str(conf)):
+        assert await wait_bound(k8s, "trainer") == {"trainer": "n2"}
+    bound = await k8s.get("pods", "trainer", namespace="default")
+    written = await k8s.get("resourceclaims", "gpu", namespace="default")
+    assert written["status"]["allocation"]["devices"]["results"] == [
+        {"request": "g", "driver": driver, "pool": "n2", "device": "gpu-0"}
+    ]
+    assert written["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "trainer", "uid": bound["metadata"]["uid"]}
+    ]
+    order = [
+        (r.verb, r.resource, r.subresource, r.name)
+        for r in k8s.requests
+        if (r.resource == "resourceclaims" and r.verb not in ("list", "watch", "get"))
+        or r.subresource == "binding"
+    ]
+    assert order == [
+        ("patch", "resourceclaims", "status", "gpu"),
+        ("create", "pods", "binding", "trainer"),
+    ]
+    watched = {r.resource for r in k8s.requests if r.verb == "watch"}
+    assert {"resourceclaims", "deviceclasses", "resourceslices"} <= watched

@@ -13,6 +13,7 @@ from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
+from caldera.models.dra import DraObjects
 from caldera.models.storage import StorageObjects
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
@@ -34,6 +35,9 @@ class Snapshot:
     :meth:`labels_of_namespace` for namespaces not listed."""
     volumes: StorageObjects = field(default_factory=StorageObjects)
     """PersistentVolumes, claims, StorageClasses and CSINodes (the volume filters)."""
+    dra: DraObjects = field(default_factory=DraObjects)
+    """ResourceClaims, DeviceClasses, ResourceSlices and the pods' claim statuses
+    (DynamicResources)."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

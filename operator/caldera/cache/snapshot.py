@@ -4,9 +4,10 @@ What goes in, as Volcano's snapshot does: Ready nodes (sorted by name); every po
 counts on that node whatever its scheduler; pods of our scheduler names become tasks of the job of
 their PodGroup (``scheduling.k8s.io/group-name``); PodGroups whose queue exists become jobs with
 their PriorityClass value; PersistentVolumes, claims, StorageClasses and CSINodes go in as they
-are, for the volume filters. What is left out is reported, never silently dropped: a pod naming a
-PodGroup that does not exist, a PodGroup naming a queue that does not exist, a pod bound to an
-unknown node, a node that is not Ready.
+are, for the volume filters, and ResourceClaims, DeviceClasses and ResourceSlices (with the pods'
+``resourceClaimStatuses``) for DynamicResources. What is left out is reported, never silently
+dropped: a pod naming a PodGroup that does not exist, a PodGroup naming a queue that does not
+exist, a pod bound to an unknown node, a node that is not Ready.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
+from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import (
@@ -266,6 +268,16 @@ def build_snapshot(
             claims=dict(state.persistent_volume_claims),
             classes=dict(state.storage_classes),
             csi_nodes=dict(state.csi_nodes),
+        ),
+        dra=DraObjects(
+            claims=dict(state.resource_claims),
+            classes=dict(state.device_classes),
+            slices=dict(state.resource_slices),
+            claim_statuses={
+                key: {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+                for key, pod in state.pods.items()
+                if pod.status.resource_claim_statuses
+            },
         ),
     )
     return snapshot, b.problems

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
@@ -23,6 +24,10 @@ StateObject = (
     | PersistentVolumeClaim
     | StorageClass
     | CSINode
+    | ResourceClaim
+    | ResourceClaimTemplate
+    | DeviceClass
+    | ResourceSlice
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -47,6 +52,12 @@ class ClusterState:
     """By ``namespace/name``."""
     storage_classes: dict[str, StorageClass] = field(default_factory=dict)
     csi_nodes: dict[str, CSINode] = field(default_factory=dict)
+    resource_claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    """By ``namespace/name``."""
+    resource_claim_templates: dict[str, ResourceClaimTemplate] = field(default_factory=dict)
+    """By ``namespace/name``."""
+    device_classes: dict[str, DeviceClass] = field(default_factory=dict)
+    resource_slices: dict[str, ResourceSlice] = field(default_factory=dict)
 
     def add(self, obj: StateObject) -> bool:
         """Store an object; True if it replaced one with the same key."""
@@ -70,5 +81,9 @@ _TABLES: dict[type, tuple[str, bool]] = {
     PersistentVolume: ("persistent_volumes", False),
     StorageClass: ("storage_classes", False),
     CSINode: ("csi_nodes", False),
+    ResourceClaim: ("resource_claims", True),
+    ResourceClaimTemplate: ("resource_claim_templates", True),
+    DeviceClass: ("device_classes", False),
+    ResourceSlice: ("resource_slices", False),
 }
 """Where :meth:`ClusterState.add` keeps each kind, and whether its key is ``namespace/name``."""

@@ -8,11 +8,13 @@ in-memory cluster.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from caldera.models.volcano import PodGroupCondition
 
 __all__ = [
     "Bind",
+    "ClaimReservation",
     "CycleResult",
     "Event",
     "Evict",
@@ -43,6 +45,23 @@ class VolumeBind:
 
 
 @dataclass(frozen=True, slots=True)
+class ClaimReservation:
+    """A ResourceClaim write the binder carries out before the pod's binding (DynamicResources'
+    PreBind): the claim's ``status.allocation`` (when the session allocated it) and its
+    ``status.reservedFor`` with the pod added, in one status update guarded by the resource
+    version the session saw."""
+
+    namespace: str
+    claim: str
+    claim_uid: str = ""
+    claim_resource_version: str = ""
+    allocation: dict[str, Any] | None = None
+    """The allocation as the API writes it; None when the claim was allocated already."""
+    reserved_for: tuple[tuple[str, str], ...] = ()
+    """(pod name, pod uid) of every consumer after the write."""
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     namespace: str
     name: str
@@ -51,6 +70,8 @@ class Bind:
     annotations: dict[str, str] = field(default_factory=dict)
     volumes: tuple[VolumeBind, ...] = ()
     """Volume bindings and provisioning requests to write before the binding."""
+    claims: tuple[ClaimReservation, ...] = ()
+    """ResourceClaim allocations and reservations to write before the binding."""
 
 
 @dataclass(frozen=True, slots=True)

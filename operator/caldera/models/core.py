@@ -28,6 +28,8 @@ __all__ = [
     "Pod",
     "PodAffinity",
     "PodAffinityTerm",
+    "PodResourceClaim",
+    "PodResourceClaimStatus",
     "PriorityClass",
     "Taint",
     "Toleration",
@@ -193,6 +195,15 @@ class Volume(ApiModel):
     ephemeral: EphemeralVolumeSource | None = None
 
 
+class PodResourceClaim(ApiModel):
+    """A pod's ``spec.resourceClaims`` entry: a ResourceClaim by name, or one the ResourceClaim
+    controller creates from a template (its name is then in ``status.resourceClaimStatuses``)."""
+
+    name: str = Field(min_length=1)
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
 class PodSpec(ApiModel):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -209,6 +220,7 @@ class PodSpec(ApiModel):
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[Volume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
 
 
 class PodCondition(ApiModel):
@@ -218,10 +230,16 @@ class PodCondition(ApiModel):
     message: str = ""
 
 
+class PodResourceClaimStatus(ApiModel):
+    name: str = Field(min_length=1)
+    resource_claim_name: str | None = None
+
+
 class PodStatus(ApiModel):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] = "Pending"
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
+    resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
 
     def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)

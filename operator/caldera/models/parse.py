@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
@@ -31,8 +32,14 @@ KINDS: dict[str, type[BaseModel]] = {
     "PersistentVolumeClaim": PersistentVolumeClaim,
     "StorageClass": StorageClass,
     "CSINode": CSINode,
+    "ResourceClaim": ResourceClaim,
+    "ResourceClaimTemplate": ResourceClaimTemplate,
+    "DeviceClass": DeviceClass,
+    "ResourceSlice": ResourceSlice,
 }
-NAMESPACED = frozenset({"Pod", "PodGroup", "PersistentVolumeClaim"})
+NAMESPACED = frozenset(
+    {"Pod", "PodGroup", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
+)
 
 
 @dataclass(frozen=True, slots=True)

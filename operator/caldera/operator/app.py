@@ -61,6 +61,9 @@ WATCHED = {
     "PersistentVolumeClaim": ("", "v1", "persistentvolumeclaims"),
     "StorageClass": ("storage.k8s.io", "v1", "storageclasses"),
     "CSINode": ("storage.k8s.io", "v1", "csinodes"),
+    "ResourceClaim": ("resource.k8s.io", "v1", "resourceclaims"),
+    "DeviceClass": ("resource.k8s.io", "v1", "deviceclasses"),
+    "ResourceSlice": ("resource.k8s.io", "v1", "resourceslices"),
 }
 
 
@@ -151,6 +154,9 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
         persistent_volume_claims=table("persistentvolumeclaim_index"),
         storage_classes=table("storageclass_index"),
         csi_nodes=table("csinode_index"),
+        resource_claims=table("resourceclaim_index"),
+        device_classes=table("deviceclass_index"),
+        resource_slices=table("resourceslice_index"),
     )
 
 

@@ -11,6 +11,11 @@ same volume to a second claim); there is no rollback of the writes already made.
 kube-scheduler, the binder does not wait for the PV controller to finish the binding before
 binding the pod (the kubelet waits for the volume anyway).
 
+A bind that carries ResourceClaim decisions then does DynamicResources' PreBind: each claim's
+status is updated (status subresource, merge patch guarded by the session's resource version) with
+the allocation the session made, if any, and with the pod added to ``status.reservedFor``. A claim
+that changed since the session saw it makes the bind fail the same way.
+
 On success the scheduler's annotations go with the binding and a ``Scheduled`` event is posted.
 On any failure (of a volume write or of the binding) the pod's ``PodScheduled`` condition says
 ``SchedulerError`` and the pod is resynced from the API: gone → dropped; already bound (for
@@ -30,7 +35,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from caldera.framework.intents import Bind, PodCondition, VolumeBind
+from caldera.framework.intents import Bind, ClaimReservation, PodCondition, VolumeBind
 from caldera.k8s.calls import send, status_message
 from caldera.k8s.errors import API_ERRORS, Outcome, classify
 from caldera.k8s.resources import MERGE_PATCH
@@ -59,6 +64,7 @@ class Binder:
         on_bound: Callable[[Bind], None] | None = None,
     ) -> None:
         self._core = client.CoreV1Api(api)
+        self._resource = client.ResourceV1Api(api)
         self._assumed = assumed
         self._events = events
         self._set_condition = set_condition
@@ -74,9 +80,13 @@ class Binder:
 
     async def _handle(self, key: str, bind: Bind) -> bool:
         if key not in self._resync:
+            plugin = "VolumeBinding"
             error = await self._prebind(bind)
+            if error is None:
+                plugin = "DynamicResources"
+                error = await self._prebind_claims(bind)
             if error is not None:
-                message = f'running PreBind plugin "VolumeBinding": {error}'
+                message = f'running PreBind plugin "{plugin}": {error}'
             else:
                 error = await self._post(bind)
                 message = f"failed to bind to node {bind.node}: {error}"
@@ -124,6 +134,24 @@ class Binder:
                         _content_type=MERGE_PATCH,
                         _request_timeout=self._timeout,
                     )
+            except ApiException as exc:
+                return f"HTTP {exc.status}: {status_message(exc.body)}"
+            except API_ERRORS as exc:
+                return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+        return None
+
+    async def _prebind_claims(self, bind: Bind) -> str | None:
+        """The bind's claim status writes; the first failure stops them and is returned."""
+        for write in bind.claims:
+            try:
+                await send(
+                    self._resource.patch_namespaced_resource_claim_status,
+                    write.claim,
+                    write.namespace,
+                    _claim_status_patch(write),
+                    _content_type=MERGE_PATCH,
+                    _request_timeout=self._timeout,
+                )
             except ApiException as exc:
                 return f"HTTP {exc.status}: {status_message(exc.body)}"
             except API_ERRORS as exc:
@@ -213,3 +241,18 @@ def _selected_node_patch(volume: VolumeBind, node: str) -> dict[str, Any]:
     if volume.claim_resource_version:
         meta["resourceVersion"] = volume.claim_resource_version
     return {"metadata": meta}
+
+
+def _claim_status_patch(write: ClaimReservation) -> dict[str, Any]:
+    """A merge patch of a ResourceClaim's status: the allocation (when new) and the consumers."""
+    status: dict[str, Any] = {
+        "reservedFor": [
+            {"resource": "pods", "name": name, "uid": uid} for name, uid in write.reserved_for
+        ]
+    }
+    if write.allocation is not None:
+        status["allocation"] = write.allocation
+    patch: dict[str, Any] = {"status": status}
+    if write.claim_resource_version:
+        patch["metadata"] = {"resourceVersion": write.claim_resource_version}
+    return patch

@@ -3,7 +3,8 @@
 Before the first cycle the ``root`` and default queues are created if missing, as the scheduler
 does at startup. Between cycles the simulator does what the rest of Kubernetes would: a bound pod
 gets its node and phase Running (the kubelet), a volume chosen for a claim is bound to it (the
-PersistentVolume controller), a claim to provision gets its selected node, an evicted pod
+PersistentVolume controller), a claim to provision gets its selected node, a ResourceClaim gets
+the allocation and consumer the binder would write (DynamicResources' PreBind), an evicted pod
 disappears, and the PodGroup and Queue status the session wrote is stored. Simulated time starts
 one period after the newest creation time in the input and advances one schedule period per
 cycle, so the output depends only on the input.
@@ -22,6 +23,7 @@ from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.models.dra import AllocationResult, ResourceClaimConsumerReference
 from caldera.models.parse import ObjectError
 from caldera.models.storage import (
     BIND_COMPLETED_ANNOTATION,
@@ -110,9 +112,29 @@ def _bind_volumes(state: ClusterState, bind: Bind) -> None:
         )
 
 
+def _bind_claims(state: ClusterState, bind: Bind) -> None:
+    """What the binder's claim status writes leave in the API."""
+    for write in bind.claims:
+        key = f"{write.namespace}/{write.claim}"
+        claim = state.resource_claims.get(key)
+        if claim is None:
+            continue
+        status = claim.status
+        if write.allocation is not None:
+            allocation = AllocationResult.model_validate(write.allocation)
+            status = status.model_copy(update={"allocation": allocation})
+        consumers = tuple(
+            ResourceClaimConsumerReference(resource="pods", name=name, uid=uid)
+            for name, uid in write.reserved_for
+        )
+        status = status.model_copy(update={"reserved_for": consumers})
+        state.resource_claims[key] = claim.model_copy(update={"status": status})
+
+
 def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
     for bind in result.binds:
         _bind_volumes(state, bind)
+        _bind_claims(state, bind)
         key = f"{bind.namespace}/{bind.name}"
         pod = state.pods[key]
         meta = pod.metadata

@@ -39,6 +39,7 @@ from caldera.framework.policy import PluginOption
 from caldera.framework.session import Rejection, Session
 from caldera.plugins.predicates import affinity, interpod, ports, spread, taints, volumes
 from caldera.plugins.predicates.base import SKIP, NodeFilter
+from caldera.plugins.predicates.dra import DynamicResources
 from caldera.plugins.predicates.volume_binding import VolumeBinding
 
 __all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin", "ShapePoint"]
@@ -95,6 +96,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         self._skipped: dict[str, frozenset[str]] = {}
         self._template_cache: dict[str, list[Rejection]] = {}
         self.volume_binding: VolumeBinding | None = None
+        self.dynamic_resources: DynamicResources | None = None
 
     def build_filters(self, ssn: Session) -> list[NodeFilter]:
         """The enabled filters, in kube-scheduler's order."""
@@ -122,6 +124,9 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
                 tuple((p.utilization, p.score * 10) for p in a.volume_binding_shape),
             )
             filters.append(self.volume_binding.node_filter)
+        if a.dynamic_resource_allocation:
+            self.dynamic_resources = DynamicResources(ssn, a.filter_timeout_seconds)
+            filters.append(self.dynamic_resources.node_filter)
         return filters
 
     def on_session_open(self, ssn: Session) -> None:
@@ -140,6 +145,8 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
     def on_session_close(self, ssn: Session) -> None:
         if self.volume_binding is not None:
             self.volume_binding.attach(ssn.result.binds)
+        if self.dynamic_resources is not None:
+            self.dynamic_resources.attach(ssn.result.binds)
 
     def pre_predicate(self, task: Task) -> str | None:
         skipped: set[str] = set()
