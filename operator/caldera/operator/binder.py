@@ -80,13 +80,9 @@ class Binder:
 
     async def _handle(self, key: str, bind: Bind) -> bool:
         if key not in self._resync:
-            plugin = "VolumeBinding"
             error = await self._prebind(bind)
-            if error is None:
-                plugin = "DynamicResources"
-                error = await self._prebind_claims(bind)
             if error is not None:
-                message = f'running PreBind plugin "{plugin}": {error}'
+                message = error
             else:
                 error = await self._post(bind)
                 message = f"failed to bind to node {bind.node}: {error}"
@@ -112,50 +108,32 @@ class Binder:
             self._resync.add(key)
         return await self._resync_pod(key, bind)
 
-    async def _prebind(self, bind: Bind) -> str | None:
-        """The bind's volume writes, volumes first and provisioning requests after; the first
-        failure stops them and is returned."""
+    def _prebind_writes(self, bind: Bind) -> list[tuple[str, Callable[..., Any], tuple[Any, ...]]]:
+        """(plugin, API method, arguments) of the bind's PreBind writes, in order: volumes bound
+        first, then claims to provision, then device claims' allocations."""
+        writes: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
         for volume in bind.volumes:
-            try:
-                if volume.volume:
-                    await send(
-                        self._core.patch_persistent_volume,
-                        volume.volume,
-                        _claim_ref_patch(volume),
-                        _content_type=MERGE_PATCH,
-                        _request_timeout=self._timeout,
-                    )
-                else:
-                    await send(
-                        self._core.patch_namespaced_persistent_volume_claim,
-                        volume.claim,
-                        volume.namespace,
-                        _selected_node_patch(volume, bind.node),
-                        _content_type=MERGE_PATCH,
-                        _request_timeout=self._timeout,
-                    )
-            except ApiException as exc:
-                return f"HTTP {exc.status}: {status_message(exc.body)}"
-            except API_ERRORS as exc:
-                return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
-        return None
+            if volume.volume:
+                args: tuple[Any, ...] = (volume.volume, _claim_ref_patch(volume))
+                writes.append(("VolumeBinding", self._core.patch_persistent_volume, args))
+            else:
+                args = (volume.claim, volume.namespace, _selected_node_patch(volume, bind.node))
+                call = self._core.patch_namespaced_persistent_volume_claim
+                writes.append(("VolumeBinding", call, args))
+        for claim in bind.claims:
+            args = (claim.claim, claim.namespace, _claim_status_patch(claim))
+            call = self._resource.patch_namespaced_resource_claim_status
+            writes.append(("DynamicResources", call, args))
+        return writes
 
-    async def _prebind_claims(self, bind: Bind) -> str | None:
-        """The bind's claim status writes; the first failure stops them and is returned."""
-        for write in bind.claims:
+    async def _prebind(self, bind: Bind) -> str | None:
+        """Run the PreBind writes; the first failure stops them and is returned as kube words
+        it (``running PreBind plugin "<plugin>": <error>``)."""
+        for plugin, call, args in self._prebind_writes(bind):
             try:
-                await send(
-                    self._resource.patch_namespaced_resource_claim_status,
-                    write.claim,
-                    write.namespace,
-                    _claim_status_patch(write),
-                    _content_type=MERGE_PATCH,
-                    _request_timeout=self._timeout,
-                )
-            except ApiException as exc:
-                return f"HTTP {exc.status}: {status_message(exc.body)}"
+                await send(call, *args, _content_type=MERGE_PATCH, _request_timeout=self._timeout)
             except API_ERRORS as exc:
-                return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+                return f'running PreBind plugin "{plugin}": {_failure(exc)}'
         return None
 
     async def _post(self, bind: Bind) -> str | None:
@@ -176,10 +154,8 @@ class Binder:
                 _request_timeout=self._timeout,
             )
             return None
-        except ApiException as exc:
-            return f"HTTP {exc.status}: {status_message(exc.body)}"
         except API_ERRORS as exc:
-            return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
+            return _failure(exc)
 
     async def _bound(self, bind: Bind) -> None:
         if self._on_bound is not None:
@@ -256,3 +232,11 @@ def _claim_status_patch(write: ClaimReservation) -> dict[str, Any]:
     if write.claim_resource_version:
         patch["metadata"] = {"resourceVersion": write.claim_resource_version}
     return patch
+
+
+def _failure(exc: BaseException) -> str:
+    """A failed request in a few words: the HTTP status and the server's message, or the
+    transport error."""
+    if isinstance(exc, ApiException):
+        return f"HTTP {exc.status}: {status_message(exc.body)}"
+    return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"
