@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
-from caldera.cache.snapshot import build_snapshot, stable_uid
+from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
 from caldera.framework.policy import default_policy
@@ -164,10 +164,15 @@ def run(
     bound = 0
     sessions: list[dict[str, float]] = []
     snapshot_s = 0.0
+    memo = PodMemo()  # as the operator keeps one across sessions
     for n in range(1, max_sessions + 1):
         t1 = time.perf_counter()
         snapshot, _ = build_snapshot(
-            state, scheduler_names=["volcano"], now=1_700_100_000.0 + n, session_id=f"s{n}"
+            state,
+            scheduler_names=["volcano"],
+            now=1_700_100_000.0 + n,
+            session_id=f"s{n}",
+            memo=memo,
         )
         t2 = time.perf_counter()
         result = run_cycle(snapshot, policy, registry)

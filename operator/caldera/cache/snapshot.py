@@ -13,7 +13,7 @@ exist, a pod bound to an unknown node, a node that is not Ready.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +37,7 @@ from caldera.models.volcano import (
 )
 from caldera.models.volcano import Queue as QueueModel
 
-__all__ = ["build_snapshot", "stable_uid"]
+__all__ = ["PodFacts", "PodMemo", "build_snapshot", "stable_uid"]
 
 
 def stable_uid(kind: str, key: str) -> str:
@@ -71,11 +71,48 @@ def _task_status(pod: Pod) -> TaskStatus:
     }.get(phase, TaskStatus.UNKNOWN)
 
 
-def _resource_names(state: ClusterState) -> Iterable[str]:
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What the snapshot derives from a pod's spec."""
+
+    requests: dict[str, float]
+    nonzero: tuple[float, float]
+    """(milli-cpu, memory) with kube-scheduler's defaults for scoring."""
+
+
+class PodMemo:
+    """Pod facts remembered per pod object, across sessions.
+
+    The watched objects are immutable and replaced whenever they change, so a pod object seen
+    before has the same requests: an operator that passes one memo to every
+    :func:`build_snapshot` computes a pod's requests once per version instead of once per
+    session. An entry whose object was replaced is recomputed; pods gone from the state are
+    forgotten after each build.
+    """
+
+    __slots__ = ("_facts",)
+
+    def __init__(self) -> None:
+        self._facts: dict[str, tuple[Pod, PodFacts]] = {}
+
+    def facts(self, key: str, pod: Pod) -> PodFacts:
+        hit = self._facts.get(key)
+        if hit is not None and hit[0] is pod:
+            return hit[1]
+        facts = PodFacts(effective_requests(pod.spec), nonzero_requests(pod.spec))
+        self._facts[key] = (pod, facts)
+        return facts
+
+    def keep_only(self, keys: Collection[str]) -> None:
+        for gone in self._facts.keys() - keys:
+            del self._facts[gone]
+
+
+def _resource_names(state: ClusterState, memo: PodMemo) -> Iterable[str]:
     for node in state.nodes.values():
         yield from node.allocatable
-    for pod in state.pods.values():
-        yield from effective_requests(pod.spec)
+    for key, pod in state.pods.items():
+        yield from memo.facts(key, pod).requests
     for pg in state.podgroups.values():
         yield from pg.spec.min_resources or {}
     for q in state.queues.values():
@@ -88,6 +125,7 @@ class _Builder:
     state: ClusterState
     scheduler_names: frozenset[str]
     default_queue: str
+    memo: PodMemo
     problems: list[ObjectError] = field(default_factory=list)
 
     def problem(self, kind: str, name: str, message: str) -> None:
@@ -148,10 +186,11 @@ class _Builder:
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: _Priorities) -> Task:
         spec, meta = pod.spec, pod.metadata
-        requests = effective_requests(spec)
+        facts = self.memo.facts(key, pod)
+        requests = facts.requests
         resreq = space.vector(requests)
         resreq[space.index[PODS]] += 1.0
-        cpu, mem = nonzero_requests(spec)
+        cpu, mem = facts.nonzero
         preemptable = meta.annotations.get(PREEMPTABLE_KEY, meta.labels.get(PREEMPTABLE_KEY))
         return Task(
             uid=meta.uid or stable_uid("Pod", key),
@@ -201,10 +240,14 @@ def build_snapshot(
     now: float,
     session_id: str,
     default_queue: str = "default",
+    memo: PodMemo | None = None,
 ) -> tuple[Snapshot, list[ObjectError]]:
+    """The session's snapshot of ``state``; pass the same ``memo`` to every call to compute
+    each pod version's requests once."""
     names = frozenset(scheduler_names)
-    b = _Builder(state, names, default_queue)
-    space = ResourceSpace(_resource_names(state))
+    memo = memo if memo is not None else PodMemo()
+    b = _Builder(state, names, default_queue, memo)
+    space = ResourceSpace(_resource_names(state, memo))
     table = b.nodes(space)
     queues = b.queues(space)
     default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
@@ -280,4 +323,5 @@ def build_snapshot(
             },
         ),
     )
+    memo.keep_only(state.pods.keys())
     return snapshot, b.problems

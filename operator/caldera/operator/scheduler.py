@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 
-from caldera.cache.snapshot import build_snapshot, stable_uid
+from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult, PodGroupStatus
@@ -74,6 +74,9 @@ class Scheduler:
         self.sessions = 0
         self._problems = Lasting(grace=problem_grace)
         self._writes = Recent(ttl=30.0)
+        self._pods = PodMemo()
+        """Pod requests per watched pod version, across sessions (used by one session at a
+        time: sessions do not overlap)."""
         self._news = Recent(ttl=float("inf"))
 
     async def tick(self, state: ClusterState) -> CycleResult | None:
@@ -109,6 +112,7 @@ class Scheduler:
             now=time.time(),
             session_id=session_id,
             default_queue=self.default_queue,
+            memo=self._pods,
         )
         return run_cycle(snapshot, policy, self.registry), problems
 

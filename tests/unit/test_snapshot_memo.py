@@ -1,0 +1,37 @@
+"""The pod memo: requests computed once per pod version across sessions, never stale."""
+
+from __future__ import annotations
+
+from builders import node, pod, podgroup, state_of
+from caldera.cache.snapshot import PodMemo, build_snapshot
+from caldera.models.core import Pod
+
+
+def snapshot_cpu(state_pods: dict[str, Pod], memo: PodMemo) -> dict[str, float]:
+    state = state_of([node("n1"), podgroup("pg", min_member=1)])
+    state.pods.update(state_pods)
+    snap, _ = build_snapshot(state, scheduler_names=["volcano"], now=1.0, session_id="s", memo=memo)
+    cpu = snap.space.index["cpu"]
+    return {t.name: float(t.resreq[cpu]) for t in snap.jobs["default/pg"].tasks.values()}
+
+
+def test_a_pod_version_is_computed_once_and_a_new_version_is_recomputed() -> None:
+    memo = PodMemo()
+    first = pod("a", group="pg", cpu="1")
+    assert snapshot_cpu({"default/a": first}, memo) == {"a": 1000.0}
+    facts = memo.facts("default/a", first)
+    assert memo.facts("default/a", first) is facts  # the same object: remembered
+    # the watch delivers a new object for the same pod: its requests are read again
+    resized = pod("a", group="pg", cpu="3")
+    assert snapshot_cpu({"default/a": resized}, memo) == {"a": 3000.0}
+    assert memo.facts("default/a", resized) is not facts
+
+
+def test_pods_gone_from_the_state_are_forgotten() -> None:
+    memo = PodMemo()
+    a, b = pod("a", group="pg"), pod("b", group="pg")
+    snapshot_cpu({"default/a": a, "default/b": b}, memo)
+    kept = memo.facts("default/a", a)
+    snapshot_cpu({"default/a": a}, memo)
+    assert memo.facts("default/a", a) is kept
+    assert "default/b" not in memo._facts
