@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -115,6 +115,46 @@ def _kubeconfig(url: str) -> str:
     return str(path)
 
 
+class LongestCallback:
+    """The longest single event-loop callback (the loop is *blocked* while one runs), as
+    opposed to the loop lag, which also counts callbacks queued behind each other when the loop
+    is merely busy. Times every ``Handle._run`` while installed."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self.where = ""
+        self._original = asyncio.events.Handle._run
+
+    def __enter__(self) -> Self:
+        original, probe = self._original, self
+
+        def timed(handle: asyncio.events.Handle) -> None:
+            start = time.perf_counter()
+            original(handle)
+            spent = time.perf_counter() - start
+            if spent > probe.longest:
+                probe.longest, probe.where = spent, _describe(handle)
+
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        asyncio.events.Handle._run = self._original  # type: ignore[method-assign]
+
+
+def _describe(handle: asyncio.events.Handle) -> str:
+    """The coroutine a task step ran, else the callback."""
+    owner = getattr(getattr(handle, "_callback", None), "__self__", None)
+    if isinstance(owner, asyncio.Task):
+        coro = owner.get_coro()
+        frame = getattr(coro, "cr_frame", None)
+        where = (
+            f" at {frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}" if frame else ""
+        )
+        return f"task {owner.get_name()}: {getattr(coro, '__qualname__', coro)}{where}"
+    return repr(handle)[:160]
+
+
 async def _measure(
     url: str, go: Any, stamps_q: Any, pods: int, period: float, timeout: float
 ) -> dict[str, Any]:
@@ -139,10 +179,11 @@ async def _measure(
     runtime.loop_lag_max = 0.0
     go.set()
     loop = asyncio.get_running_loop()
-    stamps: dict[str, float] = await loop.run_in_executor(None, stamps_q.get)
-    deadline = time.time() + timeout
-    while len(bound) < pods and time.time() < deadline:
-        await asyncio.sleep(0.1)
+    with LongestCallback() as probe:
+        stamps: dict[str, float] = await loop.run_in_executor(None, stamps_q.get)
+        deadline = time.time() + timeout
+        while len(bound) < pods and time.time() < deadline:
+            await asyncio.sleep(0.1)
     sessions = runtime.scheduler.sessions if runtime.scheduler else 0
     runtime.stop.set()
     go.set()
@@ -161,6 +202,8 @@ async def _measure(
         else None,
         "sessions": sessions,
         "max_event_loop_lag_ms": round(runtime.loop_lag_max * 1000, 1),
+        "longest_callback_ms": round(probe.longest * 1000, 1),
+        "longest_callback": probe.where,
     }
 
 
