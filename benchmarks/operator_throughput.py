@@ -135,7 +135,7 @@ class LongestCallback:
             if spent > probe.longest:
                 probe.longest, probe.where = spent, _describe(handle)
 
-        asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+        asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
         return self
 
     def __exit__(self, *_: object) -> None:
