@@ -11,7 +11,7 @@ from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
-__all__ = ["ClusterState", "StateObject"]
+__all__ = ["ClusterState", "StateObject", "table_of"]
 
 StateObject = (
     Pod
@@ -87,3 +87,8 @@ _TABLES: dict[type, tuple[str, bool]] = {
     ResourceSlice: ("resource_slices", False),
 }
 """Where :meth:`ClusterState.add` keeps each kind, and whether its key is ``namespace/name``."""
+
+
+def table_of(kind: type) -> str:
+    """The :class:`ClusterState` attribute that holds objects of model ``kind``."""
+    return _TABLES[kind][0]

@@ -26,12 +26,12 @@ from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
 from caldera.cache.queues import ROOT_QUEUE
-from caldera.cache.state import ClusterState
+from caldera.cache.state import ClusterState, table_of
 from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
 from caldera.k8s.client import connection_info, load_configuration, make_api_client
-from caldera.models.parse import NAMESPACED, ObjectError, parse_object
+from caldera.models.parse import KINDS, NAMESPACED, ObjectError, parse_object
 from caldera.operator import logs
 from caldera.operator.assume import Assumptions
 from caldera.operator.binder import Binder
@@ -142,22 +142,8 @@ def _state(indexes: Mapping[str, Any]) -> ClusterState:
     def table(name: str) -> dict[str, Any]:
         return {key: value for key, store in indexes[name].items() for value in store}
 
-    return ClusterState(
-        pods=table("pod_index"),
-        nodes=table("node_index"),
-        podgroups=table("podgroup_index"),
-        queues=table("queue_index"),
-        priority_classes=table("priorityclass_index"),
-        namespaces=table("namespace_index"),
-        hypernodes=table("hypernode_index"),
-        persistent_volumes=table("persistentvolume_index"),
-        persistent_volume_claims=table("persistentvolumeclaim_index"),
-        storage_classes=table("storageclass_index"),
-        csi_nodes=table("csinode_index"),
-        resource_claims=table("resourceclaim_index"),
-        device_classes=table("deviceclass_index"),
-        resource_slices=table("resourceslice_index"),
-    )
+    tables = {table_of(KINDS[kind]): table(f"{kind.lower()}_index") for kind in WATCHED}
+    return ClusterState(**tables, hypernodes=table("hypernode_index"))
 
 
 def _report_malformed(runtime: Runtime, kind: str, raw: Mapping[str, Any], message: str) -> None:
