@@ -29,11 +29,12 @@ status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
 """
 
 
-def pod(name: str, cpu: str, extra: str = "") -> str:
+def pod(name: str, cpu: str, extra: str = "", group: str = "") -> str:
+    notes = f", annotations: {{scheduling.k8s.io/group-name: {group}}}" if group else ""
     return f"""
 apiVersion: v1
 kind: Pod
-metadata: {{name: {name}, namespace: default, labels: {{app: web}}}}
+metadata: {{name: {name}, namespace: default, labels: {{app: web}}{notes}}}
 spec:
   schedulerName: volcano
   containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
@@ -119,7 +120,8 @@ def test_the_table_lists_fitting_nodes_by_score_then_the_rest_with_reasons(
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "pod default/p  (podgroup " + out[0].split("(podgroup ")[1]
     assert out[1] == "verdict: would be placed on big"
-    header, *rows = out[2:]
+    assert out[2] == "next session: bound to big"
+    header, *rows = out[3:]
     assert header.split()[:2] == ["NODE", "FITS"] and "WHY" in header
     assert [r.split()[0] for r in rows] == ["big", "small", "tainted"]
     assert rows[1].endswith("NodeResourcesFit: Insufficient cpu")
@@ -158,3 +160,22 @@ def test_simulate_lists_pending_pods_with_kubes_verdict(
     assert main(["simulate", "--output", "json", write(tmp_path, NODES, pod("p", "9"))]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["unschedulable"]["default/p"].startswith("0/3 nodes are available: ")
+
+
+def test_the_next_session_is_reported_next_to_the_pods_own_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gang = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: pair, namespace: default}
+spec: {minMember: 2}
+"""
+    first, second = pod("first", "6", group="pair"), pod("second", "6", group="pair")
+    doc = explain_json(capsys, "default/first", write(tmp_path, NODES, gang, first, second))
+    # alone, the pod fits the big node; with its gang (two 6-cpu pods, one node big enough)
+    # the session places nothing
+    assert doc["verdict"] == "would be placed on big"
+    assert doc["session"].startswith("Schedulable: Pod default/first can possibly be assigned")
+    bare = explain_json(capsys, "default/p", write(tmp_path, NODES, pod("p", "2")))
+    assert bare["session"] == "bound to big"

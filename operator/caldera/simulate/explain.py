@@ -3,7 +3,9 @@
 The pod is explained against the cluster as the next session would open on it: pods already on
 nodes count (whatever their scheduler), bare pods have their PodGroups, and the policy's plugins
 are open. Other pending pods are not placed first, so inside a gang this shows where *this* pod
-could go on its own. Scores are shown for the nodes that pass every filter only: that is the set
+could go on its own; what the whole session would do with it (its gang, its queue's share and
+the pods placed before it included) is run as well, on a copy of the cluster, and reported as
+``session``. Scores are shown for the nodes that pass every filter only: that is the set
 kube-scheduler and Caldera score, and the batch scorers normalise over it.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +29,7 @@ from caldera.framework.registry import Registry
 from caldera.framework.session import Session
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
-from caldera.simulate.runner import adopt_bare_pods
+from caldera.simulate.runner import adopt_bare_pods, simulate
 
 __all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
 
@@ -52,7 +54,10 @@ class Explanation:
     job: str
     queue: str
     verdict: str
-    """Where the pod would go, or the pending message it would get."""
+    """Where the pod would go on its own, or why it fits no node."""
+    session: str
+    """What the next session would do with it: bind it to a node, or the PodScheduled message
+    it would get (its gang's, its queue's...)."""
     chosen: str | None
     pre_filter: str | None
     nodes: list[NodeVerdict]
@@ -93,6 +98,7 @@ def explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
+    session = _next_session(state, policy, registry, key, names, default_queue)
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -143,11 +149,33 @@ def explain(
         job=task.job,
         queue=job.queue,
         verdict=verdict,
+        session=session,
         chosen=chosen,
         pre_filter=pre,
         nodes=verdicts,
         weights=weights,
     )
+
+
+def _next_session(
+    state: ClusterState,
+    policy: Policy,
+    registry: Registry,
+    key: str,
+    names: list[str],
+    default_queue: str,
+) -> str:
+    """One full session on a copy of ``state``: where it binds the pod, or the pod's message."""
+    copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
+    sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
+    result = sim.cycles[0].result
+    for bind in result.binds:
+        if f"{bind.namespace}/{bind.name}" == key:
+            return f"bound to {bind.node}"
+    for cond in result.pod_conditions:
+        if f"{cond.namespace}/{cond.name}" == key:
+            return f"{cond.reason}: {cond.message}"
+    return "not considered (its PodGroup is not enqueued or not valid)"
 
 
 def to_json(ex: Explanation) -> str:
@@ -156,6 +184,7 @@ def to_json(ex: Explanation) -> str:
         "podGroup": ex.job,
         "queue": ex.queue,
         "verdict": ex.verdict,
+        "session": ex.session,
         "node": ex.chosen,
         "preFilter": ex.pre_filter,
         "weights": ex.weights,
@@ -175,6 +204,7 @@ def to_table(ex: Explanation) -> str:
     lines = [
         f"pod {ex.pod}  (podgroup {ex.job}, queue {ex.queue})",
         f"verdict: {ex.verdict}",
+        f"next session: {ex.session}",
     ]
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
