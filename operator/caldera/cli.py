@@ -140,6 +140,15 @@ def _add_run(sub: Any) -> None:
         default="full",
         help="json: one JSON object per line, with an object reference",
     )
+    run.add_argument(
+        "--session-process",
+        type=_flag,
+        nargs="?",
+        const=True,
+        default=True,
+        help="run sessions in a process of their own, off the event loop's interpreter "
+        "(default true; false: in a thread)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
 
 
@@ -221,6 +230,7 @@ def _run(args: argparse.Namespace) -> int:
         lock_name=args.leader_elect_resource_name,
         log_format=args.log_format,
         verbose=args.verbose,
+        session_process=args.session_process,
     )
     problem = election_error(
         settings.lease_duration, settings.renew_deadline, settings.retry_period

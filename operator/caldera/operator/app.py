@@ -45,6 +45,7 @@ from caldera.operator.metrics import Metrics
 from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.scheduler import Scheduler, Writers
 from caldera.operator.status import StatusWriter
+from caldera.operator.worker import SessionWorker
 
 __all__ = ["RunSettings", "Runtime", "build_registry", "operate", "run"]
 
@@ -87,6 +88,8 @@ class RunSettings:
     policy_check_interval: float = 2.0
     log_format: str = "full"
     verbose: bool = False
+    session_process: bool = True
+    """Run sessions in a process of their own (see :mod:`caldera.operator.worker`)."""
 
     @property
     def lock(self) -> str:
@@ -112,6 +115,8 @@ class Runtime:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     loop_lag_max: float = 0.0
     lost_lease: bool = False
+    own_registry: bool = False
+    """The plugin registry was given in code rather than loaded from entry points."""
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
     malformed: dict[str, str] = field(default_factory=dict)
@@ -120,8 +125,10 @@ class Runtime:
 
     @classmethod
     def create(cls, settings: RunSettings, registry: Registry | None = None) -> Runtime:
+        own = registry is not None
         registry = registry or Registry.from_entry_points()
         return cls(
+            own_registry=own,
             settings=settings,
             registry=registry,
             policy=PolicyHolder(settings.scheduler_conf, registry),
@@ -216,6 +223,9 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.scanning.disabled = True
+        # when root is deleted, kopf waits for the running session to end before removing its
+        # finalizer, and re-checks only this often (kopf's default is a minute)
+        settings.background.cancellation_polling = 1.0
         settings.persistence.finalizer = "scheduling.volcano.sh/caldera-session-timer"
         await _start(runtime)
 
@@ -297,6 +307,11 @@ async def _start(runtime: Runtime) -> None:
         writers=writers,
         leader=runtime.leader,
         metrics=m,
+        # the worker process loads the plugins from entry points, so a registry built in code
+        # (tests, embedding) keeps sessions in a thread of this process
+        worker=SessionWorker(s.scheduler_names, s.default_queue)
+        if s.session_process and not runtime.own_registry
+        else None,
     )
     await runtime.controllers.ensure_builtin_queues()
 
@@ -383,6 +398,8 @@ async def _stop(runtime: Runtime) -> None:
     runtime.tasks.clear()
     if runtime.api is not None:
         await runtime.api.close()
+    if runtime.scheduler is not None and runtime.scheduler.worker is not None:
+        runtime.scheduler.worker.close()
 
 
 async def operate(runtime: Runtime) -> None:

@@ -32,6 +32,7 @@ from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
 from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.status import StatusWriter
+from caldera.operator.worker import SessionWorker
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers"]
@@ -61,6 +62,7 @@ class Scheduler:
         leader: LeaderGate,
         metrics: Metrics,
         problem_grace: float = 30.0,
+        worker: SessionWorker | None = None,
     ) -> None:
         self.scheduler_names = scheduler_names
         self.default_queue = default_queue
@@ -78,6 +80,8 @@ class Scheduler:
         """Pod requests per watched pod version, across sessions (used by one session at a
         time: sessions do not overlap)."""
         self._news = Recent(ttl=float("inf"))
+        self.worker = worker
+        """Where sessions run: a process of their own, or (None) a thread of this one."""
 
     async def tick(self, state: ClusterState) -> CycleResult | None:
         """Run one session on ``state`` if this replica leads; returns its result."""
@@ -89,9 +93,12 @@ class Scheduler:
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
-        result, problems = await asyncio.to_thread(
-            self._decide, state, in_flight, policy, session_id
-        )
+        if self.worker is not None:
+            result, problems = await self.worker.decide(state, in_flight, policy, session_id)
+        else:
+            result, problems = await asyncio.to_thread(
+                self._decide, state, in_flight, policy, session_id
+            )
         self._observe(result, time.perf_counter() - start)
         self._report(problems)
         self._dispatch(result, state)
