@@ -3,7 +3,8 @@
 On each tick (only on the leader) the watched objects are copied into an immutable
 :class:`~caldera.cache.state.ClusterState` on the loop (cheap: dictionaries of frozen models), with
 binds still in flight applied as assumptions. Building the snapshot and running the session happen
-in a worker thread, so watch handling never waits for a session. The result is then handed out:
+in the session worker process (:mod:`caldera.operator.worker`), or in a thread with
+``--session-process=false``, so watch handling never waits for a session. The result is then handed out:
 binds to the binder, evictions to the evictor, changed statuses to the status writer; events are
 posted only when what they say changed, never once per tick.
 """
@@ -13,17 +14,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
+from caldera.cache.snapshot import PodMemo, stable_uid
 from caldera.cache.state import ClusterState
-from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult, PodGroupStatus
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
-from caldera.operator.assume import Assumptions, apply
+from caldera.operator.assume import Assumptions
 from caldera.operator.binder import Binder
 from caldera.operator.events import EventPoster
 from caldera.operator.evictor import Evictor
@@ -32,7 +32,7 @@ from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
 from caldera.operator.policywatch import PolicyHolder
 from caldera.operator.status import StatusWriter
-from caldera.operator.worker import SessionWorker
+from caldera.operator.worker import SessionWorker, decide
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers"]
@@ -112,16 +112,16 @@ class Scheduler:
         session_id: str,
     ) -> tuple[CycleResult, list[ObjectError]]:
         """Runs in a worker thread: the state is immutable, ``in_flight`` a private copy."""
-        view = replace(state, pods=apply(state.pods, in_flight))
-        snapshot, problems = build_snapshot(
-            view,
+        return decide(
+            state,
+            in_flight,
+            policy,
+            self.registry,
             scheduler_names=self.scheduler_names,
-            now=time.time(),
-            session_id=session_id,
             default_queue=self.default_queue,
+            session_id=session_id,
             memo=self._pods,
         )
-        return run_cycle(snapshot, policy, self.registry), problems
 
     def _report(self, problems: list[ObjectError]) -> None:
         """Warn about what the snapshot left out once it has lasted past the grace period.

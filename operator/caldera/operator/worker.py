@@ -34,7 +34,7 @@ from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.operator.assume import apply
 
-__all__ = ["Changes", "SessionWorker"]
+__all__ = ["Changes", "SessionWorker", "decide"]
 
 Outcome = tuple[CycleResult, list[ObjectError]]
 
@@ -60,6 +60,31 @@ def diff(sent: dict[str, dict[str, Any]], state: ClusterState) -> Changes:
         if changed or removed or full:
             tables[f.name] = (changed, removed)
     return Changes(tables, full)
+
+
+def decide(
+    state: ClusterState,
+    in_flight: dict[str, str],
+    policy: Policy,
+    registry: Registry,
+    *,
+    scheduler_names: list[str],
+    default_queue: str,
+    session_id: str,
+    memo: PodMemo,
+) -> Outcome:
+    """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
+    The same in the worker process and (``--session-process=false``) in a thread."""
+    view = replace(state, pods=apply(state.pods, in_flight))
+    snapshot, problems = build_snapshot(
+        view,
+        scheduler_names=scheduler_names,
+        now=time.time(),
+        session_id=session_id,
+        default_queue=default_queue,
+        memo=memo,
+    )
+    return run_cycle(snapshot, policy, registry), problems
 
 
 # -- the worker process ------------------------------------------------------------------------
@@ -91,16 +116,16 @@ def _session(
             store.pop(key, None)
         store.update(changed)
     assert _registry is not None
-    view = replace(_copy, pods=apply(_copy.pods, in_flight))
-    snapshot, problems = build_snapshot(
-        view,
+    return decide(
+        _copy,
+        in_flight,
+        policy,
+        _registry,
         scheduler_names=scheduler_names,
-        now=time.time(),
-        session_id=session_id,
         default_queue=default_queue,
+        session_id=session_id,
         memo=_memo,
     )
-    return run_cycle(snapshot, policy, _registry), problems
 
 
 # -- the operator's side -----------------------------------------------------------------------
