@@ -4,9 +4,9 @@ On each tick (only on the leader) the watched objects are copied into an immutab
 :class:`~caldera.cache.state.ClusterState` on the loop (cheap: dictionaries of frozen models), with
 binds still in flight applied as assumptions. Building the snapshot and running the session happen
 in the session worker process (:mod:`caldera.operator.worker`), or in a thread with
-``--session-process=false``, so watch handling never waits for a session. The result is then handed out:
-binds to the binder, evictions to the evictor, changed statuses to the status writer; events are
-posted only when what they say changed, never once per tick.
+``--session-process=false``, so watch handling never waits for a session. The result is then
+handed out: binds to the binder, evictions to the evictor, changed statuses to the status writer;
+events are posted only when what they say changed, never once per tick.
 """
 
 from __future__ import annotations
