@@ -130,7 +130,12 @@ class WatchHub:
                 except ApiError as exc:
                     error = exc
                 else:
-                    initial = [item for e in events if (item := translate(e, selector))]
+                    initial = [
+                        item
+                        for e in events
+                        if resource_key(e.rt) == resource_key(rt)
+                        and (item := translate(e, selector))
+                    ]
 
             response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             response.enable_chunked_encoding()

@@ -569,6 +569,8 @@ async def test_watch_resumes_from_a_resource_version_and_gets_410_after_compacti
         await v1.create_namespaced_pod(ns, pod("before", ns))
         rv = (await v1.list_namespaced_pod(ns)).metadata.resource_version
         await v1.create_namespaced_pod(ns, pod("after", ns))
+        # Other kinds' changes in the same span are not replayed into the pod stream.
+        await v1.create_namespaced_config_map(ns, {"metadata": {"name": "not-a-pod"}})
         await v1.delete_namespaced_pod("before", ns)
 
         seen: list[tuple[str, str]] = []
