@@ -57,11 +57,16 @@ class Watcher:
         self.queue: asyncio.Queue[Item | None] = asyncio.Queue()
         self.abort = False
 
+    def sees(self, event: WatchEvent) -> Item | None:
+        """What this stream shows of ``event``: only its own kind, through its selector."""
+        if resource_key(event.rt) != resource_key(self.rt):
+            return None
+        return translate(event, self.selector)
+
     def deliver(self, event: WatchEvent) -> None:
-        if resource_key(event.rt) == resource_key(self.rt):
-            item = translate(event, self.selector)
-            if item is not None:
-                self.queue.put_nowait(item)
+        item = self.sees(event)
+        if item is not None:
+            self.queue.put_nowait(item)
 
     def close(self, *, abort: bool = False) -> None:
         self.abort = abort
@@ -130,12 +135,7 @@ class WatchHub:
                 except ApiError as exc:
                     error = exc
                 else:
-                    initial = [
-                        item
-                        for e in events
-                        if resource_key(e.rt) == resource_key(rt)
-                        and (item := translate(e, selector))
-                    ]
+                    initial = [item for e in events if (item := watcher.sees(e))]
 
             response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             response.enable_chunked_encoding()
