@@ -3,7 +3,7 @@
 ``caldera simulate`` runs the engine offline on manifests; ``caldera explain`` shows, for one
 pod, every node's filter verdicts and scores; ``caldera run`` runs the scheduler against a
 cluster. Exit codes: 0 done (input problems are reported on stderr and the rest still runs),
-1 the leader lost its lease, 2 a policy or usage error.
+1 the leader lost its lease, 2 a policy, usage or connection error (one line on stderr).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from caldera.errors import ConfigError
@@ -95,61 +96,36 @@ def _flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
+_CHOICES = {"log_format": ("plain", "full", "json")}
+
+
 def _add_run(sub: Any) -> None:
+    """``caldera run``'s flags, one per :class:`Settings` field, with its default and help."""
+    from caldera.operator.settings import FLAG_NAMES, Settings, help_of
+
     run = sub.add_parser("run", help="run the scheduler against a cluster")
-    run.add_argument(
-        "--scheduler-name",
-        action="append",
-        dest="scheduler_names",
-        help="handle pods with this schedulerName (repeatable; default volcano)",
-    )
-    run.add_argument(
-        "--scheduler-conf",
-        help="policy file (reloaded when it changes); default: Volcano's built-in default",
-    )
-    run.add_argument(
-        "--schedule-period",
-        type=_duration,
-        default=1.0,
-        help="time between sessions, a Go duration (default 1s)",
-    )
-    run.add_argument("--default-queue", default="default")
-    run.add_argument("--listen-address", default=":8080", help="metrics address (/metrics)")
-    run.add_argument("--healthz-address", default=":11251", help="/healthz and /readyz address")
-    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster or ~/.kube/config)")
-    run.add_argument(
-        "--leader-elect",
-        type=_flag,
-        nargs="?",
-        const=True,
-        default=True,
-        help="elect a leader through a Lease (default true)",
-    )
-    run.add_argument("--leader-elect-lease-duration", type=_duration, default=15.0)
-    run.add_argument("--leader-elect-renew-deadline", type=_duration, default=10.0)
-    run.add_argument("--leader-elect-retry-period", type=_duration, default=2.0)
-    run.add_argument("--leader-elect-resource-namespace", default="volcano-system")
-    run.add_argument(
-        "--leader-elect-resource-name",
-        default="",
-        help="Lease name (default: the first scheduler name)",
-    )
-    run.add_argument(
-        "--log-format",
-        choices=("plain", "full", "json"),
-        default="full",
-        help="json: one JSON object per line, with an object reference",
-    )
-    run.add_argument(
-        "--session-process",
-        type=_flag,
-        nargs="?",
-        const=True,
-        default=True,
-        help="run sessions in a process of their own, off the event loop's interpreter "
-        "(default true; false: in a thread)",
-    )
-    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    defaults = Settings()
+    for f in fields(Settings):
+        flag = FLAG_NAMES.get(f.name, "--" + f.name.replace("_", "-"))
+        default = getattr(defaults, f.name)
+        text = help_of(f.name)
+        if isinstance(default, bool):
+            run.add_argument(
+                flag, dest=f.name, type=_flag, nargs="?", const=True, default=default, help=text
+            )
+        elif isinstance(default, list):
+            run.add_argument(
+                flag, dest=f.name, action="append", help=f"{text} (default {default[0]})"
+            )
+        elif isinstance(default, int) and not isinstance(default, bool):
+            run.add_argument(flag, dest=f.name, type=_positive, default=default, help=text)
+        elif isinstance(default, float):
+            run.add_argument(flag, dest=f.name, type=_duration, default=default, help=text)
+        else:
+            run.add_argument(
+                flag, dest=f.name, default=default, choices=_CHOICES.get(f.name), help=text
+            )
+    run.add_argument("-v", dest="verbose", action="store_true", help="debug logging")
 
 
 def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
@@ -211,38 +187,19 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from caldera.operator.app import RunSettings, run
-    from caldera.operator.leader import election_error
+    from caldera.k8s.lease import election_error
+    from caldera.operator.app import run
+    from caldera.operator.settings import Settings
 
-    settings = RunSettings(
-        scheduler_names=args.scheduler_names or ["volcano"],
-        scheduler_conf=args.scheduler_conf,
-        schedule_period=args.schedule_period,
-        default_queue=args.default_queue,
-        listen_address=args.listen_address,
-        healthz_address=args.healthz_address,
-        kubeconfig=args.kubeconfig,
-        leader_elect=args.leader_elect,
-        lease_duration=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        retry_period=args.leader_elect_retry_period,
-        lock_namespace=args.leader_elect_resource_namespace,
-        lock_name=args.leader_elect_resource_name,
-        log_format=args.log_format,
-        verbose=args.verbose,
-        session_process=args.session_process,
-    )
+    values = {f.name: getattr(args, f.name) for f in fields(Settings)}
+    settings = Settings(**{**values, "scheduler_names": args.scheduler_names or ["volcano"]})
     problem = election_error(
         settings.lease_duration, settings.renew_deadline, settings.retry_period
     )
     if settings.leader_elect and problem is not None:
         print(f"caldera: leader election: {problem}", file=sys.stderr)
         return 2
-    try:
-        return run(settings)
-    except ConfigError as exc:
-        print(f"caldera: invalid policy: {exc}", file=sys.stderr)
-        return 2
+    return run(settings)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

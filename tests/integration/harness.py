@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from caldera.operator.app import RunSettings, Runtime, operate
+from caldera.operator.app import Runtime, operate
+from caldera.operator.settings import Settings
 from emulator.handles import K8sHandle
 
 VOLCANO = "scheduling.volcano.sh"
@@ -25,7 +26,7 @@ async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Ru
         "policy_check_interval": 0.2,
     }
     options.update(overrides)
-    runtime = Runtime.create(RunSettings(**options))
+    runtime = Runtime.create(Settings(**options))
     task = asyncio.create_task(operate(runtime))
     try:
         started = asyncio.create_task(runtime.started.wait())

@@ -95,16 +95,107 @@ async def test_a_gang_that_cannot_fit_binds_nothing_and_says_why(k8s: K8sHandle)
     assert len(warnings) == 1  # an event when the news is new, not one per session
 
 
-async def test_bare_pods_get_a_podgroup_and_are_bound(k8s: K8sHandle) -> None:
+def _writes(k8s: K8sHandle) -> list[tuple[str, str, str]]:
+    """(verb, resource, subresource) of every write, but for the queues' own (defaults, the
+    built-in queues, ``allocated``), which do not grow with the pods."""
+    return sorted(
+        (r.verb, r.resource, r.subresource)
+        for r in k8s.requests
+        if r.verb in ("create", "update", "patch", "delete") and r.resource != "queues"
+    )
+
+
+async def test_a_bare_pod_costs_its_binding_and_one_scheduled_event_and_nothing_else(
+    k8s: K8sHandle,
+) -> None:
+    await k8s.create("nodes", node("n1"))
+    for name in ("lonely", "alone"):
+        await k8s.create("pods", pod(name), namespace="default")
+    async with running_operator(k8s):
+        await wait_bound(k8s, "lonely", "alone")
+        await _wait_event(k8s, "Scheduled", "alone")
+        await asyncio.sleep(0.5)
+    assert (
+        _writes(k8s)
+        == [("create", "events", ""), ("create", "events", "")]
+        + [("create", "pods", "binding")] * 2
+    )
+    assert await k8s.list("podgroups") == []
+    obj = await k8s.get("pods", "lonely", namespace="default")
+    assert "scheduling.k8s.io/group-name" not in (obj["metadata"].get("annotations") or {})
+    event = await _wait_event(k8s, "Scheduled", "lonely")
+    assert event["message"] == "Successfully assigned default/lonely to n1"
+
+
+async def test_with_events_off_a_bare_pod_costs_only_its_binding(k8s: K8sHandle) -> None:
+    await k8s.create("nodes", node("n1"))
+    await k8s.create("pods", pod("quiet"), namespace="default")
+    async with running_operator(k8s, post_events=False):
+        await wait_bound(k8s, "quiet")
+        await asyncio.sleep(0.5)
+    assert _writes(k8s) == [("create", "pods", "binding")]
+
+
+async def test_asked_to_act_as_volcano_a_bare_pod_gets_a_podgroup_and_its_annotation(
+    k8s: K8sHandle,
+) -> None:
     await k8s.create("nodes", node("n1"))
     created = await k8s.create("pods", pod("lonely"), namespace="default")
-    async with running_operator(k8s):
+    async with running_operator(k8s, create_podgroups=True):
         await wait_bound(k8s, "lonely")
     uid = created["metadata"]["uid"]
     pg = await k8s.get("podgroups", f"podgroup-{uid}", namespace="default")
     assert pg["spec"]["minMember"] == 1
     obj = await k8s.get("pods", "lonely", namespace="default")
     assert obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"] == f"podgroup-{uid}"
+
+
+async def test_bare_pods_of_one_controller_start_together_as_its_annotation_asks(
+    k8s: K8sHandle,
+) -> None:
+    k8s.emulator.registry.register(ResourceType("apps", "v1", "replicasets", "ReplicaSet", True))
+    await k8s.create("nodes", node("n1", cpu="2"))
+    rs = await k8s.create(
+        "replicasets",
+        {
+            "metadata": {
+                "name": "web",
+                "namespace": "default",
+                "annotations": {"scheduling.volcano.sh/group-min-member": "3"},
+            },
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+        namespace="default",
+    )
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web",
+        "uid": rs["metadata"]["uid"],
+        "controller": True,
+    }
+    for i in range(3):
+        replica = pod(f"web-{i}")
+        replica["metadata"]["ownerReferences"] = [owner]
+        await k8s.create("pods", replica, namespace="default")
+    async with running_operator(k8s):
+        # three one-cpu pods on a two-cpu node: the gang of three cannot start, so none does
+        for name in ("web-0", "web-1", "web-2"):
+            await k8s.wait_for(
+                "pods",
+                name,
+                lambda o: any(
+                    c.get("type") == "PodScheduled"
+                    for c in (o.get("status") or {}).get("conditions") or []
+                ),
+                namespace="default",
+            )
+        await k8s.create("nodes", node("n2", cpu="2"))
+        placed = await wait_bound(k8s, "web-0", "web-1", "web-2")
+    assert set(placed.values()) == {"n1", "n2"}
+    reads = k8s.find_requests(verb="get", resource="replicasets", name="web")
+    assert len(reads) == 1  # one read per controller, not per pod
+    assert await _pods_with_successful_bindings(k8s) != []
 
 
 async def test_bind_failures_are_retried_until_each_pod_is_bound_exactly_once(
@@ -280,7 +371,7 @@ async def test_an_idle_cluster_gets_no_events_or_writes_per_session(k8s: K8sHand
     await k8s.create("pods", pod("p"), namespace="default")
     async with running_operator(k8s) as runtime:
         await wait_bound(k8s, "p")
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.5)  # queue status is written once, after a second's coalescing
         before = len([r for r in k8s.requests if r.verb in ("create", "update", "patch")])
         sessions = runtime.scheduler.sessions if runtime.scheduler else 0
         await asyncio.sleep(1.0)
@@ -359,11 +450,13 @@ async def test_the_evictor_marks_the_pod_then_deletes_it(k8s: K8sHandle) -> None
     assert conditions["DisruptionTarget"]["reason"] == "PreemptionByScheduler"
 
 
-async def test_a_podgroup_status_conflict_rereads_and_writes_again(k8s: K8sHandle) -> None:
+async def test_podgroup_status_is_patched_without_a_version_and_retried_after_a_failure(
+    k8s: K8sHandle,
+) -> None:
     await k8s.create("nodes", node("n1"))
     await k8s.create("podgroups", podgroup("g", 1), namespace="default")
     await k8s.create("pods", pod("g-0", group="g"), namespace="default")
-    k8s.fail_next(409, verb="update", resource="podgroups", name="g", times=1)
+    k8s.fail_next(500, verb="patch", resource="podgroups", name="g", times=1)
     async with running_operator(k8s):
         await k8s.wait_for(
             "podgroups",
@@ -371,10 +464,12 @@ async def test_a_podgroup_status_conflict_rereads_and_writes_again(k8s: K8sHandl
             lambda o: (o.get("status") or {}).get("phase") in ("Inqueue", "Running"),
             namespace="default",
         )
-    updates = k8s.find_requests(verb="update", resource="podgroups", name="g")
-    assert updates[0].status == 409 and any(u.status == 200 for u in updates[1:])
-    reads = k8s.find_requests(verb="get", resource="podgroups", name="g")
-    assert reads, "a conflict must re-read the PodGroup before writing again"
+    patches = k8s.find_requests(verb="patch", resource="podgroups", name="g")
+    assert patches[0].status == 500 and any(p.status == 200 for p in patches[1:])
+    for p in patches:
+        assert set(p.body) == {"status"}  # the scheduler's own field only: nothing to conflict
+    assert not k8s.find_requests(verb="update", resource="podgroups")
+    assert not k8s.find_requests(verb="get", resource="podgroups")
 
 
 async def test_every_kind_the_scheduler_needs_is_watched(k8s: K8sHandle) -> None:

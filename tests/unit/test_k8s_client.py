@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kubernetes_asyncio import client
 
-from caldera.k8s.calls import status_message
 from caldera.k8s.client import env_proxy, make_api_client
+from caldera.k8s.rest import status_message
 
 
 @pytest.fixture(autouse=True)

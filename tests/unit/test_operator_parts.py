@@ -12,11 +12,11 @@ from prometheus_client import CollectorRegistry
 
 import builders
 from caldera.framework.policy import DEFAULT_POLICY_YAML
-from caldera.operator.assume import Assumptions
-from caldera.operator.health import parse_address, serve_health, serve_metrics
+from caldera.k8s.endpoints import parse_address, serve_health, serve_metrics
 from caldera.operator.metrics import Metrics, exponential_range
-from caldera.operator.policywatch import PolicyHolder
-from caldera.operator.retry import RetryPolicy, TokenBucket, WorkQueue
+from caldera.operator.watch.assume import Assumptions
+from caldera.operator.watch.policy import PolicyHolder
+from caldera.operator.writers.retry import RetryPolicy, TokenBucket, WorkQueue
 
 FAST = RetryPolicy(base=0.001, cap=0.01, qps=1000.0, burst=1000)
 
@@ -128,13 +128,24 @@ def test_assumed_binds_are_applied_until_the_watch_confirms_them() -> None:
     assert "default/p" not in assumed  # confirmed by the watch: dropped
 
 
-def test_assumptions_for_deleted_or_expired_pods_are_dropped() -> None:
-    assumed = Assumptions(ttl=0.0)
-    assumed.assume("default/gone", "n1")
-    assumed.assume("default/old", "n1")
-    view = assumed.overlay({"default/old": builders.pod("old")})
-    assert view["default/old"].spec.node_name == ""
-    assert len(assumed) == 0
+def test_assumptions_for_deleted_or_replaced_pods_are_dropped_and_no_clock_ends_one() -> None:
+    assumed = Assumptions()
+    original = builders.pod("p", uid="first")
+    assumed.assume("default/gone", "n1", "uid-gone")
+    assumed.assume("default/p", "n1", original.metadata.uid)
+    assumed.assume("default/lagging", "n2", "")
+    lagging = builders.pod("lagging")
+    replaced = original.model_copy(
+        update={"metadata": original.metadata.model_copy(update={"uid": "a-new-pod"})}
+    )
+    view = assumed.overlay({"default/p": replaced, "default/lagging": lagging})
+    assert view["default/p"].spec.node_name == ""  # a new pod of the same name is not ours
+    assert "default/gone" not in assumed and "default/p" not in assumed
+    # however long the watch takes to confirm it, a bind in flight stays assumed
+    for _ in range(3):
+        view = assumed.overlay({"default/lagging": lagging})
+        assert view["default/lagging"].spec.node_name == "n2"
+    assert len(assumed) == 1
 
 
 def test_policy_reload_keeps_the_old_policy_when_the_new_file_is_invalid(tmp_path: Path) -> None:

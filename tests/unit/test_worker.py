@@ -2,46 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import builders
 from builders import node, pod, podgroup, queue, state_of
-from caldera.cache.state import ClusterState
+from caldera.cache.state import Changes
 from caldera.framework.policy import default_policy
-from caldera.operator.worker import SessionWorker, diff
-
-
-def test_the_first_diff_is_everything_and_later_ones_only_what_changed() -> None:
-    a, b = pod("a", group="pg"), pod("b", group="pg")
-    state = state_of([node("n1"), podgroup("pg"), a, b])
-    first = diff({}, state)
-    assert first.full
-    assert set(first.tables["pods"][0]) == {"default/a", "default/b"}
-    sent: dict[str, dict[str, Any]] = {"pods": dict(state.pods), "nodes": dict(state.nodes)}
-    resized = pod("a", group="pg", cpu="2")
-    later = ClusterState(pods={"default/a": resized}, nodes=dict(state.nodes))
-    changes = diff(sent, later)
-    assert not changes.full
-    assert changes.tables["pods"] == ({"default/a": resized}, ["default/b"])
-    assert "nodes" not in changes.tables  # the same node object: nothing to send
+from caldera.operator.loop.worker import SessionConfig, SessionWorker
 
 
 async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> None:
-    worker = SessionWorker(["volcano"], "default")
+    worker = SessionWorker(SessionConfig(["volcano"], "default", bare_pods_in_memory=True))
     policy = default_policy(builders.REGISTRY)
     try:
         state = state_of(
             [node("n1", cpu="2"), queue("default"), podgroup("pg"), pod("p", group="pg", cpu="1")]
         )
-        result, problems = await worker.decide(state, {}, policy, "s1")
+        # a new worker is sent everything, whatever changes it is given
+        result, problems = await worker.decide(state, Changes(), {}, policy, "s1")
         assert [(b.name, b.node) for b in result.binds] == [("p", "n1")]
         assert problems == []
-        # the pod is bound in flight, and a second one arrives: only it is sent; the worker's
+        # the pod is bound in flight, and two more arrive: only they are sent; the worker's
         # copy plus the in-flight bind leave room for one more 1-cpu pod
-        state.podgroups["default/pg2"] = podgroup("pg2")
-        state.pods["default/q"] = pod("q", group="pg2", cpu="1")
-        state.pods["default/r"] = pod("r", group="pg2", cpu="1")
-        result, _ = await worker.decide(state, {"default/p": "n1"}, policy, "s2")
+        q, r = pod("q", group="pg2", cpu="1"), pod("r", group="pg2", cpu="1")
+        changes = Changes(
+            {
+                "podgroups": ({"default/pg2": podgroup("pg2")}, []),
+                "pods": ({"default/q": q, "default/r": r}, []),
+            }
+        )
+        result, _ = await worker.decide(state, changes, {"default/p": "n1"}, policy, "s2")
         assert [(b.name, b.node) for b in result.binds] == [("q", "n1")]
+        # a bare pod (no PodGroup) is grouped in memory and placed once room is freed
+        bare = pod("bare", cpu="1")
+        changes = Changes({"pods": ({"default/bare": bare}, ["default/q", "default/r"])})
+        result, problems = await worker.decide(state, changes, {"default/p": "n1"}, policy, "s3")
+        assert [(b.name, b.node) for b in result.binds] == [("bare", "n1")]
+        assert problems == []
     finally:
         worker.close()

@@ -24,6 +24,7 @@ from caldera.api.queue import Queue
 from caldera.api.resources import PODS, ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
+from caldera.cache.podgroups import implicit_podgroup, implicit_podgroup_name
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
 from caldera.models.dra import DraObjects
@@ -31,6 +32,7 @@ from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
+    GROUP_OWNER_KINDS,
     PREEMPTABLE_KEY,
     TASK_SPEC_KEY,
     PodGroup,
@@ -127,6 +129,8 @@ class _Builder:
     default_queue: str
     memo: PodMemo
     problems: list[ObjectError] = field(default_factory=list)
+    implicit: list[str] = field(default_factory=list)
+    """Keys of the in-memory groups of bare pods."""
 
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
@@ -214,6 +218,43 @@ class _Builder:
             node_name=spec.node_name,
         )
 
+    def implicit_job(
+        self,
+        space: ResourceSpace,
+        pod: Pod,
+        jobs: dict[str, Job],
+        queues: dict[str, Queue],
+        prio: _Priorities,
+    ) -> str:
+        """The key of the in-memory group of a bare pod, made on its first pod; "" (reported)
+        while the pod must wait."""
+        meta = pod.metadata
+        key = f"{meta.namespace}/{implicit_podgroup_name(pod)}"
+        if key in jobs:
+            return key
+        owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
+        min_member = 1
+        if owner is not None and (owner.api_version, owner.kind) in GROUP_OWNER_KINDS:
+            known = self.state.owner_min_members.get(owner.uid)
+            if known is None:
+                self.problem(
+                    "Pod",
+                    f"{meta.namespace}/{meta.name}",
+                    f"waiting to read group-min-member from its {owner.kind} {owner.name}",
+                )
+                return ""
+            min_member = known
+        group = implicit_podgroup(pod, min_member=min_member)
+        job = self.job(space, key, group, prio)
+        if job.queue not in queues:
+            self.problem(
+                "Pod", f"{meta.namespace}/{meta.name}", f"queue {job.queue!r} does not exist"
+            )
+            return ""
+        jobs[key] = job
+        self.implicit.append(key)
+        return key
+
 
 def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
     spec = q.spec
@@ -241,9 +282,15 @@ def build_snapshot(
     session_id: str,
     default_queue: str = "default",
     memo: PodMemo | None = None,
+    bare_pods_in_memory: bool = False,
 ) -> tuple[Snapshot, list[ObjectError]]:
     """The session's snapshot of ``state``; pass the same ``memo`` to every call to compute
-    each pod version's requests once."""
+    each pod version's requests once.
+
+    ``bare_pods_in_memory``: a pod of ours without a PodGroup joins the group Volcano's
+    pg-controller would make for it (``podgroup-<controller or pod UID>``), held in memory only,
+    instead of waiting for that PodGroup object to exist.
+    """
     names = frozenset(scheduler_names)
     memo = memo if memo is not None else PodMemo()
     b = _Builder(state, names, default_queue, memo)
@@ -279,6 +326,8 @@ def build_snapshot(
                         f"PodGroup {job_key} does not exist",
                     )
                     job_key = ""
+            elif bare_pods_in_memory:
+                job_key = b.implicit_job(space, pod, jobs, queues, prio)
             elif not pod.spec.node_name:
                 b.problem("Pod", key, "has no PodGroup yet: waiting for one to be created")
         if not job_key and not pod.spec.node_name:
@@ -294,6 +343,13 @@ def build_snapshot(
                 continue
             task.node = i
             table.add_task(i, task)
+
+    for key in b.implicit:
+        # An in-memory group has no status to remember its phase by: it is what the pods say.
+        job = jobs[key]
+        job.phase = (
+            "Running" if job.is_ready() else "Inqueue" if job.ready_task_num() else "Pending"
+        )
 
     snapshot = Snapshot(
         space=space,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from caldera.models.kinds import kind_of_model
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
-__all__ = ["ClusterState", "StateObject", "table_of"]
+__all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "table_of"]
 
 StateObject = (
     Pod
@@ -58,37 +59,53 @@ class ClusterState:
     """By ``namespace/name``."""
     device_classes: dict[str, DeviceClass] = field(default_factory=dict)
     resource_slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    owner_min_members: dict[str, int] = field(default_factory=dict)
+    """The ``group-min-member`` of controllers that own bare pods, by controller UID (1 when the
+    controller has none); a bare pod whose controller is not here yet waits for it."""
 
     def add(self, obj: StateObject) -> bool:
         """Store an object; True if it replaced one with the same key."""
-        table, namespaced = _TABLES[type(obj)]
+        kind = kind_of_model(type(obj))
         meta = obj.metadata
-        key = f"{meta.namespace}/{meta.name}" if namespaced else meta.name
-        store: dict[str, StateObject] = getattr(self, table)
+        key = kind.key(meta.namespace, meta.name)
+        store: dict[str, StateObject] = getattr(self, kind.table)
         replaced = key in store
         store[key] = obj
         return replaced
 
 
-_TABLES: dict[type, tuple[str, bool]] = {
-    Pod: ("pods", True),
-    PodGroup: ("podgroups", True),
-    PersistentVolumeClaim: ("persistent_volume_claims", True),
-    Node: ("nodes", False),
-    Queue: ("queues", False),
-    PriorityClass: ("priority_classes", False),
-    Namespace: ("namespaces", False),
-    PersistentVolume: ("persistent_volumes", False),
-    StorageClass: ("storage_classes", False),
-    CSINode: ("csi_nodes", False),
-    ResourceClaim: ("resource_claims", True),
-    ResourceClaimTemplate: ("resource_claim_templates", True),
-    DeviceClass: ("device_classes", False),
-    ResourceSlice: ("resource_slices", False),
-}
-"""Where :meth:`ClusterState.add` keeps each kind, and whether its key is ``namespace/name``."""
-
-
 def table_of(kind: type) -> str:
     """The :class:`ClusterState` attribute that holds objects of model ``kind``."""
-    return _TABLES[kind][0]
+    return kind_of_model(kind).table
+
+
+@dataclass(slots=True)
+class Changes:
+    """What to do to a copy of a :class:`ClusterState`: per table, the objects to store and the
+    keys to drop; ``full`` clears the copy first."""
+
+    tables: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    full: bool = False
+
+    def __len__(self) -> int:
+        return sum(len(stored) + len(dropped) for stored, dropped in self.tables.values())
+
+    def apply_to(self, state: ClusterState) -> ClusterState:
+        """``state`` with these changes (a new, empty state first when ``full``)."""
+        out = ClusterState() if self.full else state
+        for table, (stored, dropped) in self.tables.items():
+            store: dict[str, Any] = getattr(out, table)
+            for key in dropped:
+                store.pop(key, None)
+            store.update(stored)
+        return out
+
+    @classmethod
+    def everything(cls, state: ClusterState) -> Changes:
+        return cls({f.name: (dict(getattr(state, f.name)), []) for f in fields(state)}, full=True)
+
+
+def copy_state(state: ClusterState) -> ClusterState:
+    """A copy whose tables can change without touching ``state``'s (the objects are shared:
+    they are immutable)."""
+    return ClusterState(**{f.name: dict(getattr(state, f.name)) for f in fields(state)})

@@ -19,16 +19,31 @@ from urllib.parse import urlsplit
 import kopf
 from kubernetes_asyncio import client, config
 
-__all__ = ["connection_info", "load_configuration", "make_api_client"]
+__all__ = ["KubeconfigError", "connection_info", "load_configuration", "make_api_client"]
+
+
+class KubeconfigError(Exception):
+    """The credentials cannot be loaded; the message says which file and why."""
 
 
 async def load_configuration(kubeconfig: str | None) -> client.Configuration:
     cfg = client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path or not os.environ.get("KUBERNETES_SERVICE_HOST"):
-        await config.load_kube_config(config_file=path, client_configuration=cfg)
-    else:
-        config.load_incluster_config(client_configuration=cfg)
+    try:
+        if path or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            await config.load_kube_config(config_file=path, client_configuration=cfg)
+        else:
+            config.load_incluster_config(client_configuration=cfg)
+    except config.ConfigException as exc:
+        where = path or "~/.kube/config"
+        raise KubeconfigError(f"invalid kubeconfig {where}: {exc}") from None
+    except OSError as exc:
+        where = exc.filename or path or "~/.kube/config"
+        raise KubeconfigError(f"cannot read kubeconfig {where}: {exc.strerror}") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise KubeconfigError(f"invalid kubeconfig {path or '~/.kube/config'}: {exc}") from None
+    if not cfg.host:
+        raise KubeconfigError(f"kubeconfig {path or '~/.kube/config'} names no server")
     return cfg
 
 

@@ -1,10 +1,49 @@
-"""Where Volcano's kinds live in the API, and the patch type custom resources accept."""
+"""Where the resources the operator reads and writes live in the API.
+
+The scheduler's own kinds come from :data:`caldera.models.kinds.KINDS`; the rest are the few
+resources only written (events, leases) or read once (a pod's controller, for its
+``group-min-member``).
+"""
 
 from __future__ import annotations
 
-__all__ = ["MERGE_PATCH", "SCHEDULING_GROUP", "SCHEDULING_VERSION"]
+from caldera.k8s.rest import Resource
+from caldera.models.kinds import KINDS, Kind
+from caldera.models.volcano import GROUP_OWNER_KINDS
 
-SCHEDULING_GROUP = "scheduling.volcano.sh"
-SCHEDULING_VERSION = "v1beta1"
-MERGE_PATCH = "application/merge-patch+json"
-"""kubernetes-asyncio would send a dict body to a custom object as a JSON patch; say otherwise."""
+__all__ = [
+    "EVENTS",
+    "HYPERNODES",
+    "LEASES",
+    "OWNERS",
+    "PODGROUPS",
+    "PODS",
+    "PVCS",
+    "PVS",
+    "QUEUES",
+    "RESOURCE_CLAIMS",
+    "resource_of",
+]
+
+
+def resource_of(kind: Kind) -> Resource:
+    return Resource(kind.group, kind.version, kind.plural)
+
+
+PODS = resource_of(KINDS["Pod"])
+PODGROUPS = resource_of(KINDS["PodGroup"])
+QUEUES = resource_of(KINDS["Queue"])
+PVS = resource_of(KINDS["PersistentVolume"])
+PVCS = resource_of(KINDS["PersistentVolumeClaim"])
+RESOURCE_CLAIMS = resource_of(KINDS["ResourceClaim"])
+EVENTS = Resource("", "v1", "events")
+LEASES = Resource("coordination.k8s.io", "v1", "leases")
+HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes")
+OWNERS = {
+    (api_version, kind): Resource(
+        api_version.partition("/")[0], api_version.partition("/")[2], kind.lower() + "s"
+    )
+    for api_version, kind in GROUP_OWNER_KINDS
+}
+"""Controllers whose ``scheduling.volcano.sh/group-min-member`` annotation sizes the group of the
+pods they own."""

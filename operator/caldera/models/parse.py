@@ -14,32 +14,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from caldera.models.core import Namespace, Node, Pod, PriorityClass
-from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
-from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from caldera.models.volcano import PodGroup, Queue
-
-__all__ = ["KINDS", "NAMESPACED", "ObjectError", "describe", "parse_object"]
+from caldera.models.kinds import KINDS as _KINDS
 
 KINDS: dict[str, type[BaseModel]] = {
-    "Pod": Pod,
-    "Node": Node,
-    "PodGroup": PodGroup,
-    "Queue": Queue,
-    "PriorityClass": PriorityClass,
-    "Namespace": Namespace,
-    "PersistentVolume": PersistentVolume,
-    "PersistentVolumeClaim": PersistentVolumeClaim,
-    "StorageClass": StorageClass,
-    "CSINode": CSINode,
-    "ResourceClaim": ResourceClaim,
-    "ResourceClaimTemplate": ResourceClaimTemplate,
-    "DeviceClass": DeviceClass,
-    "ResourceSlice": ResourceSlice,
+    name: kind.model for name, kind in _KINDS.items() if kind.model is not None
 }
-NAMESPACED = frozenset(
-    {"Pod", "PodGroup", "PersistentVolumeClaim", "ResourceClaim", "ResourceClaimTemplate"}
-)
+NAMESPACED = frozenset(name for name, kind in _KINDS.items() if kind.namespaced)
 
 
 @dataclass(frozen=True, slots=True)

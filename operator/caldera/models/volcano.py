@@ -14,6 +14,7 @@ from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp, f
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
+    "GROUP_OWNER_KINDS",
     "QUEUE_NAME_ANNOTATION",
     "PodGroup",
     "PodGroupCondition",
@@ -23,6 +24,15 @@ __all__ = [
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 GROUP_MIN_MEMBER_ANNOTATION = "scheduling.volcano.sh/group-min-member"
+GROUP_OWNER_KINDS = frozenset(
+    {
+        ("apps/v1", "ReplicaSet"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "Deployment"),
+        ("batch/v1", "Job"),
+    }
+)
+"""Controllers whose ``group-min-member`` annotation sizes the group of the bare pods they own."""
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 

@@ -1,15 +1,17 @@
-"""Composition root of ``caldera run``: the kopf registry and everything it starts.
+"""Composition root of ``caldera run``: what runs, wired together, started and stopped in order.
 
-Watching uses only ``kopf.index`` and ``kopf.on.event`` handlers, which keep no state on the
-objects: kopf never writes annotations or finalizers onto Pods, Nodes or PodGroups. The indexes
-*are* the cache: kopf keeps them current from watch events (relisting after errors and ``410
-Gone``) and holds every other handler back until all of them have their initial listing, so the
-first session never sees a half-synced cluster. A malformed object is logged naming the object and
-the field and left out of the index; the rest keep flowing.
+The data flows: informers (one per kind in :data:`caldera.models.kinds.KINDS`) list and watch the
+API into the cache → news starts a session (the trigger) → the session's decisions go to the
+writers → the writers send them through :mod:`caldera.k8s`. Imports go the other way, each layer
+only downward (enforced by import-linter): ``app`` → ``loop`` → ``watch`` → ``writers`` →
+``caldera.k8s``; callbacks wired here carry news upward (the cache pokes the trigger, the binder
+forgets a failed bind's assumption).
 
-The session runs from a kopf timer on the ``root`` Queue (the only object kopf's timer machinery
-marks, with its finalizer), every ``--schedule-period``. kopf's own per-handler event posting is
-off, so no Kubernetes event is written per tick.
+kopf does what it does well: the operator's lifecycle (startup, cleanup, signals, login) and the
+Queue handler that gives queues their defaults and brings ``root`` back. It writes no bookkeeping
+anywhere (no timers, no finalizers, no annotations); Pods, Nodes and every other watched kind go
+through the informers, which ingest an event for a fraction of kopf's cost and drop the ones that
+change nothing the scheduler reads before parsing them.
 """
 
 from __future__ import annotations
@@ -22,96 +24,59 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
-from kubernetes_asyncio import client
 from prometheus_client import CollectorRegistry
 
-from caldera.cache.queues import ROOT_QUEUE
-from caldera.cache.state import ClusterState, table_of
 from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
-from caldera.k8s.client import connection_info, load_configuration, make_api_client
-from caldera.models.parse import KINDS, NAMESPACED, ObjectError, parse_object
+from caldera.k8s.client import connection_info, load_configuration
+from caldera.k8s.endpoints import serve_health, serve_metrics
+from caldera.k8s.lease import LeaderGate
+from caldera.k8s.preflight import preflight
+from caldera.k8s.resources import QUEUES
+from caldera.k8s.rest import Rest
+from caldera.models.kinds import KINDS, Kind
 from caldera.operator import logs
-from caldera.operator.assume import Assumptions
-from caldera.operator.binder import Binder
-from caldera.operator.controllers import Controllers
-from caldera.operator.events import EventPoster
-from caldera.operator.evictor import Evictor
-from caldera.operator.health import serve_health, serve_metrics
-from caldera.operator.leader import LeaderGate
-from caldera.operator.logs import about
+from caldera.operator.loop.scheduler import Scheduler, Writers
+from caldera.operator.loop.trigger import Trigger
+from caldera.operator.loop.worker import SessionConfig, SessionWorker
 from caldera.operator.metrics import Metrics
-from caldera.operator.policywatch import PolicyHolder
-from caldera.operator.scheduler import Scheduler, Writers
-from caldera.operator.status import StatusWriter
-from caldera.operator.worker import SessionWorker
+from caldera.operator.settings import Settings
+from caldera.operator.watch.assume import Assumptions
+from caldera.operator.watch.bare import BarePods
+from caldera.operator.watch.cache import Cache
+from caldera.operator.watch.informer import Informer
+from caldera.operator.watch.policy import PolicyHolder
+from caldera.operator.writers.binder import Binder
+from caldera.operator.writers.controllers import Controllers
+from caldera.operator.writers.events import EventPoster
+from caldera.operator.writers.evictor import Evictor
+from caldera.operator.writers.status import StatusWriter
 
-__all__ = ["RunSettings", "Runtime", "build_registry", "operate", "run"]
+__all__ = ["Runtime", "build_registry", "operate", "run"]
 
 log = logging.getLogger(__name__)
-
-WATCHED = {
-    "Pod": ("", "v1", "pods"),
-    "Node": ("", "v1", "nodes"),
-    "PodGroup": ("scheduling.volcano.sh", "v1beta1", "podgroups"),
-    "Queue": ("scheduling.volcano.sh", "v1beta1", "queues"),
-    "PriorityClass": ("scheduling.k8s.io", "v1", "priorityclasses"),
-    "Namespace": ("", "v1", "namespaces"),
-    "PersistentVolume": ("", "v1", "persistentvolumes"),
-    "PersistentVolumeClaim": ("", "v1", "persistentvolumeclaims"),
-    "StorageClass": ("storage.k8s.io", "v1", "storageclasses"),
-    "CSINode": ("storage.k8s.io", "v1", "csinodes"),
-    "ResourceClaim": ("resource.k8s.io", "v1", "resourceclaims"),
-    "DeviceClass": ("resource.k8s.io", "v1", "deviceclasses"),
-    "ResourceSlice": ("resource.k8s.io", "v1", "resourceslices"),
-}
-
-
-@dataclass(slots=True)
-class RunSettings:
-    scheduler_names: list[str] = field(default_factory=lambda: ["volcano"])
-    scheduler_conf: str | None = None
-    schedule_period: float = 1.0
-    default_queue: str = "default"
-    listen_address: str = ":8080"
-    healthz_address: str = ":11251"
-    kubeconfig: str | None = None
-    leader_elect: bool = True
-    lease_duration: float = 15.0
-    renew_deadline: float = 10.0
-    retry_period: float = 2.0
-    lock_namespace: str = "volcano-system"
-    lock_name: str = ""
-    bind_workers: int = 32
-    bind_timeout: float = 10.0
-    policy_check_interval: float = 2.0
-    log_format: str = "full"
-    verbose: bool = False
-    session_process: bool = True
-    """Run sessions in a process of their own (see :mod:`caldera.operator.worker`)."""
-
-    @property
-    def lock(self) -> str:
-        return self.lock_name or self.scheduler_names[0]
 
 
 @dataclass(slots=True)
 class Runtime:
     """What the handlers share; filled in by the startup handler."""
 
-    settings: RunSettings
+    settings: Settings
     registry: Registry
     policy: PolicyHolder
     metrics: Metrics
     leader: LeaderGate
     stop: asyncio.Event
     started: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set once the API client, writers and scheduler exist."""
+    """Set once the client, cache, writers and scheduler exist."""
+    rest: Rest | None = None
+    cache: Cache | None = None
+    informers: list[Informer] = field(default_factory=list)
     scheduler: Scheduler | None = None
     controllers: Controllers | None = None
-    api: client.ApiClient | None = None
     writers: Writers | None = None
+    bare: BarePods | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     loop_lag_max: float = 0.0
     lost_lease: bool = False
@@ -119,12 +84,9 @@ class Runtime:
     """The plugin registry was given in code rather than loaded from entry points."""
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
-    malformed: dict[str, str] = field(default_factory=dict)
-    podgroup_bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """The last PodGroup objects the watch delivered, for status updates without a re-read."""
 
     @classmethod
-    def create(cls, settings: RunSettings, registry: Registry | None = None) -> Runtime:
+    def create(cls, settings: Settings, registry: Registry | None = None) -> Runtime:
         own = registry is not None
         registry = registry or Registry.from_entry_points()
         return cls(
@@ -138,82 +100,9 @@ class Runtime:
         )
 
 
-def _key(kind: str, meta: Mapping[str, Any]) -> str:
-    name = str(meta.get("name", ""))
-    return f"{meta.get('namespace') or 'default'}/{name}" if kind in NAMESPACED else name
-
-
-def _state(indexes: Mapping[str, Any]) -> ClusterState:
-    """The indexes as a ClusterState (copies of the mappings; the models are immutable)."""
-
-    def table(name: str) -> dict[str, Any]:
-        return {key: value for key, store in indexes[name].items() for value in store}
-
-    tables = {table_of(KINDS[kind]): table(f"{kind.lower()}_index") for kind in WATCHED}
-    return ClusterState(**tables, hypernodes=table("hypernode_index"))
-
-
-def _report_malformed(runtime: Runtime, kind: str, raw: Mapping[str, Any], message: str) -> None:
-    """A Warning event on the object itself, so ``kubectl describe`` shows what is wrong."""
-    if runtime.writers is None:
-        return
-    meta = raw.get("metadata") or {}
-    group, version, _ = WATCHED[kind]
-    runtime.writers.events.emit(
-        kind=kind,
-        namespace=str(meta.get("namespace") or "default"),
-        name=str(meta.get("name", "")),
-        uid=str(meta.get("uid", "")),
-        type_="Warning",
-        reason="InvalidObject",
-        message=f"ignored by the scheduler: {message}",
-        api_version=f"{group}/{version}" if group else version,
-    )
-
-
-def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
-    runtime = rt if isinstance(rt, Runtime) else Runtime.create(rt)
+def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     settings = runtime.settings
     registry = kopf.OperatorRegistry()
-
-    def indexer(kind: str) -> Any:
-        async def index(body: kopf.Body, **_: Any) -> dict[str, Any]:
-            raw = dict(body)
-            key = _key(kind, raw.get("metadata") or {})
-            obj = parse_object(kind, raw)
-            if isinstance(obj, ObjectError):
-                text = str(obj)
-                if runtime.malformed.get(f"{kind}/{key}") != text:
-                    runtime.malformed[f"{kind}/{key}"] = text
-                    log.warning(
-                        "skipping malformed object: %s",
-                        text,
-                        extra=about(
-                            kind,
-                            str((raw.get("metadata") or {}).get("name", "")),
-                            (raw.get("metadata") or {}).get("namespace"),
-                        ),
-                    )
-                    _report_malformed(runtime, kind, raw, obj.message)
-                return {}
-            runtime.malformed.pop(f"{kind}/{key}", None)
-            if kind == "PodGroup":
-                runtime.podgroup_bodies[key] = raw
-            return {key: obj}
-
-        index.__name__ = f"{kind.lower()}_index"
-        return index
-
-    for kind, (group, version, plural) in WATCHED.items():
-        kopf.index(group, version, plural, registry=registry, id=f"{kind.lower()}_index")(
-            indexer(kind)
-        )
-
-    @kopf.index(
-        "topology.volcano.sh", "v1alpha1", "hypernodes", registry=registry, id="hypernode_index"
-    )
-    async def hypernode_index(body: kopf.Body, name: str, **_: Any) -> dict[str, Any]:
-        return {name: dict(body)}
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.ConnectionInfo:
@@ -223,59 +112,56 @@ def build_registry(rt: RunSettings | Runtime) -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.scanning.disabled = True
-        # when root is deleted, kopf waits for the running session to end before removing its
-        # finalizer, and re-checks only this often (kopf's default is a minute)
-        settings.background.cancellation_polling = 1.0
-        settings.persistence.finalizer = "scheduling.volcano.sh/caldera-session-timer"
         await _start(runtime)
 
     @kopf.on.cleanup(registry=registry)
     async def cleanup(**_: Any) -> None:
         await _stop(runtime)
 
-    def needs_podgroup(body: kopf.Body, **_: Any) -> bool:
-        return runtime.controllers is not None and runtime.controllers.needs_podgroup(body)
-
-    @kopf.on.event("", "v1", "pods", registry=registry, when=needs_podgroup)
-    async def bare_pod(body: kopf.Body, **_: Any) -> None:
-        if runtime.controllers is not None:
-            await runtime.controllers.on_pod(body)
-
-    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "queues", registry=registry)
+    @kopf.on.event(QUEUES.group, QUEUES.version, QUEUES.plural, registry=registry)
     async def queue_defaults(body: kopf.Body, name: str, type: str | None, **_: Any) -> None:
         if runtime.controllers is not None:
             await runtime.controllers.on_queue(type, name, body)
 
-    def is_root(name: str, **_: Any) -> bool:
-        return name == ROOT_QUEUE
-
-    @kopf.timer(
-        "scheduling.volcano.sh",
-        "v1beta1",
-        "queues",
-        registry=registry,
-        interval=settings.schedule_period,
-        when=is_root,
-    )
-    async def session(**kwargs: Any) -> None:
-        if runtime.scheduler is not None:
-            state = _state(kwargs)
-            for gone in runtime.podgroup_bodies.keys() - state.podgroups.keys():
-                del runtime.podgroup_bodies[gone]
-            await runtime.scheduler.tick(state)
-
     return registry
+
+
+def _report_malformed(runtime: Runtime) -> Callable[[Kind, Mapping[str, Any], str], None]:
+    def report(kind: Kind, raw: Mapping[str, Any], message: str) -> None:
+        """A Warning event on the object itself, so ``kubectl describe`` shows what is wrong."""
+        if runtime.writers is None:
+            return
+        meta = raw.get("metadata") or {}
+        runtime.writers.events.emit(
+            kind=kind.name,
+            namespace=str(meta.get("namespace") or "default"),
+            name=str(meta.get("name", "")),
+            uid=str(meta.get("uid", "")),
+            type_="Warning",
+            reason="InvalidObject",
+            message=f"ignored by the scheduler: {message}",
+            api_version=kind.api_version,
+        )
+
+    return report
 
 
 async def _start(runtime: Runtime) -> None:
     s = runtime.settings
-    cfg = await load_configuration(s.kubeconfig)
-    api = make_api_client(cfg)
-    runtime.api = api
-    events = EventPoster(api, s.scheduler_names[0])
-    assumed = Assumptions()
-    status = StatusWriter(api, events, cached_podgroup=runtime.podgroup_bodies.get)
     m = runtime.metrics
+    rest = Rest(await load_configuration(s.kubeconfig), counter=m.count_request)
+    runtime.rest = rest
+    events = EventPoster(rest, s.scheduler_names[0], enabled=s.post_events)
+    status = StatusWriter(rest, events)
+    assumed = Assumptions()
+    trigger = Trigger(debounce=s.session_debounce, period=s.schedule_period)
+    controllers = Controllers(rest, s.default_queue)
+    runtime.controllers = controllers
+    cache = Cache(s.scheduler_names, on_news=trigger.poke, on_malformed=_report_malformed(runtime))
+    runtime.cache = cache
+    bare = BarePods(rest, cache, controllers, create_podgroups=s.create_podgroups)
+    runtime.bare = bare
+    cache.on_bare_pod = bare.seen
 
     def bound(bind: Bind) -> None:
         m.binds.labels(result="bound").inc()
@@ -284,23 +170,24 @@ async def _start(runtime: Runtime) -> None:
 
     writers = Writers(
         binder=Binder(
-            api,
-            assumed,
+            rest,
             events,
             status.pod,
+            forget=assumed.forget,
             workers=s.bind_workers,
             timeout=s.bind_timeout,
             on_bound=bound,
         ),
-        evictor=Evictor(api, events, s.scheduler_names[0]),
+        evictor=Evictor(rest, events, s.scheduler_names[0]),
         status=status,
         events=events,
     )
     runtime.writers = writers
-    runtime.controllers = Controllers(api, s.scheduler_names, s.default_queue)
+    config = SessionConfig(s.scheduler_names, s.default_queue, not s.create_podgroups)
     runtime.scheduler = Scheduler(
-        scheduler_names=s.scheduler_names,
-        default_queue=s.default_queue,
+        config=config,
+        cache=cache,
+        trigger=trigger,
         policy=runtime.policy,
         registry=runtime.registry,
         assumed=assumed,
@@ -309,11 +196,8 @@ async def _start(runtime: Runtime) -> None:
         metrics=m,
         # the worker process loads the plugins from entry points, so a registry built in code
         # (tests, embedding) keeps sessions in a thread of this process
-        worker=SessionWorker(s.scheduler_names, s.default_queue)
-        if s.session_process and not runtime.own_registry
-        else None,
+        worker=SessionWorker(config) if s.session_process and not runtime.own_registry else None,
     )
-    await runtime.controllers.ensure_builtin_queues()
 
     async def policy_error(error: ConfigError) -> None:
         # The scheduler's own pod (Downward API) carries the event when running in a cluster.
@@ -330,20 +214,32 @@ async def _start(runtime: Runtime) -> None:
             )
 
     spawn = runtime.tasks.append
+    if s.healthz_address:
+        health = await serve_health(s.healthz_address, cache.synced)
+        spawn(asyncio.create_task(_hold(health.cleanup)))
+    if s.listen_address:
+        metrics = await serve_metrics(s.listen_address, m.registry)
+        spawn(asyncio.create_task(_hold(metrics.cleanup)))
+    runtime.informers = [Informer(rest, kind, cache) for kind in KINDS.values()]
+    for informer in runtime.informers:
+        spawn(asyncio.create_task(informer.run(), name=f"watch-{informer.kind.plural}"))
     for queue in (
         writers.binder.queue,
         writers.evictor.queue,
         status.podgroups,
         status.queues,
         status.pods,
+        events.queue,
     ):
         spawn(asyncio.create_task(queue.run(), name=f"writer-{queue.name}"))
+    spawn(asyncio.create_task(runtime.scheduler.run(), name="sessions"))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
     spawn(asyncio.create_task(_watch_loop_lag(runtime)))
+    spawn(asyncio.create_task(controllers.ensure_builtin_queues()))
     spawn(
         asyncio.create_task(
             runtime.leader.run(
-                api,
+                rest.api_client,
                 name=s.lock,
                 namespace=s.lock_namespace,
                 lease=s.lease_duration,
@@ -353,12 +249,6 @@ async def _start(runtime: Runtime) -> None:
             )
         )
     )
-    if s.healthz_address:
-        health = await serve_health(s.healthz_address, runtime.scheduler.ready)
-        spawn(asyncio.create_task(_hold(health.cleanup)))
-    if s.listen_address:
-        metrics = await serve_metrics(s.listen_address, m.registry)
-        spawn(asyncio.create_task(_hold(metrics.cleanup)))
     runtime.started.set()
 
 
@@ -389,17 +279,36 @@ async def _watch_loop_lag(runtime: Runtime, interval: float = 0.05, window: floa
             worst, started = 0.0, loop.time()
 
 
-async def _stop(runtime: Runtime) -> None:
+async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
+    """Stop scheduling first, then let the writers finish (briefly), then let go of the rest."""
+    s = runtime.settings
+    if runtime.scheduler is not None:
+        for task in runtime.tasks:
+            if task.get_name() == "sessions":
+                task.cancel()
+    if runtime.rest is not None:
+        await runtime.leader.release(runtime.rest, name=s.lock, namespace=s.lock_namespace)
     if runtime.writers is not None:
-        await runtime.writers.events.drain()
+        w = runtime.writers
+        queues = (w.binder.queue, w.status.podgroups, w.status.queues, w.events.queue)
+        try:
+            await asyncio.wait_for(asyncio.gather(*(q.join() for q in queues)), timeout=grace)
+        except TimeoutError:
+            log.warning("stopping with writes still queued (%s)", _depths(queues))
+    if runtime.bare is not None:
+        await runtime.bare.close()
     for task in runtime.tasks:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)
     runtime.tasks.clear()
-    if runtime.api is not None:
-        await runtime.api.close()
     if runtime.scheduler is not None and runtime.scheduler.worker is not None:
-        runtime.scheduler.worker.close()
+        await asyncio.to_thread(runtime.scheduler.worker.close)
+    if runtime.rest is not None:
+        await runtime.rest.close()
+
+
+def _depths(queues: Any) -> str:
+    return ", ".join(f"{q.name}: {len(q)}" for q in queues)
 
 
 async def operate(runtime: Runtime) -> None:
@@ -412,9 +321,21 @@ async def operate(runtime: Runtime) -> None:
     )
 
 
-def run(settings: RunSettings) -> int:
-    """Run the operator until interrupted or the lease is lost; returns the exit code."""
+def run(settings: Settings) -> int:
+    """Run the operator until stopped or the lease is lost; returns the exit code.
+
+    Problems a restart cannot fix (a bad kubeconfig, an API server that does not answer, an
+    invalid policy) are one line on stderr and exit code 2, before anything starts.
+    """
     logs.configure(settings.log_format, verbose=settings.verbose)
-    runtime = Runtime.create(settings)
+    problem = asyncio.run(preflight(settings.kubeconfig, settings.api_wait))
+    if problem is not None:
+        logs.fail(problem)
+        return 2
+    try:
+        runtime = Runtime.create(settings)
+    except ConfigError as exc:
+        logs.fail(f"invalid policy: {exc}")
+        return 2
     asyncio.run(operate(runtime))
     return 1 if runtime.lost_lease else 0

@@ -8,9 +8,11 @@ ignore (the message names the object anyway).
 
 from __future__ import annotations
 
+import sys
+
 import kopf
 
-__all__ = ["FORMATS", "about", "configure"]
+__all__ = ["FORMATS", "about", "configure", "fail"]
 
 FORMATS = {"plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL, "json": kopf.LogFormat.JSON}
 
@@ -25,3 +27,8 @@ def about(kind: str, name: str, namespace: str | None = None) -> dict[str, objec
     if namespace:
         ref["namespace"] = namespace
     return {"k8s_ref": ref}
+
+
+def fail(message: str) -> None:
+    """The one line a command that cannot start leaves on stderr."""
+    sys.stderr.write(f"caldera: {message}\n")

@@ -115,3 +115,12 @@ class Metrics:
         self.binds = Counter(
             "caldera_binds", "Binding calls by result", ("result",), registry=registry
         )
+        self.api_requests = Counter(
+            "caldera_api_requests",
+            "Requests sent to the API server, by verb and resource",
+            ("verb", "resource"),
+            registry=registry,
+        )
+
+    def count_request(self, verb: str, resource: str) -> None:
+        self.api_requests.labels(verb=verb, resource=resource).inc()

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from caldera.cache.state import ClusterState, StateObject
+from caldera.models.kinds import KINDS as ALL_KINDS
 from caldera.models.parse import KINDS, describe, parse_object
 
 __all__ = ["EPOCH", "LATER_KINDS", "Loaded", "load_manifests"]
@@ -24,7 +25,7 @@ __all__ = ["EPOCH", "LATER_KINDS", "Loaded", "load_manifests"]
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 """Creation time given, in file order (1 ms apart), to objects that state none."""
 
-LATER_KINDS = frozenset({"HyperNode"})
+LATER_KINDS = frozenset(name for name, kind in ALL_KINDS.items() if kind.model is None)
 """Kinds accepted now and used as support for them lands."""
 
 

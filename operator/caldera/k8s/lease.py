@@ -3,7 +3,10 @@
 Uses kubernetes-asyncio's elector on a ``coordination.k8s.io/v1`` Lease named after the scheduler
 (Volcano's defaults: 15 s lease, 10 s renew deadline, 2 s retry, namespace ``volcano-system``).
 The holder identity is ``<hostname>_<uuid>``. A leader that cannot renew stops scheduling at once
-and asks the process to exit, as Volcano does, so a restarted replica rejoins as a follower.
+and asks the process to exit, as Volcano does, so a restarted replica rejoins as a follower. A
+leader that stops on purpose releases the Lease (clears its holder, as client-go's
+``ReleaseOnCancel`` does), so a standby takes over at its next try instead of after the lease
+duration.
 """
 
 from __future__ import annotations
@@ -17,6 +20,10 @@ from collections.abc import Callable
 from kubernetes_asyncio import client
 from kubernetes_asyncio.leaderelection import electionconfig, leaderelection
 from kubernetes_asyncio.leaderelection.resourcelock.leaselock import LeaseLock
+
+from caldera.k8s.errors import API_ERRORS, describe
+from caldera.k8s.resources import LEASES
+from caldera.k8s.rest import Rest
 
 __all__ = ["LeaderGate", "election_error"]
 
@@ -45,6 +52,25 @@ class LeaderGate:
     @property
     def leading(self) -> bool:
         return self._leading.is_set()
+
+    async def release(self, rest: Rest, *, name: str, namespace: str) -> None:
+        """Give the Lease up if this replica holds it (best effort: it expires anyway)."""
+        if not self.enabled or not self.leading:
+            return
+        self._leading.clear()
+        try:
+            lease = await rest.call("get", LEASES, namespace=namespace, name=name, timeout=2.0)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.pop("holderIdentity", None)
+            spec["leaseDurationSeconds"] = 1
+            await rest.call(
+                "update", LEASES, namespace=namespace, name=name, body=lease, timeout=2.0
+            )
+            log.info("released the lease %s/%s", namespace, name)
+        except API_ERRORS as exc:
+            log.info("could not release the lease %s/%s: %s", namespace, name, describe(exc))
 
     async def run(
         self,

@@ -16,7 +16,11 @@ status is updated (status subresource, merge patch guarded by the session's reso
 the allocation the session made, if any, and with the pod added to ``status.reservedFor``. A claim
 that changed since the session saw it makes the bind fail the same way.
 
-On success the scheduler's annotations go with the binding and a ``Scheduled`` event is posted.
+On success the scheduler's annotations go with the binding and a ``Scheduled`` event is posted;
+nothing else is written (the binding itself sets the pod's ``PodScheduled`` condition).
+The number of binds in flight adapts to the API server (:class:`Throttle`): it halves when a
+request times out or the server says it is overloaded, and grows back by one per round of
+successes, up to ``--bind-workers``.
 On any failure (of a volume write or of the binding) the pod's ``PodScheduled`` condition says
 ``SchedulerError`` and the pod is resynced from the API: gone → dropped; already bound (for
 example by a request that timed out after the server committed it) → accepted as it is; still
@@ -32,62 +36,63 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
 from caldera.framework.intents import Bind, ClaimReservation, PodCondition, VolumeBind
-from caldera.k8s.calls import send, status_message
-from caldera.k8s.errors import API_ERRORS, Outcome, classify
-from caldera.k8s.resources import MERGE_PATCH
+from caldera.k8s.errors import API_ERRORS, Outcome, classify, describe
+from caldera.k8s.resources import PODS, PVCS, PVS, RESOURCE_CLAIMS
+from caldera.k8s.rest import MERGE_PATCH, Resource, Rest
 from caldera.models.storage import BOUND_BY_CONTROLLER_ANNOTATION, SELECTED_NODE_ANNOTATION
-from caldera.operator.assume import Assumptions
-from caldera.operator.events import EventPoster
 from caldera.operator.logs import about
-from caldera.operator.retry import WorkQueue
+from caldera.operator.writers.events import EventPoster
+from caldera.operator.writers.retry import WorkQueue
+from caldera.operator.writers.throttle import Throttle
 
 __all__ = ["Binder"]
 
 log = logging.getLogger(__name__)
 SCHEDULER_ERROR = "SchedulerError"
 
+Write = tuple[str, Resource, str, str, str, dict[str, Any]]
+"""(plugin, resource, namespace, name, subresource, merge patch) of one PreBind write."""
+
 
 class Binder:
     def __init__(
         self,
-        api: client.ApiClient,
-        assumed: Assumptions,
+        rest: Rest,
         events: EventPoster,
         set_condition: Callable[[PodCondition], None],
         *,
+        forget: Callable[[str], None],
         workers: int = 32,
         timeout: float = 10.0,
         on_bound: Callable[[Bind], None] | None = None,
     ) -> None:
-        self._core = client.CoreV1Api(api)
-        self._resource = client.ResourceV1Api(api)
-        self._assumed = assumed
+        self._rest = rest
         self._events = events
         self._set_condition = set_condition
+        self._forget = forget
         self._timeout = timeout
         self._on_bound = on_bound
         self._resync: set[str] = set()
+        self.throttle = Throttle(workers, name="bind")
+        """Binds in flight: fewer while the API server is slow to answer."""
         self.queue: WorkQueue[str, Bind] = WorkQueue("bind", self._handle, workers=workers)
 
     def submit(self, bind: Bind) -> None:
-        key = f"{bind.namespace}/{bind.name}"
-        self._assumed.assume(key, bind.node)
-        self.queue.put(key, bind)
+        """Bind a pod the caller has assumed on its node."""
+        self.queue.put(f"{bind.namespace}/{bind.name}", bind)
 
     async def _handle(self, key: str, bind: Bind) -> bool:
         if key not in self._resync:
-            error = await self._prebind(bind)
-            if error is not None:
-                message = error
-            else:
-                error = await self._post(bind)
-                message = f"failed to bind to node {bind.node}: {error}"
+            async with self.throttle:
+                error = await self._prebind(bind)
+                if error is not None:
+                    message = error
+                else:
+                    error = await self._post(bind)
+                    message = f"failed to bind to node {bind.node}: {error}"
             if error is None:
-                await self._bound(bind)
+                self._bound(bind)
                 return True
             log.warning(
                 "bind %s to %s failed: %s",
@@ -97,67 +102,82 @@ class Binder:
                 extra=about("Pod", bind.name, bind.namespace),
             )
             self._set_condition(
-                PodCondition(
-                    bind.namespace,
-                    bind.name,
-                    bind.uid,
-                    SCHEDULER_ERROR,
-                    message,
-                )
+                PodCondition(bind.namespace, bind.name, bind.uid, SCHEDULER_ERROR, message)
             )
             self._resync.add(key)
         return await self._resync_pod(key, bind)
 
-    def _prebind_writes(self, bind: Bind) -> list[tuple[str, Callable[..., Any], tuple[Any, ...]]]:
-        """(plugin, API method, arguments) of the bind's PreBind writes, in order: volumes bound
-        first, then claims to provision, then device claims' allocations."""
-        writes: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = []
+    def _prebind_writes(self, bind: Bind) -> list[Write]:
+        """The bind's PreBind writes, in order: volumes bound first, then claims to provision,
+        then device claims' allocations."""
+        writes: list[Write] = []
         for volume in bind.volumes:
             if volume.volume:
-                args: tuple[Any, ...] = (volume.volume, _claim_ref_patch(volume))
-                writes.append(("VolumeBinding", self._core.patch_persistent_volume, args))
+                writes.append(
+                    ("VolumeBinding", PVS, "", volume.volume, "", _claim_ref_patch(volume))
+                )
             else:
-                args = (volume.claim, volume.namespace, _selected_node_patch(volume, bind.node))
-                call = self._core.patch_namespaced_persistent_volume_claim
-                writes.append(("VolumeBinding", call, args))
+                patch = _selected_node_patch(volume, bind.node)
+                writes.append(("VolumeBinding", PVCS, volume.namespace, volume.claim, "", patch))
         for claim in bind.claims:
-            args = (claim.claim, claim.namespace, _claim_status_patch(claim))
-            call = self._resource.patch_namespaced_resource_claim_status
-            writes.append(("DynamicResources", call, args))
+            patch = _claim_status_patch(claim)
+            writes.append(
+                ("DynamicResources", RESOURCE_CLAIMS, claim.namespace, claim.claim, "status", patch)
+            )
         return writes
 
     async def _prebind(self, bind: Bind) -> str | None:
         """Run the PreBind writes; the first failure stops them and is returned as kube words
         it (``running PreBind plugin "<plugin>": <error>``)."""
-        for plugin, call, args in self._prebind_writes(bind):
+        for plugin, resource, namespace, name, sub, patch in self._prebind_writes(bind):
             try:
-                await send(call, *args, _content_type=MERGE_PATCH, _request_timeout=self._timeout)
+                await self._rest.call(
+                    "patch",
+                    resource,
+                    namespace=namespace or None,
+                    name=name,
+                    subresource=sub,
+                    body=patch,
+                    content_type=MERGE_PATCH,
+                    timeout=self._timeout,
+                )
             except API_ERRORS as exc:
-                return f'running PreBind plugin "{plugin}": {_failure(exc)}'
+                self._observe(exc)
+                return f'running PreBind plugin "{plugin}": {describe(exc)}'
         return None
 
     async def _post(self, bind: Bind) -> str | None:
-        body = client.V1Binding(
-            metadata=client.V1ObjectMeta(
-                name=bind.name, namespace=bind.namespace, annotations=bind.annotations or None
-            ),
-            target=client.V1ObjectReference(api_version="v1", kind="Node", name=bind.node),
-        )
+        meta: dict[str, Any] = {"name": bind.name, "namespace": bind.namespace}
+        if bind.annotations:
+            meta["annotations"] = dict(bind.annotations)
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": bind.node},
+        }
         try:
-            # Sent raw: the generated V1Binding model cannot read the server's reply back
-            # (kubernetes-client/python#547), and nothing needs it.
-            await send(
-                self._core.create_namespaced_pod_binding,
-                bind.name,
-                bind.namespace,
-                body,
-                _request_timeout=self._timeout,
+            await self._rest.call(
+                "create",
+                PODS,
+                namespace=bind.namespace,
+                name=bind.name,
+                subresource="binding",
+                body=body,
+                timeout=self._timeout,
             )
-            return None
         except API_ERRORS as exc:
-            return _failure(exc)
+            self._observe(exc)
+            return describe(exc)
+        self.throttle.ok()
+        return None
 
-    async def _bound(self, bind: Bind) -> None:
+    def _observe(self, exc: BaseException) -> None:
+        """A timeout or a server that says it is overloaded halves the binds in flight."""
+        if isinstance(exc, TimeoutError) or getattr(exc, "status", None) in (429, 503, 504):
+            self.throttle.overloaded(describe(exc))
+
+    def _bound(self, bind: Bind) -> None:
         if self._on_bound is not None:
             self._on_bound(bind)
         self._events.pod(
@@ -171,18 +191,18 @@ class Binder:
 
     async def _resync_pod(self, key: str, bind: Bind) -> bool:
         try:
-            pod = await self._core.read_namespaced_pod(
-                bind.name, bind.namespace, _request_timeout=self._timeout
+            pod = await self._rest.call(
+                "get", PODS, namespace=bind.namespace, name=bind.name, timeout=self._timeout
             )
         except API_ERRORS as exc:
             if classify(exc) is Outcome.NOT_FOUND:
                 self._finish(key)
                 return True
             return False  # API unreachable: keep the assumption, try again later
-        node = pod.spec.node_name if pod.spec else None
+        node = (pod.get("spec") or {}).get("nodeName")
         if node:
-            if pod.metadata is not None and pod.metadata.uid == bind.uid and node == bind.node:
-                await self._bound(bind)
+            if (pod.get("metadata") or {}).get("uid") == bind.uid and node == bind.node:
+                self._bound(bind)
             self._resync.discard(key)
             return True
         self._finish(key)
@@ -190,7 +210,7 @@ class Binder:
 
     def _finish(self, key: str) -> None:
         self._resync.discard(key)
-        self._assumed.forget(key)
+        self._forget(key)
 
 
 def _claim_ref_patch(volume: VolumeBind) -> dict[str, Any]:
@@ -232,11 +252,3 @@ def _claim_status_patch(write: ClaimReservation) -> dict[str, Any]:
     if write.claim_resource_version:
         patch["metadata"] = {"resourceVersion": write.claim_resource_version}
     return patch
-
-
-def _failure(exc: BaseException) -> str:
-    """A failed request in a few words: the HTTP status and the server's message, or the
-    transport error."""
-    if isinstance(exc, ApiException):
-        return f"HTTP {exc.status}: {status_message(exc.body)}"
-    return f"{type(exc).__name__}: {getattr(exc, 'reason', None) or exc}"

@@ -2,13 +2,14 @@
 
 A session must never place a pod whose bind is still in flight, and must count it on its node. So
 each decided bind is *assumed*: the next snapshots see the pod on that node until the watch shows
-the pod bound (confirmed) or the binder gives up on it (forgotten). An assumption the watch never
-confirms expires after a while, so a lost event cannot pin a pod forever.
+the pod bound (confirmed), the pod is gone (or replaced by a new pod of the same name), or the
+binder gives up on it (forgotten). No clock ends an assumption: however far the watch lags, a pod
+whose bind is in flight is never offered to a second session, and a bind the binder could not
+make is forgotten by the binder, which knows.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -17,19 +18,18 @@ from caldera.models.core import Pod
 __all__ = ["Assumptions", "apply"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class _Assumed:
     node: str
-    since: float
+    uid: str
 
 
 class Assumptions:
-    def __init__(self, ttl: float = 60.0) -> None:
-        self._ttl = ttl
+    def __init__(self) -> None:
         self._pods: dict[str, _Assumed] = {}
 
-    def assume(self, key: str, node: str) -> None:
-        self._pods[key] = _Assumed(node, time.monotonic())
+    def assume(self, key: str, node: str, uid: str = "") -> None:
+        self._pods[key] = _Assumed(node, uid)
 
     def forget(self, key: str) -> None:
         self._pods.pop(key, None)
@@ -45,16 +45,19 @@ class Assumptions:
         return len(self._pods)
 
     def current(self, pods: Mapping[str, Pod]) -> dict[str, str]:
-        """Pod → node for binds still in flight; confirmed, vanished and expired ones are dropped.
+        """Pod → node for binds still in flight; confirmed and vanished ones are dropped.
 
         Cheap (dictionary work only), so it runs on the event loop; :func:`apply` does the
         copying off the loop.
         """
-        now = time.monotonic()
         out = {}
         for key, entry in list(self._pods.items()):
             pod = pods.get(key)
-            if pod is None or pod.spec.node_name or now - entry.since > self._ttl:
+            if (
+                pod is None
+                or pod.spec.node_name
+                or (entry.uid and pod.metadata.uid and pod.metadata.uid != entry.uid)
+            ):
                 del self._pods[key]
             else:
                 out[key] = entry.node

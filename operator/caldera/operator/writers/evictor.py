@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import time
 
-from kubernetes_asyncio import client
-
 from caldera.framework.intents import Evict
-from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, gives_up
+from caldera.k8s.resources import PODS
+from caldera.k8s.rest import STRATEGIC_MERGE_PATCH, Rest
 from caldera.models.base import format_timestamp
-from caldera.operator.events import EventPoster
-from caldera.operator.retry import WorkQueue
+from caldera.operator.writers.events import EventPoster
+from caldera.operator.writers.retry import WorkQueue
 
 __all__ = ["Evictor"]
 
 
 class Evictor:
     def __init__(
-        self, api: client.ApiClient, events: EventPoster, scheduler_name: str, *, workers: int = 8
+        self, rest: Rest, events: EventPoster, scheduler_name: str, *, workers: int = 8
     ) -> None:
-        self._core = client.CoreV1Api(api)
+        self._rest = rest
         self._events = events
         self._scheduler = scheduler_name
         self.queue: WorkQueue[str, Evict] = WorkQueue("evict", self._handle, workers=workers)
@@ -58,8 +57,17 @@ class Evictor:
             }
         }
         try:
-            await send(self._core.patch_namespaced_pod_status, evict.name, evict.namespace, patch)
-            await send(self._core.delete_namespaced_pod, evict.name, evict.namespace)
+            ns, name = evict.namespace, evict.name
+            await self._rest.call(
+                "patch",
+                PODS,
+                namespace=ns,
+                name=name,
+                subresource="status",
+                body=patch,
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
+            await self._rest.call("delete", PODS, namespace=ns, name=name)
         except API_ERRORS as exc:
             return gives_up(exc)
         self._events.pod(

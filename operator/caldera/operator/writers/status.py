@@ -1,50 +1,49 @@
 """Status writer: PodGroup status, Queue ``status.allocated`` and pods' ``PodScheduled``.
 
-Each write happens only when the value changed, goes through a keyed retry queue (a newer status
-for the same object replaces one still waiting), and follows Volcano's method:
+Each write happens only when the value changed and goes through a keyed retry queue, where a
+newer status for the same object replaces one still waiting; PodGroup and Queue writes also wait
+a moment (``coalesce``) before they go, so the statuses of several sessions in a row become one
+write per object:
 
-- PodGroup has no status subresource, so its status is written by a whole-object update carrying
-  the resourceVersion of the copy the watch delivered; a conflict re-reads and retries.
+- PodGroup status is a JSON merge patch of ``status`` on the object itself (the PodGroup CRD has
+  no status subresource). The scheduler owns that status, so the patch carries no
+  resourceVersion: it cannot conflict with other writers' changes to the spec or metadata, and
+  it needs no read first.
 - Queue ``status.allocated`` is a merge patch of the status subresource.
-- A pod's ``PodScheduled`` condition is a strategic-merge patch of ``pods/status`` (conditions are
+- A pod's ``PodScheduled`` condition (only ever written when the pod could not be scheduled; a
+  binding sets it on success) is a strategic-merge patch of ``pods/status`` (conditions are
   merged by type), posted with a ``FailedScheduling`` event carrying the same text.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
-
-from kubernetes_asyncio import client
 
 from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
-from caldera.k8s.calls import send
 from caldera.k8s.errors import API_ERRORS, gives_up
-from caldera.k8s.resources import MERGE_PATCH, SCHEDULING_GROUP, SCHEDULING_VERSION
+from caldera.k8s.resources import PODGROUPS, PODS, QUEUES
+from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Rest
 from caldera.models.base import format_timestamp
-from caldera.operator.events import EventPoster
-from caldera.operator.retry import WorkQueue
+from caldera.operator.writers.events import EventPoster
+from caldera.operator.writers.retry import WorkQueue
 
 __all__ = ["StatusWriter"]
-
-GROUP, VERSION = SCHEDULING_GROUP, SCHEDULING_VERSION
 
 
 class StatusWriter:
     def __init__(
         self,
-        api: client.ApiClient,
+        rest: Rest,
         events: EventPoster,
         *,
         workers: int = 16,
-        cached_podgroup: Callable[[str], Mapping[str, Any] | None] | None = None,
+        podgroup_coalesce: float = 0.2,
+        queue_coalesce: float = 1.0,
     ) -> None:
-        self._cached_podgroup = cached_podgroup or (lambda key: None)
-        self._custom = client.CustomObjectsApi(api)
-        self._core = client.CoreV1Api(api)
+        self._rest = rest
         self._events = events
+        self._podgroup_coalesce = podgroup_coalesce
+        self._queue_coalesce = queue_coalesce
         self.podgroups: WorkQueue[str, PodGroupStatus] = WorkQueue(
             "podgroup-status", self._podgroup, workers=workers
         )
@@ -54,41 +53,33 @@ class StatusWriter:
         )
 
     def podgroup(self, status: PodGroupStatus) -> None:
-        self.podgroups.put(f"{status.namespace}/{status.name}", status)
+        key = f"{status.namespace}/{status.name}"
+        self.podgroups.put(key, status, delay=self._podgroup_coalesce)
 
     def queue(self, status: QueueStatus) -> None:
-        self.queues.put(status.name, status)
+        self.queues.put(status.name, status, delay=self._queue_coalesce)
 
     def pod(self, condition: PodCondition) -> None:
         self.pods.put(f"{condition.namespace}/{condition.name}", condition)
 
     async def _podgroup(self, key: str, st: PodGroupStatus) -> bool:
-        # First attempt: the copy the watch delivered (with its resourceVersion); after a
-        # conflict, what the API holds now.
-        cached = None if self.podgroups.failures(key) else self._cached_podgroup(key)
-        try:
-            if cached is not None:
-                obj: dict[str, Any] = copy.deepcopy(dict(cached))
-            else:
-                obj = await self._custom.get_namespaced_custom_object(
-                    GROUP, VERSION, st.namespace, "podgroups", st.name
-                )
-            obj["status"] = {
-                **(obj.get("status") or {}),
+        patch = {
+            "status": {
                 "phase": st.phase,
                 "running": st.running,
                 "succeeded": st.succeeded,
                 "failed": st.failed,
                 "conditions": [c.to_api() for c in st.conditions],
             }
-            await send(
-                self._custom.replace_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                st.namespace,
-                "podgroups",
-                st.name,
-                obj,
+        }
+        try:
+            await self._rest.call(
+                "patch",
+                PODGROUPS,
+                namespace=st.namespace,
+                name=st.name,
+                body=patch,
+                content_type=MERGE_PATCH,
             )
         except API_ERRORS as exc:
             return gives_up(exc)
@@ -96,14 +87,13 @@ class StatusWriter:
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
         try:
-            await send(
-                self._custom.patch_cluster_custom_object_status,
-                GROUP,
-                VERSION,
-                "queues",
-                name,
-                {"status": {"allocated": st.allocated}},
-                _content_type=MERGE_PATCH,
+            await self._rest.call(
+                "patch",
+                QUEUES,
+                name=name,
+                subresource="status",
+                body={"status": {"allocated": st.allocated}},
+                content_type=MERGE_PATCH,
             )
         except API_ERRORS as exc:
             return gives_up(exc)
@@ -124,7 +114,15 @@ class StatusWriter:
             }
         }
         try:
-            await send(self._core.patch_namespaced_pod_status, cond.name, cond.namespace, patch)
+            await self._rest.call(
+                "patch",
+                PODS,
+                namespace=cond.namespace,
+                name=cond.name,
+                subresource="status",
+                body=patch,
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
         except API_ERRORS as exc:
             return gives_up(exc)
         self._events.pod(

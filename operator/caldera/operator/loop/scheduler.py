@@ -1,12 +1,13 @@
-"""One scheduling session per tick, decided off the event loop, carried out by the writers.
+"""The session loop: one session whenever the trigger says so, decided off the event loop, its
+decisions handed to the writers.
 
-On each tick (only on the leader) the watched objects are copied into an immutable
-:class:`~caldera.cache.state.ClusterState` on the loop (cheap: dictionaries of frozen models), with
-binds still in flight applied as assumptions. Building the snapshot and running the session happen
-in the session worker process (:mod:`caldera.operator.worker`), or in a thread with
-``--session-process=false``, so watch handling never waits for a session. The result is then
-handed out: binds to the binder, evictions to the evictor, changed statuses to the status writer;
-events are posted only when what they say changed, never once per tick.
+Sessions start once the cache has every initial listing, and only on the leader. Each takes the
+cache's state (the objects are immutable models) and the binds still in flight, runs in the
+session process (:mod:`caldera.operator.loop.worker`, fed only what changed since the last
+session) or in a thread with ``--session-process=false``, and hands out its result: each bind is
+assumed in the cache and given to the binder, evictions go to the evictor, changed statuses to the
+status writer; events are posted only when what they say changed, never once per session. A
+session that did something says so in one log line; a quiet one says nothing.
 """
 
 from __future__ import annotations
@@ -14,25 +15,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import defaultdict
 from dataclasses import dataclass
 
 from caldera.cache.snapshot import PodMemo, stable_uid
-from caldera.cache.state import ClusterState
+from caldera.cache.state import copy_state
 from caldera.framework.intents import CycleResult, PodGroupStatus
-from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.k8s.lease import LeaderGate
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
-from caldera.operator.assume import Assumptions
-from caldera.operator.binder import Binder
-from caldera.operator.events import EventPoster
-from caldera.operator.evictor import Evictor
-from caldera.operator.leader import LeaderGate
+from caldera.operator.loop.trigger import Trigger
+from caldera.operator.loop.worker import SessionConfig, SessionWorker, decide
 from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
-from caldera.operator.policywatch import PolicyHolder
-from caldera.operator.status import StatusWriter
-from caldera.operator.worker import SessionWorker, decide
+from caldera.operator.watch.assume import Assumptions
+from caldera.operator.watch.cache import Cache
+from caldera.operator.watch.policy import PolicyHolder
+from caldera.operator.writers.binder import Binder
+from caldera.operator.writers.events import EventPoster
+from caldera.operator.writers.evictor import Evictor
+from caldera.operator.writers.status import StatusWriter
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers"]
@@ -53,8 +56,9 @@ class Scheduler:
     def __init__(
         self,
         *,
-        scheduler_names: list[str],
-        default_queue: str,
+        config: SessionConfig,
+        cache: Cache,
+        trigger: Trigger,
         policy: PolicyHolder,
         registry: Registry,
         assumed: Assumptions,
@@ -64,86 +68,110 @@ class Scheduler:
         problem_grace: float = 30.0,
         worker: SessionWorker | None = None,
     ) -> None:
-        self.scheduler_names = scheduler_names
-        self.default_queue = default_queue
+        self.config = config
+        self.cache = cache
+        self.trigger = trigger
         self.policy = policy
         self.registry = registry
         self.assumed = assumed
         self.writers = writers
         self.leader = leader
         self.metrics = metrics
-        self.ready = asyncio.Event()
         self.sessions = 0
         self._problems = Lasting(grace=problem_grace)
         self._writes = Recent(ttl=30.0)
         self._pods = PodMemo()
-        """Pod requests per watched pod version, across sessions (used by one session at a
-        time: sessions do not overlap)."""
+        """Pod requests per watched pod version, across sessions (thread path only)."""
         self._news = Recent(ttl=float("inf"))
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
 
-    async def tick(self, state: ClusterState) -> CycleResult | None:
-        """Run one session on ``state`` if this replica leads; returns its result."""
-        self.ready.set()
+    async def run(self) -> None:
+        """Run sessions until cancelled: after the initial sync, then as the trigger says."""
+        await self.cache.synced.wait()
+        while True:
+            await self.trigger.wait()
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # one failed session (a worker that died, a bug on one object) must not stop
+                # scheduling: the next session starts afresh
+                log.exception("session failed; the next one starts afresh")
+
+    async def tick(self) -> CycleResult | None:
+        """Run one session if this replica leads; returns its result."""
         if not self.leader.leading:
             return None
         self.sessions += 1
+        state = self.cache.state
+        changes = self.cache.take_changes()
         in_flight = self.assumed.current(state.pods)
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
         if self.worker is not None:
-            result, problems = await self.worker.decide(state, in_flight, policy, session_id)
-        else:
-            result, problems = await asyncio.to_thread(
-                self._decide, state, in_flight, policy, session_id
+            result, problems = await self.worker.decide(
+                state, changes, in_flight, policy, session_id
             )
-        self._observe(result, time.perf_counter() - start)
+        else:
+            view = copy_state(state)
+            result, problems = await asyncio.to_thread(
+                decide,
+                view,
+                in_flight,
+                policy,
+                self.registry,
+                self.config,
+                session_id=session_id,
+                memo=self._pods,
+            )
+        spent = time.perf_counter() - start
+        self._observe(result, spent)
         self._report(problems)
-        self._dispatch(result, state)
+        self._dispatch(result)
+        if result.binds or result.evictions:
+            log.info(
+                "session: %d bound, %d evicted, %d waiting, in %.0f ms",
+                len(result.binds),
+                len(result.evictions),
+                len(result.pod_conditions),
+                spent * 1000,
+            )
         return result
 
-    def _decide(
-        self,
-        state: ClusterState,
-        in_flight: dict[str, str],
-        policy: Policy,
-        session_id: str,
-    ) -> tuple[CycleResult, list[ObjectError]]:
-        """Runs in a worker thread: the state is immutable, ``in_flight`` a private copy."""
-        return decide(
-            state,
-            in_flight,
-            policy,
-            self.registry,
-            scheduler_names=self.scheduler_names,
-            default_queue=self.default_queue,
-            session_id=session_id,
-            memo=self._pods,
-        )
-
     def _report(self, problems: list[ObjectError]) -> None:
-        """Warn about what the snapshot left out once it has lasted past the grace period.
+        """One warning per kind of problem that has lasted past the grace period, however many
+        objects have it (naming a few).
 
-        A burst of bare pods is always seen before their PodGroups are; such states fix
-        themselves within a session or two and are not worth a warning each.
+        A burst of pods is often seen before what they refer to; such states fix themselves
+        within a session or two and are not worth a warning.
         """
-        for text in self._problems.seen(str(p) for p in problems):
-            log.warning("%s (for more than %.0f s)", text, self._problems.grace)
+        by_text: dict[str, list[str]] = defaultdict(list)
+        for p in problems:
+            by_text[f"{p.kind}: {p.message}"].append(p.name)
+        for text in self._problems.seen(by_text):
+            names = by_text[text]
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            log.warning("%s (%s; for more than %.0f s)", text, shown, self._problems.grace)
 
-    def _dispatch(self, result: CycleResult, state: ClusterState) -> None:
+    def _dispatch(self, result: CycleResult) -> None:
         w = self.writers
+        state = self.cache.state
         for bind in result.binds:
+            self.assumed.assume(f"{bind.namespace}/{bind.name}", bind.node, bind.uid)
             w.binder.submit(bind)
         for evict in result.evictions:
             w.evictor.submit(evict)
             self.metrics.evictions.labels(action=evict.reason).inc()
         for st in result.podgroups:
             key = f"{st.namespace}/{st.name}"
+            if key not in state.podgroups:
+                continue  # an in-memory group of bare pods: no object to write to
             if st.changed and self._writes.fresh(f"pg/{key}", _status_value(st)):
                 w.status.podgroup(st)
-            self._podgroup_events(st, state)
+            self._podgroup_events(st)
         for qs in result.queues:
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
@@ -159,9 +187,9 @@ class Scheduler:
             ):
                 w.status.pod(cond)
 
-    def _podgroup_events(self, st: PodGroupStatus, state: ClusterState) -> None:
+    def _podgroup_events(self, st: PodGroupStatus) -> None:
         """Volcano's PodGroup events, but only when the news is new."""
-        pg = state.podgroups.get(f"{st.namespace}/{st.name}")
+        pg = self.cache.state.podgroups.get(f"{st.namespace}/{st.name}")
         if pg is None:
             return
         new = _unschedulable(st.conditions)

@@ -1,0 +1,134 @@
+"""The one table of the Kubernetes kinds the scheduler reads: where each lives in the API, which
+model parses it, whether it is namespaced, and which :class:`~caldera.cache.state.ClusterState`
+table holds it.
+
+Everything that lists kinds (the parser, the cluster state, the operator's watches, the manifest
+loader) reads this table, so a kind added here is parsed, stored and watched alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from caldera.models.volcano import PodGroup, Queue
+
+__all__ = ["KINDS", "Kind", "kind_of_model"]
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str
+    group: str
+    version: str
+    plural: str
+    model: type[BaseModel] | None
+    """None for kinds kept as the API holds them, until a feature uses them."""
+    namespaced: bool
+    table: str
+    """The ClusterState attribute holding this kind, keyed ``namespace/name`` when namespaced."""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def key(self, namespace: str | None, name: str) -> str:
+        return f"{namespace or 'default'}/{name}" if self.namespaced else name
+
+
+def _kinds(*kinds: Kind) -> dict[str, Kind]:
+    return {k.name: k for k in kinds}
+
+
+KINDS: dict[str, Kind] = _kinds(
+    Kind("Pod", "", "v1", "pods", Pod, True, "pods"),
+    Kind("Node", "", "v1", "nodes", Node, False, "nodes"),
+    Kind("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", PodGroup, True, "podgroups"),
+    Kind("Queue", "scheduling.volcano.sh", "v1beta1", "queues", Queue, False, "queues"),
+    Kind(
+        "PriorityClass",
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        PriorityClass,
+        False,
+        "priority_classes",
+    ),
+    Kind("Namespace", "", "v1", "namespaces", Namespace, False, "namespaces"),
+    Kind(
+        "PersistentVolume",
+        "",
+        "v1",
+        "persistentvolumes",
+        PersistentVolume,
+        False,
+        "persistent_volumes",
+    ),
+    Kind(
+        "PersistentVolumeClaim",
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        PersistentVolumeClaim,
+        True,
+        "persistent_volume_claims",
+    ),
+    Kind(
+        "StorageClass",
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        StorageClass,
+        False,
+        "storage_classes",
+    ),
+    Kind("CSINode", "storage.k8s.io", "v1", "csinodes", CSINode, False, "csi_nodes"),
+    Kind(
+        "ResourceClaim",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        ResourceClaim,
+        True,
+        "resource_claims",
+    ),
+    Kind(
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        ResourceClaimTemplate,
+        True,
+        "resource_claim_templates",
+    ),
+    Kind(
+        "DeviceClass",
+        "resource.k8s.io",
+        "v1",
+        "deviceclasses",
+        DeviceClass,
+        False,
+        "device_classes",
+    ),
+    Kind(
+        "ResourceSlice",
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        ResourceSlice,
+        False,
+        "resource_slices",
+    ),
+    Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
+)
+"""Every kind the scheduler reads, by kind name."""
+
+_BY_MODEL = {k.model: k for k in KINDS.values() if k.model is not None}
+
+
+def kind_of_model(model: type) -> Kind:
+    return _BY_MODEL[model]

@@ -1,0 +1,111 @@
+"""Every setting of ``caldera run``, with its default and what it does, in one place.
+
+The command line (:mod:`caldera.cli`) builds its flags from these fields: the flag is the field
+name with dashes (``schedule_period`` → ``--schedule-period``) unless :data:`FLAG_NAMES` says
+otherwise (Volcano's names), the default is the field's, and the help is the field's docstring.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import itertools
+from dataclasses import dataclass, field, fields
+from functools import cache
+
+__all__ = ["FLAG_NAMES", "Settings", "help_of"]
+
+
+@dataclass(slots=True)
+class Settings:
+    scheduler_names: list[str] = field(default_factory=lambda: ["volcano"])
+    """Handle pods with this schedulerName (repeatable)."""
+    scheduler_conf: str | None = None
+    """Policy file in volcano-scheduler.conf format, reloaded when it changes (default: Volcano's
+    built-in policy)."""
+    schedule_period: float = 1.0
+    """The longest time between two sessions, a Go duration; news (a new pending pod, freed
+    capacity) starts one sooner."""
+    session_debounce: float = 0.02
+    """How long a session waits after the first news for more to arrive, a Go duration."""
+    default_queue: str = "default"
+    """Queue for PodGroups and bare pods that name none."""
+    listen_address: str = ":8080"
+    """Metrics address (/metrics); empty to serve none."""
+    healthz_address: str = ":11251"
+    """/healthz and /readyz address; empty to serve none."""
+    kubeconfig: str | None = None
+    """Kubeconfig file (default: in-cluster credentials, else KUBECONFIG or ~/.kube/config)."""
+    api_wait: float = 10.0
+    """How long to wait for the API server at start before exiting with code 2."""
+    leader_elect: bool = True
+    """Elect a leader through a Lease; only the leader schedules."""
+    lease_duration: float = 15.0
+    """How long a Lease holds without renewal."""
+    renew_deadline: float = 10.0
+    """How long the leader keeps trying to renew before it gives up leading."""
+    retry_period: float = 2.0
+    """How often candidates try to take or renew the Lease."""
+    lock_namespace: str = "volcano-system"
+    """Namespace of the Lease."""
+    lock_name: str = ""
+    """Name of the Lease (default: the first scheduler name)."""
+    bind_workers: int = 32
+    """Most binds in flight at once; fewer while the API server is slow to answer."""
+    bind_timeout: float = 10.0
+    """How long one bind request may take, a Go duration."""
+    create_podgroups: bool = False
+    """Create a PodGroup object for each bare pod and annotate the pod with it, as Volcano's
+    pg-controller does (two more writes per pod). Off: bare pods are grouped in memory alike."""
+    post_events: bool = True
+    """Post Kubernetes Events (Scheduled, FailedScheduling, Unschedulable, Evict)."""
+    policy_check_interval: float = 2.0
+    """How often the policy file is checked for changes."""
+    log_format: str = "full"
+    """plain, full, or json (one object per line, with an object reference)."""
+    verbose: bool = False
+    """Debug logging."""
+    session_process: bool = True
+    """Run sessions in a process of their own, off the event loop's interpreter (false: in a
+    thread)."""
+
+    @property
+    def lock(self) -> str:
+        return self.lock_name or self.scheduler_names[0]
+
+
+FLAG_NAMES = {
+    "scheduler_names": "--scheduler-name",
+    "lease_duration": "--leader-elect-lease-duration",
+    "renew_deadline": "--leader-elect-renew-deadline",
+    "retry_period": "--leader-elect-retry-period",
+    "lock_namespace": "--leader-elect-resource-namespace",
+    "lock_name": "--leader-elect-resource-name",
+}
+"""Flags whose names are Volcano's rather than the field's."""
+
+
+@cache
+def _docstrings() -> dict[str, str]:
+    """Each field's docstring (the string literal after it in the class body)."""
+    tree = ast.parse(inspect.getsource(Settings))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    out: dict[str, str] = {}
+    for stmt, after in itertools.pairwise(body):
+        if (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            out[stmt.target.id] = " ".join(after.value.value.split())
+    return out
+
+
+def help_of(name: str) -> str:
+    return _docstrings()[name]
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(Settings)]

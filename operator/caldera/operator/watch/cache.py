@@ -1,0 +1,228 @@
+"""The scheduler's cache: the watched objects as validated models, kept current from watch events.
+
+Each kind's informer hands its listing and then its events here. An object is parsed into its
+model only when something the scheduler reads changed: for pods and nodes — by far the most
+frequent events, mostly kubelet status updates and heartbeats — the fields that matter are
+compared first (:func:`fingerprint`), and an event that changes none of them is dropped before
+any parsing. A malformed object is reported once (log line and callback) and left out.
+
+The cache also decides which changes are *news* for the scheduler — a pending pod of ours
+appearing, capacity freed, a node or a queue changing — and calls ``on_news`` for those, which
+starts a session; the scheduler's own writes coming back (a bind confirmed, a status written) are
+stored but are not news. It records which keys changed since :meth:`take_changes` was last
+called, so the session process is sent only those. Nothing here blocks: every method is a few
+dictionary operations per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from caldera.cache.state import Changes, ClusterState
+from caldera.models.kinds import KINDS, Kind
+from caldera.models.parse import ObjectError, parse_object
+from caldera.operator.logs import about
+
+__all__ = ["Cache", "fingerprint"]
+
+log = logging.getLogger(__name__)
+
+Raw = Mapping[str, Any]
+
+
+def _condition(conditions: Any, kind: str) -> tuple[Any, ...] | None:
+    for c in conditions or ():
+        if isinstance(c, Mapping) and c.get("type") == kind:
+            return (c.get("status"), c.get("reason"), c.get("message"))
+    return None
+
+
+def fingerprint(kind: str, raw: Raw) -> tuple[Any, ...] | None:
+    """What the scheduler reads of a pod or a node (None for other kinds: always parsed)."""
+    meta = raw.get("metadata") or {}
+    status = raw.get("status") or {}
+    if kind == "Pod":
+        return (
+            meta.get("uid"),
+            meta.get("labels"),
+            meta.get("annotations"),
+            meta.get("deletionTimestamp"),
+            meta.get("ownerReferences"),
+            raw.get("spec"),
+            status.get("phase"),
+            _condition(status.get("conditions"), "PodScheduled"),
+            status.get("resourceClaimStatuses"),
+        )
+    if kind == "Node":
+        return (
+            meta.get("uid"),
+            meta.get("labels"),
+            meta.get("annotations"),
+            raw.get("spec"),
+            status.get("allocatable"),
+            (_condition(status.get("conditions"), "Ready") or (None,))[0],
+            status.get("images"),
+        )
+    return None
+
+
+def _wakes(raw: Raw) -> tuple[Any, ...]:
+    """What must change in an object of a kind other than Pod for a session to care: anything
+    but its status (the scheduler writes PodGroup and Queue status itself)."""
+    meta = raw.get("metadata") or {}
+    return (
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("deletionTimestamp"),
+        raw.get("spec"),
+    )
+
+
+class Cache:
+    def __init__(
+        self,
+        scheduler_names: Iterable[str],
+        *,
+        kinds: Iterable[Kind] | None = None,
+        on_news: Callable[[], None] = lambda: None,
+        on_malformed: Callable[[Kind, Raw, str], None] = lambda kind, raw, message: None,
+        on_bare_pod: Callable[[Raw], None] = lambda raw: None,
+    ) -> None:
+        self.state = ClusterState()
+        self.kinds = {k.name: k for k in (kinds if kinds is not None else KINDS.values())}
+        self._names = frozenset(scheduler_names)
+        self._on_news = on_news
+        self._on_malformed = on_malformed
+        self.on_bare_pod = on_bare_pod
+        """Called with each pending pod of ours that changed (its group may need the API)."""
+        self._prints: dict[str, dict[str, tuple[Any, ...] | None]] = {k: {} for k in self.kinds}
+        self._malformed: dict[str, str] = {}
+        self._dirty: dict[str, set[str]] = {}
+        self._unsynced = set(self.kinds)
+        self.synced = asyncio.Event()
+        """Set once every kind has been listed: the first session may run."""
+        self.events = 0
+        self.parsed = 0
+
+    # -- what the informers call -------------------------------------------------------------
+
+    def replace(self, kind: Kind, items: Iterable[Raw]) -> None:
+        """A full listing: what it has is stored, what it lacks is gone."""
+        listed: set[str] = set()
+        for raw in items:
+            listed.add(self._key(kind, raw))
+            self.apply(kind, "ADDED", raw)
+        for key in list(self._prints[kind.name].keys() - listed):
+            self._drop(kind, key)
+        self.mark_synced(kind)
+
+    def mark_synced(self, kind: Kind) -> None:
+        self._unsynced.discard(kind.name)
+        if not self._unsynced and not self.synced.is_set():
+            self.synced.set()
+            self._on_news()
+
+    def apply(self, kind: Kind, event: str, raw: Raw) -> None:
+        self.events += 1
+        key = self._key(kind, raw)
+        if event == "DELETED":
+            self._drop(kind, key)
+            return
+        prints = self._prints[kind.name]
+        mark = fingerprint(kind.name, raw)
+        if mark is not None and key in prints and prints[key] == mark:
+            return  # nothing the scheduler reads changed
+        table: dict[str, Any] = getattr(self.state, kind.table)
+        old = table.get(key)
+        if kind.model is None:
+            obj: Any = dict(raw)
+        else:
+            self.parsed += 1
+            parsed = parse_object(kind.name, raw)
+            if isinstance(parsed, ObjectError):
+                self._malformed_object(kind, key, raw, parsed)
+                return
+            obj = parsed
+        if self._malformed.pop(f"{kind.name}/{key}", None) is not None:
+            log.info("%s %s is valid again", kind.name, key, extra=self._about(kind, raw))
+        previous = prints.get(key)
+        prints[key] = mark if mark is not None else _wakes(raw)
+        table[key] = obj
+        self._dirty.setdefault(kind.table, set()).add(key)
+        if kind.name == "Pod":
+            self._pod_news(raw, old)
+        elif previous is None or previous != prints[key]:
+            self._on_news()
+
+    def _pod_news(self, raw: Raw, old: Any) -> None:
+        spec = raw.get("spec") or {}
+        meta = raw.get("metadata") or {}
+        phase = (raw.get("status") or {}).get("phase")
+        done = phase in ("Succeeded", "Failed") or bool(meta.get("deletionTimestamp"))
+        if not spec.get("nodeName"):
+            if spec.get("schedulerName") in self._names and not done:
+                self._on_news()  # new or changed pending work
+                self.on_bare_pod(raw)
+        elif done and (old is None or not _done(old)):
+            self._on_news()  # capacity freed
+
+    def _drop(self, kind: Kind, key: str) -> None:
+        self._prints[kind.name].pop(key, None)
+        table: dict[str, Any] = getattr(self.state, kind.table)
+        old = table.pop(key, None)
+        self._malformed.pop(f"{kind.name}/{key}", None)
+        if old is None:
+            return
+        self._dirty.setdefault(kind.table, set()).add(key)
+        if kind.name != "Pod" or old.spec.node_name:
+            self._on_news()  # capacity or a constraint went away
+
+    def _malformed_object(self, kind: Kind, key: str, raw: Raw, error: ObjectError) -> None:
+        text = str(error)
+        if self._malformed.get(f"{kind.name}/{key}") != text:
+            self._malformed[f"{kind.name}/{key}"] = text
+            log.warning("skipping malformed object: %s", text, extra=self._about(kind, raw))
+            self._on_malformed(kind, raw, error.message)
+        # what was stored before is no longer the object: leave it out until it is valid again
+        self._prints[kind.name].pop(key, None)
+        table: dict[str, Any] = getattr(self.state, kind.table)
+        if table.pop(key, None) is not None:
+            self._dirty.setdefault(kind.table, set()).add(key)
+            self._on_news()
+
+    @staticmethod
+    def _key(kind: Kind, raw: Raw) -> str:
+        meta = raw.get("metadata") or {}
+        return kind.key(meta.get("namespace"), str(meta.get("name", "")))
+
+    @staticmethod
+    def _about(kind: Kind, raw: Raw) -> dict[str, object]:
+        meta = raw.get("metadata") or {}
+        return about(kind.name, str(meta.get("name", "")), meta.get("namespace"))
+
+    # -- what the rest of the operator calls ---------------------------------------------------
+
+    def set_owner_min_member(self, uid: str, value: int) -> None:
+        if self.state.owner_min_members.get(uid) != value:
+            self.state.owner_min_members[uid] = value
+            self._dirty.setdefault("owner_min_members", set()).add(uid)
+            self._on_news()
+
+    def take_changes(self) -> Changes:
+        """The objects stored and the keys dropped since the last call."""
+        tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        for table, keys in self._dirty.items():
+            store: dict[str, Any] = getattr(self.state, table)
+            stored = {k: store[k] for k in keys if k in store}
+            tables[table] = (stored, [k for k in keys if k not in store])
+        self._dirty = {}
+        return Changes(tables)
+
+
+def _done(pod: Any) -> bool:
+    return (
+        pod.status.phase in ("Succeeded", "Failed") or pod.metadata.deletion_timestamp is not None
+    )

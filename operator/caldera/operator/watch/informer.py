@@ -1,0 +1,120 @@
+"""List, then watch, one kind into the cache, for as long as the operator runs.
+
+The same protocol as client-go's reflector: a paginated list gives the objects and a resource
+version; a watch from that version streams every change after it (with bookmarks, so an idle
+stream still moves its version forward); a watch the server ends is started again from the last
+version seen; a dropped connection is watched again after a short backoff; an expired version
+(``410 Gone``, as a reply or as an ``ERROR`` event) relists, and the relist replaces the kind's
+objects wholesale, so nothing deleted while the watch was away lingers. A kind the API server does
+not serve (no DRA on this cluster, no HyperNode CRD) or may not be read counts as listed and
+empty, is said once, and is tried again every minute.
+
+The events are decoded and handed to the cache in the order they arrive; the informer itself
+never parses an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Any
+
+from caldera.k8s.errors import API_ERRORS, describe
+from caldera.k8s.resources import resource_of
+from caldera.k8s.rest import ApiError, Rest
+from caldera.models.kinds import Kind
+from caldera.operator.watch.cache import Cache
+
+__all__ = ["Informer"]
+
+log = logging.getLogger(__name__)
+
+_ABSENT = (403, 404)
+_READ_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
+"""A failed read, or a reply that is not what it should be."""
+"""Not served, or not ours to read: the kind is empty here."""
+
+
+class Informer:
+    def __init__(
+        self,
+        rest: Rest,
+        kind: Kind,
+        cache: Cache,
+        *,
+        page: int = 500,
+        watch_seconds: tuple[int, int] = (300, 600),
+        absent_retry: float = 60.0,
+    ) -> None:
+        self._rest = rest
+        self.kind = kind
+        self._resource = resource_of(kind)
+        self._cache = cache
+        self._page = page
+        self._watch_seconds = watch_seconds
+        self._absent_retry = absent_retry
+        self._version: str | None = None
+        """The last resource version seen; None: list (again) first."""
+        self.lists = 0
+        """How many full listings were made (the first, then one per expired version)."""
+
+    async def run(self) -> None:
+        backoff = 0.2
+        absent_said = False
+        while True:
+            try:
+                if self._version is None:
+                    self._version = await self._list()
+                await self._watch(self._version)
+                backoff = 0.2
+            except ApiError as exc:
+                if exc.status == 410:
+                    log.info("%s: %s; listing again", self._resource.plural, exc.message)
+                    self._version = None
+                    continue
+                if self._version is None and exc.status in _ABSENT:
+                    if not absent_said:
+                        absent_said = True
+                        log.info(
+                            "%s: not readable here (%s); taken as none, tried again every %gs",
+                            self._resource.plural,
+                            exc,
+                            self._absent_retry,
+                        )
+                    self._cache.replace(self.kind, ())
+                    await asyncio.sleep(self._absent_retry)
+                    continue
+                log.warning("%s: %s; trying again", self._resource.plural, exc)
+            except _READ_ERRORS as exc:
+                log.warning("%s: %s; trying again", self._resource.plural, describe(exc))
+            await asyncio.sleep(backoff * random.uniform(1.0, 1.5))
+            backoff = min(backoff * 2, 30.0)
+
+    async def _list(self) -> str:
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query = {"limit": str(self._page)}
+            if token:
+                query["continue"] = token
+            reply = await self._rest.call("list", self._resource, query=query, timeout=60.0)
+            items.extend(reply.get("items") or ())
+            meta = reply.get("metadata") or {}
+            token = meta.get("continue") or ""
+            if not token:
+                break
+        self.lists += 1
+        self._cache.replace(self.kind, items)
+        return str(meta.get("resourceVersion") or "")
+
+    async def _watch(self, version: str) -> None:
+        """Watch from ``version`` until the server ends the stream, moving the version on."""
+        seconds = random.randint(*self._watch_seconds)
+        async for event in self._rest.watch(
+            self._resource, resource_version=version, timeout_seconds=seconds
+        ):
+            kind, obj = event.get("type"), event.get("object") or {}
+            self._version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                self._cache.apply(self.kind, kind, obj)
