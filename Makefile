@@ -23,6 +23,7 @@ test: lint typecheck unit
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks
 	$(BIN)/ruff format --check operator tests benchmarks
+	PYTHONPATH=operator $(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -35,4 +36,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduling_basic.py --nodes 1000 --pods 10000 --gang-size 20
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

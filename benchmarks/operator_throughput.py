@@ -1,248 +1,437 @@
-"""End-to-end operator throughput: pods bound per second through a Kubernetes API.
+"""End-to-end operator throughput, with the operator as a black box in a process of its own.
 
-A child process serves the API emulator (its own core, as a real API server would have) with N
-Ready nodes. This process runs ``caldera run`` (kopf watches, sessions, binder) against it. Once
-the operator has run its first session, the emulator creates P pending pods in one burst; the
-benchmark records when each bind call returned, and reports pods bound per second (first pod
-created to last pod bound), p50/p99 creation-to-bind latency, sessions, and the worst event-loop
-lag the operator saw. With ``--kubeconfig`` it runs against a real cluster instead (nodes must
-exist; pods are created in namespace ``caldera-bench``).
+Why: the scheduling benchmarks time the engine in-process; this one times what a user gets, i.e.
+``python -m caldera run`` against a Kubernetes API, and it only relies on the operator's command
+line, its ``/readyz`` and ``/metrics`` endpoints and what it writes to the API, so it keeps
+working whatever the operator's internals become.
 
-    python benchmarks/operator_throughput.py --nodes 1000 --pods 5000 [--profile] [--json]
+The API server is the test emulator, served from a spawned child process (its own core, as a real
+API server would have), or with ``--kubeconfig`` a real cluster whose nodes already exist (pods
+go to namespace ``caldera-bench``). The benchmark creates its objects straight in the emulator's
+store, so every request the emulator logs was made by the operator. It reports: time from process
+start to ready; pods bound per second (first pod created to last pod bound) and create-to-bind
+latency (bind time = when the write setting ``spec.nodeName`` was committed; on a real cluster,
+when the benchmark's watch saw it); the operator's CPU (its process and every descendant, from
+/proc) and the emulator's, per bound pod; the operator's requests per pod (emulator log, or the
+operator's ``caldera_api_requests_total`` counter on a real cluster), in the window and in the
+``--settle`` seconds after it (statuses and events trail the binds); how it stops on SIGTERM.
+The window runs from the start of the load to the last bind.
+
+Loads: a burst of ``--pods`` pods once ready (default); ``--rate`` R pods/s; ``--gang-size`` G
+(each G pods with a PodGroup of minMember G); ``--pending-at-start`` N pods created before the
+operator starts; ``--restart``: ``--running`` bound pods exist and one pod arrives as the operator
+starts. In the last two modes the window and the latencies start at the operator's start.
+``--nodes`` and ``--running`` shape the emulator; a real cluster is used as it is.
+
+    python benchmarks/operator_throughput.py --nodes 1000 --pods 5000 [--rate 500]
+        [--gang-size 10] [--operator-arg=--schedule-period=500ms] [--json]
+    python benchmarks/operator_throughput.py --restart --nodes 5000 --running 50000
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
+import contextlib
 import json
-import multiprocessing as mp
-import pstats
+import os
+import secrets
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _api_server as api
+from _api_server import BenchError
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "operator"))
-
-from caldera.framework.intents import Bind  # noqa: E402 - needs the sys.path above
-from caldera.operator.app import RunSettings, Runtime, operate  # noqa: E402
+_TICK = os.sysconf("SC_CLK_TCK")
+Tree = dict[tuple[int, int], float]  # (pid, start time) -> CPU seconds
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 
-def _node(i: int) -> dict[str, Any]:
-    alloc = {"cpu": "4", "memory": "32Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": f"node-{i:05d}"},
-        "status": {
-            "allocatable": alloc,
-            "capacity": alloc,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+# -- CPU from /proc ------------------------------------------------------------------------------
 
 
-def _pod(i: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"bench-{i:05d}", "namespace": "default"},
-        "spec": {
-            "schedulerName": "volcano",
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "pause",
-                    "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-                }
-            ],
-        },
-    }
+def _stat(pid: int) -> tuple[str, int, int, float] | None:
+    """(state, ppid, start time, CPU seconds including waited-for children) of a process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    f = text[text.rindex(")") + 2 :].split()  # fields 3.. (the name may hold spaces)
+    return f[0], int(f[1]), int(f[19]), sum(int(x) for x in f[11:15]) / _TICK
 
 
-def _serve(nodes: int, pods: int, url_q: Any, go: Any, stamps_q: Any, stop: Any) -> None:
-    from emulator import Emulator
-
-    async def main() -> None:
-        emulator = Emulator(history_limit=200_000)
-        await emulator.start()
-        for i in range(nodes):
-            emulator.create("nodes", _node(i))
-        url_q.put(emulator.url)
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, go.wait)
-        stamps = {}
-        for i in range(pods):
-            emulator.create("pods", _pod(i), namespace="default")
-            stamps[f"bench-{i:05d}"] = time.time()
-            if i % 200 == 199:
-                await asyncio.sleep(0)  # keep serving watches during the burst
-        stamps_q.put(stamps)
-        await loop.run_in_executor(None, stop.wait)
-        counts: dict[str, int] = {}
-        for r in emulator.requests:
-            if r.verb == "watch":
-                continue
-            what = f"{r.verb} {r.resource}{'/' + r.subresource if r.subresource else ''}"
-            if r.resource == "events" and isinstance(r.body, dict):
-                what += f" ({r.body.get('reason')})"
-            counts[what] = counts.get(what, 0) + 1
-        stamps_q.put(counts)
-        await emulator.stop()
-
-    asyncio.run(main())
+def cpu_tree(root: int | None) -> Tree:
+    """CPU of ``root`` and all its descendants. A child that exited and was waited for counts in
+    its parent's cutime/cstime, so nothing is counted twice or lost while the tree lives."""
+    if root is None:
+        return {}
+    stats: dict[int, tuple[str, int, int, float]] = {}
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            stats[int(entry.name)] = stat
+            children.setdefault(stat[1], []).append(int(entry.name))
+    tree: Tree = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            tree[(pid, stats[pid][2])] = stats[pid][3]
+            todo.extend(children.get(pid, []))
+    return tree
 
 
-def _kubeconfig(url: str) -> str:
-    path = Path(tempfile.mkdtemp()) / "kubeconfig"
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "current-context": "bench",
-                "clusters": [{"name": "bench", "cluster": {"server": url}}],
-                "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
-                "users": [{"name": "bench", "user": {}}],
-            }
-        )
+def _alive(pid: int, start: int) -> bool:
+    stat = _stat(pid)
+    return stat is not None and stat[2] == start and stat[0] != "Z"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# -- the operator --------------------------------------------------------------------------------
+
+
+class Operator:
+    """``python -m caldera run`` in a new session, its output in ``log``."""
+
+    def __init__(self, extra: list[str], log: Path) -> None:
+        self.health, self.metrics_port = _free_port(), _free_port()
+        self.extra, self.log = extra, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, kubeconfig: str) -> None:
+        argv = [
+            sys.executable,
+            *("-m", "caldera", "run", "--kubeconfig", kubeconfig, "--leader-elect=false"),
+            *("--listen-address", f"127.0.0.1:{self.metrics_port}"),
+            *("--healthz-address", f"127.0.0.1:{self.health}"),
+            *self.extra,
+        ]
+        path = os.pathsep.join(filter(None, [str(ROOT / "operator"), os.environ.get("PYTHONPATH")]))
+        with self.log.open("wb") as out:
+            self.started = time.time()
+            self.proc = subprocess.Popen(
+                argv,
+                env={**os.environ, "PYTHONPATH": path},
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+    async def wait_ready(self, timeout: float) -> float:
+        """Seconds from process start until ``/readyz`` answers 200."""
+        url = f"http://127.0.0.1:{self.health}/readyz"
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
+            while time.monotonic() < deadline:
+                if not self.alive():
+                    raise BenchError(f"operator exited with code {self.exit_code} before ready")
+                with contextlib.suppress(TimeoutError, aiohttp.ClientError):
+                    async with http.get(url) as response:
+                        if response.status == 200:
+                            return time.time() - self.started
+                await asyncio.sleep(0.02)
+        raise BenchError(f"operator not ready (/readyz) within {timeout:g} s")
+
+    async def scrape(self) -> str | None:
+        """Its /metrics ("" before it starts, None if it does not answer)."""
+        if self.proc is None:
+            return ""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http,
+                http.get(url) as response,
+            ):
+                return await response.text() if response.status == 200 else None
+        except (TimeoutError, aiohttp.ClientError):
+            return None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.proc.poll() if self.proc else None
+
+    def stop(self) -> tuple[float | None, int]:
+        """SIGTERM, 10 s to exit (else SIGKILL to its process group); then kill any descendant
+        left running. Returns (seconds it took to exit, or None; descendants left behind)."""
+        if self.proc is None:
+            return None, 0
+        tree, within = cpu_tree(self.proc.pid), None
+        if self.proc.poll() is None:
+            sent = time.monotonic()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+                within = round(time.monotonic() - sent, 3)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        left = [key for key in tree if key[0] != self.proc.pid]
+        for _ in range(10):  # let orphans notice their parent is gone
+            left = [key for key in left if _alive(*key)]
+            if not left:
+                break
+            time.sleep(0.1)
+        for pid, _start in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        return within, len(left)
+
+
+# -- the run -------------------------------------------------------------------------------------
+
+
+def _mode(args: argparse.Namespace) -> str:
+    if args.restart:
+        return "restart"
+    if args.pending_at_start:
+        return "pending-at-start"
+    return "+".join(m for m, on in (("gang", args.gang_size), ("rate", args.rate)) if on) or "burst"
+
+
+async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    run = f"bench-{secrets.token_hex(3)}" if args.kubeconfig else "bench"
+    gang = args.gang_size or 0
+    backlog = api.units(run, 0, args.pending_at_start, gang)
+    after = [] if args.restart else api.units(run, args.pending_at_start, args.pods, gang)
+    pods = 1 if args.restart else args.pending_at_start + args.pods
+    setup = api.Setup(
+        args.nodes, args.restart, args.running if args.restart else 0, backlog, pods, run
     )
-    return str(path)
-
-
-class LongestCallback:
-    """The longest single event-loop callback (the loop is *blocked* while one runs), as
-    opposed to the loop lag, which also counts callbacks queued behind each other when the loop
-    is merely busy. Times every ``Handle._run`` while installed."""
-
-    def __init__(self) -> None:
-        self.longest = 0.0
-        self.where = ""
-        self._original = asyncio.events.Handle._run
-
-    def __enter__(self) -> Self:
-        original, probe = self._original, self
-
-        def timed(handle: asyncio.events.Handle) -> None:
-            start = time.perf_counter()
-            original(handle)
-            spent = time.perf_counter() - start
-            if spent > probe.longest:
-                probe.longest, probe.where = spent, _describe(handle)
-
-        asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        asyncio.events.Handle._run = self._original  # type: ignore[method-assign]
-
-
-def _describe(handle: asyncio.events.Handle) -> str:
-    """The coroutine a task step ran, else the callback."""
-    owner = getattr(getattr(handle, "_callback", None), "__self__", None)
-    if isinstance(owner, asyncio.Task):
-        coro = owner.get_coro()
-        frame = getattr(coro, "cr_frame", None)
-        where = (
-            f" at {frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno}" if frame else ""
-        )
-        return f"task {owner.get_name()}: {getattr(coro, '__qualname__', coro)}{where}"
-    return repr(handle)[:160]
-
-
-async def _measure(
-    url: str, go: Any, stamps_q: Any, pods: int, period: float, timeout: float
-) -> dict[str, Any]:
-    runtime = Runtime.create(
-        RunSettings(
-            kubeconfig=_kubeconfig(url),
-            leader_elect=False,
-            listen_address="",
-            healthz_address="",
-            schedule_period=period,
-        )
+    backend: api.Backend = (
+        api.Cluster(args.kubeconfig, setup) if args.kubeconfig else api.Emulated(setup, workdir)
     )
-    bound: dict[str, float] = {}
+    op = Operator(args.operator_arg, Path(args.operator_log or workdir / "operator.log"))
+    prestart = bool(args.restart or args.pending_at_start)  # the window starts with the process
+    out: dict[str, Any] = {"mode": _mode(args), "pods": pods}
+    cpu: list[Tree] = [{}]
+    api_cpu: list[Tree] = []
+    try:
+        kubeconfig = await backend.start()
+        out["nodes"] = backend.nodes
+        if prestart:
+            api_cpu.append(cpu_tree(backend.api_pid))
+            await backend.mark(op.scrape)
+        op.start(kubeconfig)
+        if args.restart:
+            await backend.load(api.units(run, 0, 1, 0), 0.0)
+        try:
+            out["ready_seconds"] = round(await op.wait_ready(args.timeout), 3)
+        except BenchError as exc:
+            raise BenchError(f"{exc}; the end of its output:\n{op.tail()}") from None
+        if after:
+            if not prestart:
+                cpu[0] = cpu_tree(op.pid)
+                api_cpu.append(cpu_tree(backend.api_pid))
+                await backend.mark(op.scrape)
+            await backend.load(after, args.rate or 0.0)
+        await backend.wait(args.timeout, op.alive)
+        cpu.append(cpu_tree(op.pid))
+        api_cpu.append(cpu_tree(backend.api_pid))
+        await backend.mark(op.scrape)
+        if not op.alive():
+            raise BenchError(f"operator exited with code {op.exit_code}:\n{op.tail()}")
+        await asyncio.sleep(args.settle)  # what the operator still writes for these pods
+        await backend.mark(op.scrape)
+        report = await backend.report()
+    finally:
+        out["stopped_within_seconds"], out["leftover_processes"] = op.stop()
+        out["operator_exit_code"] = op.exit_code
+        await backend.close()
+    out["operator_processes"] = len(cpu[1])
+    _results(out, report, op.started if prestart else 0.0, cpu, api_cpu if backend.api_pid else [])
+    return out
 
-    def record(bind: Bind) -> None:
-        bound.setdefault(bind.name, time.time())
 
-    runtime.bind_listeners.append(record)
-    task = asyncio.create_task(operate(runtime))
-    while runtime.scheduler is None or runtime.scheduler.sessions < 1:
-        await asyncio.sleep(0.05)
-    runtime.loop_lag_max = 0.0
-    go.set()
-    loop = asyncio.get_running_loop()
-    with LongestCallback() as probe:
-        stamps: dict[str, float] = await loop.run_in_executor(None, stamps_q.get)
-        deadline = time.time() + timeout
-        while len(bound) < pods and time.time() < deadline:
-            await asyncio.sleep(0.1)
-    sessions = runtime.scheduler.sessions if runtime.scheduler else 0
-    runtime.stop.set()
-    go.set()
-    await asyncio.wait_for(task, timeout=30)
-    lat = sorted(bound[n] - stamps[n] for n in bound if n in stamps)
-    first = min(stamps.values())
-    last = max(bound.values()) if bound else first
-    return {
-        "pods": pods,
-        "bound": len(bound),
+def _results(
+    out: dict[str, Any], report: api.Report, origin: float, cpu: list[Tree], api_cpu: list[Tree]
+) -> None:
+    """Fill ``out`` in; latencies count from creation, or from ``origin`` if that is later."""
+    names = [name for name in report.bound if name in report.created]
+    since = {name: max(report.created[name], origin) for name in names}
+    lat = sorted(max(report.bound[n] - since[n], 0.0) for n in names)
+    first = min((max(t, origin) for t in report.created.values()), default=0.0)
+    last = max((report.bound[n] for n in names), default=first)
+    bound = len(names)
+
+    def pct(q: float) -> float | None:
+        return round(lat[min(len(lat) - 1, int(q * len(lat)))], 3) if lat else None
+
+    def per_pod(value: float | None, scale: float = 1.0) -> float | None:
+        return round(value * scale / bound, 3) if value is not None and bound else None
+
+    def used(trees: list[Tree]) -> float | None:
+        return sum(trees[1].values()) - sum(trees[0].values()) if trees else None
+
+    def total(requests: dict[str, int] | None, verbs: Callable[[str], bool]) -> int | None:
+        if requests is None:
+            return None
+        return sum(n for key, n in requests.items() if verbs(key.split(" ")[0]))
+
+    def ranked(requests: dict[str, int] | None) -> dict[str, int] | None:
+        return (
+            dict(sorted(requests.items(), key=lambda kv: (-kv[1], kv[0]))) if requests else requests
+        )
+
+    op_cpu, api_used = used(cpu), used(api_cpu)
+    writes = total(report.requests, WRITE_VERBS.__contains__)
+    after = total(report.after, WRITE_VERBS.__contains__)
+    out |= {
+        "bound": bound,
         "seconds": round(last - first, 3),
-        "pods_per_second": round(len(bound) / (last - first), 1) if bound else 0.0,
-        "p50_latency_seconds": round(lat[len(lat) // 2], 3) if lat else None,
-        "p99_latency_seconds": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 3)
-        if lat
+        "pods_per_second": round(bound / (last - first), 1) if last > first else None,
+        "p50_latency_seconds": pct(0.5),
+        "p99_latency_seconds": pct(0.99),
+        "max_latency_seconds": round(lat[-1], 3) if lat else None,
+        "first_bind_seconds": round(min(report.bound[n] for n in names) - origin, 3)
+        if origin and bound
         else None,
-        "sessions": sessions,
-        "max_event_loop_lag_ms": round(runtime.loop_lag_max * 1000, 1),
-        "longest_callback_ms": round(probe.longest * 1000, 1),
-        "longest_callback": probe.where,
+        "cpu_seconds": round(op_cpu or 0.0, 3),
+        "cpu_ms_per_pod": per_pod(op_cpu, 1000),
+        "api_server_cpu_seconds": None if api_used is None else round(api_used, 3),
+        "api_server_cpu_ms_per_pod": per_pod(api_used, 1000),
+        "writes_per_pod": per_pod(writes),
+        "requests_per_pod": per_pod(total(report.requests, lambda verb: verb != "watch")),
+        "watch_requests": total(report.requests, lambda verb: verb == "watch"),
+        "requests": ranked(report.requests),
+        "settled_writes_per_pod": per_pod(
+            None if writes is None or after is None else writes + after
+        ),
+        "requests_after_window": ranked(report.after),
+        "failed_requests": ranked(report.failed),
+        "notes": report.notes or None,
     }
+
+
+ORDER = [
+    "mode",
+    "nodes",
+    "pods",
+    "bound",
+    "seconds",
+    "pods_per_second",
+    "p50_latency_seconds",
+    "p99_latency_seconds",
+    "max_latency_seconds",
+    "ready_seconds",
+    "first_bind_seconds",
+    "cpu_seconds",
+    "cpu_ms_per_pod",
+    "api_server_cpu_seconds",
+    "api_server_cpu_ms_per_pod",
+    "writes_per_pod",
+    "requests_per_pod",
+    "watch_requests",
+    "requests",
+    "settled_writes_per_pod",
+    "requests_after_window",
+    "failed_requests",
+    "operator_processes",
+    "operator_exit_code",
+    "stopped_within_seconds",
+    "leftover_processes",
+    "notes",
+]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--pods", type=int, default=5000)
-    parser.add_argument("--period", type=float, default=1.0, help="schedule period (s)")
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--profile", action="store_true", help="print where the time goes")
-    parser.add_argument("--json", action="store_true")
+    add = parser.add_argument
+    add("--nodes", type=int, default=1000, help="emulated nodes (default 1000)")
+    add(
+        "--pods",
+        type=int,
+        default=5000,
+        help="pods created once the operator is ready (default 5000)",
+    )
+    add("--rate", type=float, help="create them at R pods/s (default: all at once)")
+    add("--gang-size", type=int, help="pods come in PodGroups of G (minMember G)")
+    add(
+        "--pending-at-start", type=int, default=0, metavar="N", help="pods created before it starts"
+    )
+    add(
+        "--restart",
+        action="store_true",
+        help="--running pods run; one pod arrives at start (--pods unused)",
+    )
+    add("--running", type=int, default=50_000, help="bound pods for --restart (default 50000)")
+    add("--kubeconfig", help="run against this cluster instead of the emulator")
+    add(
+        "--operator-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra `caldera run` argument, repeatable: --operator-arg=--schedule-period=500ms",
+    )
+    add("--operator-log", help="keep the operator's output in this file")
+    add(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds to wait for ready, then for binds (default 300)",
+    )
+    add(
+        "--settle",
+        type=float,
+        default=2.0,
+        help="seconds to count requests after the window (default 2)",
+    )
+    add("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    if args.restart and (args.rate or args.gang_size or args.pending_at_start):
+        parser.error("--restart takes no --rate, --gang-size or --pending-at-start")
+    if not args.restart and args.pods + args.pending_at_start <= 0:
+        parser.error("nothing to schedule: give --pods or --pending-at-start")
 
-    ctx = mp.get_context("spawn")
-    url_q, stamps_q = ctx.Queue(), ctx.Queue()
-    go, stop = ctx.Event(), ctx.Event()
-    server = ctx.Process(target=_serve, args=(args.nodes, args.pods, url_q, go, stamps_q, stop))
-    server.start()
-    try:
-        url = url_q.get(timeout=120)
-        profiler = cProfile.Profile() if args.profile else None
-        if profiler:
-            profiler.enable()
-        out = asyncio.run(_measure(url, go, stamps_q, args.pods, args.period, args.timeout))
-        if profiler:
-            profiler.disable()
-        stop.set()
-        out["api_requests"] = dict(sorted(stamps_q.get(timeout=60).items(), key=lambda kv: -kv[1]))
-    finally:
-        stop.set()
-        server.join(timeout=30)
-    out["nodes"] = args.nodes
+    with tempfile.TemporaryDirectory(prefix="caldera-bench-") as workdir:
+        try:
+            result = asyncio.run(bench(args, Path(workdir)))
+        except BenchError as exc:
+            print(f"operator_throughput: {exc}", file=sys.stderr)
+            sys.exit(1)
+    out = {key: result.get(key) for key in ORDER}
     if args.json:
         print(json.dumps(out))
     else:
         for key, value in out.items():
-            print(f"{key:>24}: {value}")
-    if profiler:
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+            print(f"{key:>26}:" + ("" if isinstance(value, dict) and value else f" {value}"))
+            for what, count in (value or {}).items() if isinstance(value, dict) else ():
+                print(f"{count:>36}  {what}")
+    if result["bound"] < result["pods"]:
+        print(f"operator_throughput: {result['bound']} of {result['pods']} bound", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from builders import (
     summary,
 )
 from caldera.models.core import NodeSelectorRequirement
-from caldera.plugins.predicates.affinity import requirement_mask
+from caldera.plugins.node_match import requirement_mask
 
 AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 UNSCHEDULABLE = "node(s) were unschedulable"

@@ -29,21 +29,30 @@ class KubeconfigError(Exception):
 async def load_configuration(kubeconfig: str | None) -> client.Configuration:
     cfg = client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
+    where = path or "~/.kube/config"
     try:
         if path or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+            for one in (path or os.path.expanduser("~/.kube/config")).split(os.pathsep):
+                if one and not os.path.exists(one):
+                    raise KubeconfigError(
+                        f"kubeconfig {one} does not exist (and this is not a pod in a cluster)"
+                    )
             await config.load_kube_config(config_file=path, client_configuration=cfg)
         else:
+            where = "in-cluster service account"
             config.load_incluster_config(client_configuration=cfg)
-    except config.ConfigException as exc:
-        where = path or "~/.kube/config"
-        raise KubeconfigError(f"invalid kubeconfig {where}: {exc}") from None
+    except KubeconfigError:
+        raise
     except OSError as exc:
-        where = exc.filename or path or "~/.kube/config"
-        raise KubeconfigError(f"cannot read kubeconfig {where}: {exc.strerror}") from None
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise KubeconfigError(f"invalid kubeconfig {path or '~/.kube/config'}: {exc}") from None
+        raise KubeconfigError(
+            f"cannot read kubeconfig {exc.filename or where}: {exc.strerror}"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - the loader raises many kinds (YAML, config, keys):
+        # all mean the same thing to the user, and no traceback may reach them
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise KubeconfigError(f"invalid kubeconfig {where}: {text}") from None
     if not cfg.host:
-        raise KubeconfigError(f"kubeconfig {path or '~/.kube/config'} names no server")
+        raise KubeconfigError(f"kubeconfig {where} names no server")
     return cfg
 
 

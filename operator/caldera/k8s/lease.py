@@ -89,8 +89,7 @@ class LeaderGate:
 
         async def started() -> None:
             log.info("%s became the leader (lease %s/%s)", self.identity, namespace, name)
-            gate.set()
-            await asyncio.Event().wait()
+            gate.set()  # and return: nothing is left running when the elector is cancelled
 
         async def stopped() -> None:
             gate.clear()

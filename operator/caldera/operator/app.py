@@ -104,21 +104,23 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     settings = runtime.settings
     registry = kopf.OperatorRegistry()
 
-    @kopf.on.login(registry=registry)
+    @kopf.on.login(registry=registry, id="login")
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(await load_configuration(settings.kubeconfig))
 
-    @kopf.on.startup(registry=registry)
+    @kopf.on.startup(registry=registry, id="start")
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.scanning.disabled = True
         await _start(runtime)
 
-    @kopf.on.cleanup(registry=registry)
+    @kopf.on.cleanup(registry=registry, id="stop")
     async def cleanup(**_: Any) -> None:
         await _stop(runtime)
 
-    @kopf.on.event(QUEUES.group, QUEUES.version, QUEUES.plural, registry=registry)
+    @kopf.on.event(
+        QUEUES.group, QUEUES.version, QUEUES.plural, registry=registry, id="queue-defaults"
+    )
     async def queue_defaults(body: kopf.Body, name: str, type: str | None, **_: Any) -> None:
         if runtime.controllers is not None:
             await runtime.controllers.on_queue(type, name, body)
@@ -233,6 +235,7 @@ async def _start(runtime: Runtime) -> None:
     ):
         spawn(asyncio.create_task(queue.run(), name=f"writer-{queue.name}"))
     spawn(asyncio.create_task(runtime.scheduler.run(), name="sessions"))
+    spawn(asyncio.create_task(_say_synced(runtime, asyncio.get_running_loop().time())))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
     spawn(asyncio.create_task(_watch_loop_lag(runtime)))
     spawn(asyncio.create_task(controllers.ensure_builtin_queues()))
@@ -246,10 +249,28 @@ async def _start(runtime: Runtime) -> None:
                 renew=s.renew_deadline,
                 retry=s.retry_period,
                 on_lost=lambda: _lose(runtime),
-            )
+            ),
+            name="leader",
         )
     )
     runtime.started.set()
+
+
+async def _say_synced(runtime: Runtime, since: float) -> None:
+    """One line when the cache is ready: how long it took, what it holds, what is not served."""
+    assert runtime.cache is not None
+    await runtime.cache.synced.wait()
+    state = runtime.cache.state
+    absent = sorted(i.kind.plural for i in runtime.informers if i.absent)
+    log.info(
+        "cache synced in %.1fs: %d nodes, %d pods, %d podgroups, %d queues%s",
+        asyncio.get_running_loop().time() - since,
+        len(state.nodes),
+        len(state.pods),
+        len(state.podgroups),
+        len(state.queues),
+        f"; not served here, taken as none: {', '.join(absent)}" if absent else "",
+    )
 
 
 def _lose(runtime: Runtime) -> None:
@@ -282,10 +303,12 @@ async def _watch_loop_lag(runtime: Runtime, interval: float = 0.05, window: floa
 async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
     """Stop scheduling first, then let the writers finish (briefly), then let go of the rest."""
     s = runtime.settings
-    if runtime.scheduler is not None:
-        for task in runtime.tasks:
-            if task.get_name() == "sessions":
-                task.cancel()
+    # kopf stopped on a signal of its own; its waiter on our stop flag would hold the exit back
+    runtime.stop.set()
+    first = [t for t in runtime.tasks if t.get_name() in ("sessions", "leader")]
+    for task in first:
+        task.cancel()  # no new session, and no renewal that would take the Lease back
+    await asyncio.gather(*first, return_exceptions=True)
     if runtime.rest is not None:
         await runtime.leader.release(runtime.rest, name=s.lock, namespace=s.lock_namespace)
     if runtime.writers is not None:

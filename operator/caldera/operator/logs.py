@@ -8,6 +8,7 @@ ignore (the message names the object anyway).
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import kopf
@@ -19,6 +20,10 @@ FORMATS = {"plain": kopf.LogFormat.PLAIN, "full": kopf.LogFormat.FULL, "json": k
 
 def configure(log_format: str = "full", *, verbose: bool = False) -> None:
     kopf.configure(verbose=verbose, log_format=FORMATS[log_format], log_refkey="object")
+    if not verbose:
+        # kopf says "Handler … succeeded" at INFO for every Queue event it handles (each status
+        # write is one): routine, so only its warnings and errors are kept
+        logging.getLogger("kopf.objects").setLevel(logging.WARNING)
 
 
 def about(kind: str, name: str, namespace: str | None = None) -> dict[str, object]:

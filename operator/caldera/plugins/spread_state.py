@@ -43,9 +43,8 @@ from caldera.api.task import Task, TaskStatus
 from caldera.framework.session import EventHandler
 from caldera.models.core import Toleration, TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
+from caldera.plugins.node_match import RequiredAffinity, affinity_key, untolerated_mask
 from caldera.plugins.placed import PlacedPods
-from caldera.plugins.predicates.affinity import RequiredAffinity, affinity_key
-from caldera.plugins.predicates.taints import untolerated_mask
 
 __all__ = ["HOSTNAME", "Constraint", "MatchCounts", "SpreadState"]
 

@@ -56,6 +56,8 @@ class Informer:
         self._absent_retry = absent_retry
         self._version: str | None = None
         """The last resource version seen; None: list (again) first."""
+        self.absent = ""
+        """Why the kind could not be listed, while it cannot (not served, forbidden)."""
         self.lists = 0
         """How many full listings were made (the first, then one per expired version)."""
 
@@ -66,6 +68,7 @@ class Informer:
             try:
                 if self._version is None:
                     self._version = await self._list()
+                    self.absent = ""
                 await self._watch(self._version)
                 backoff = 0.2
             except ApiError as exc:
@@ -74,9 +77,10 @@ class Informer:
                     self._version = None
                     continue
                 if self._version is None and exc.status in _ABSENT:
+                    self.absent = str(exc)
                     if not absent_said:
                         absent_said = True
-                        log.info(
+                        log.debug(
                             "%s: not readable here (%s); taken as none, tried again every %gs",
                             self._resource.plural,
                             exc,

@@ -20,7 +20,7 @@ from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.framework.session import IntArray
 from caldera.models.core import PreferredSchedulingTerm
-from caldera.plugins.predicates.affinity import RequiredAffinity
+from caldera.plugins.node_match import RequiredAffinity
 
 __all__ = ["node_affinity"]
 

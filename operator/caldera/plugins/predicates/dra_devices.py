@@ -38,7 +38,7 @@ import numpy.typing as npt
 from caldera.api.node import NodeTable
 from caldera.models.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from caldera.models.dra import Device, DeviceAttribute, ResourceSlice
-from caldera.plugins.predicates.affinity import RequiredAffinity
+from caldera.plugins.node_match import RequiredAffinity
 from caldera.plugins.predicates.dra_cel import device_input
 
 __all__ = ["AllocationError", "Alternative", "Inventory", "Pick", "RequestPlan", "Search"]

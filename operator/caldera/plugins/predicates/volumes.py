@@ -44,7 +44,7 @@ from caldera.models.storage import (
     TopologySelectorTerm,
     claim_class,
 )
-from caldera.plugins.predicates.affinity import requirement_mask
+from caldera.plugins.node_match import requirement_mask
 from caldera.plugins.predicates.base import SKIP, NodeFilter, PreFilterResult
 
 __all__ = [
