@@ -24,7 +24,7 @@ from caldera.api.queue import Queue
 from caldera.api.resources import PODS, ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
-from caldera.cache.podgroups import implicit_podgroup, implicit_podgroup_name
+from caldera.cache.podgroups import implicit_podgroup_name
 from caldera.cache.state import ClusterState
 from caldera.models.core import Pod, effective_requests, nonzero_requests
 from caldera.models.dra import DraObjects
@@ -34,12 +34,18 @@ from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
     GROUP_OWNER_KINDS,
     PREEMPTABLE_KEY,
+    QUEUE_NAME_ANNOTATION,
     TASK_SPEC_KEY,
     PodGroup,
+    PodGroupStatus,
 )
 from caldera.models.volcano import Queue as QueueModel
 
 __all__ = ["PodFacts", "PodMemo", "build_snapshot", "stable_uid"]
+
+
+_NO_STATUS = PodGroupStatus()
+"""The status of an in-memory group: it has no object, so nothing was ever written."""
 
 
 def stable_uid(kind: str, key: str) -> str:
@@ -244,8 +250,25 @@ class _Builder:
                 )
                 return ""
             min_member = known
-        group = implicit_podgroup(pod, min_member=min_member)
-        job = self.job(space, key, group, prio)
+        # made directly (no PodGroup model in between): a burst of bare pods makes thousands
+        facts = self.memo.facts(f"{meta.namespace}/{meta.name}", pod)
+        job = Job(
+            uid=key,
+            namespace=meta.namespace,
+            name=key.partition("/")[2],
+            queue=meta.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue,
+            priority=prio.of(pod.spec.priority_class_name),
+            min_available=min_member,
+            min_task_member={},
+            min_resources=space.vector({n: v for n, v in facts.requests.items() if v}),
+            creation=meta.creation_timestamp or 0.0,
+            pg_uid=(owner.uid if owner else meta.uid) or stable_uid("PodGroup", key),
+            phase="Pending",
+            annotations={},
+            conditions=[],
+            allocated=space.zeros(),
+            api_status=_NO_STATUS,
+        )
         if job.queue not in queues:
             self.problem(
                 "Pod", f"{meta.namespace}/{meta.name}", f"queue {job.queue!r} does not exist"
