@@ -12,6 +12,7 @@ Kubernetes' ``ScaledValue`` does.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -95,11 +96,13 @@ def _round_to_nano(value: Fraction) -> Fraction:
     return -rounded if value < 0 else rounded
 
 
+@functools.lru_cache(maxsize=16_384)
 def to_engine_units(resource: str, quantity: str | float) -> float:
     """Convert a quantity to the unit the engine stores: millicores for cpu, whole units otherwise.
 
     Rounds up like Kubernetes' ``MilliValue``/``Value``. Negative quantities are rejected: no
-    request or capacity in Kubernetes may be negative.
+    request or capacity in Kubernetes may be negative. Remembered per (resource, quantity): a
+    cluster writes the same few quantities on thousands of pods, and exact parsing is slow.
     """
     value = parse_quantity(quantity)
     if value < 0:

@@ -272,7 +272,9 @@ class Emulator:
                 for item in items
                 if (item["metadata"].get("namespace", ""), item["metadata"]["name"]) > start
             ]
-        limit = int(query.get("limit") or 0)
+        # resourceVersion=0 asks for any version, which kube-apiserver serves from its watch
+        # cache in one piece, paying no attention to limit (client-go's reflectors rely on it)
+        limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
         rest: JsonList = []
         if limit > 0 and len(items) > limit:
             items, rest = items[:limit], items[limit:]

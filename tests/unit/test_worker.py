@@ -1,40 +1,54 @@
-"""Sessions in a process of their own: only changes travel, and the results are the same."""
+"""Sessions in a process of their own: only changes travel (as JSON), results are the same."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import builders
-from builders import node, pod, podgroup, queue, state_of
-from caldera.cache.state import Changes
 from caldera.framework.policy import default_policy
+from caldera.models.kinds import KINDS
 from caldera.operator.loop.worker import SessionConfig, SessionWorker
+from caldera.operator.watch.cache import Cache
+from integration.harness import node, pod, podgroup, queue
+
+
+def _with_uid(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"]["uid"] = f"uid-{obj['metadata']['name']}"
+    return obj
+
+
+def _add(cache: Cache, kind: str, obj: dict[str, Any]) -> None:
+    cache.apply(KINDS[kind], "ADDED", _with_uid(obj))
 
 
 async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> None:
     worker = SessionWorker(SessionConfig(["volcano"], "default", bare_pods_in_memory=True))
     policy = default_policy(builders.REGISTRY)
+    cache = Cache(["volcano"])
+    _add(cache, "Node", node("n1", cpu="2"))
+    _add(cache, "Queue", queue("default"))
+    _add(cache, "PodGroup", podgroup("pg", 1))
+    _add(cache, "Pod", pod("p", group="pg", cpu="1"))
     try:
-        state = state_of(
-            [node("n1", cpu="2"), queue("default"), podgroup("pg"), pod("p", group="pg", cpu="1")]
-        )
-        # a new worker is sent everything, whatever changes it is given
-        result, problems = await worker.decide(state, Changes(), {}, policy, "s1")
+        # a new worker is sent everything
+        result, problems = await worker.decide(cache, {}, policy, "s1")
         assert [(b.name, b.node) for b in result.binds] == [("p", "n1")]
         assert problems == []
         # the pod is bound in flight, and two more arrive: only they are sent; the worker's
         # copy plus the in-flight bind leave room for one more 1-cpu pod
-        q, r = pod("q", group="pg2", cpu="1"), pod("r", group="pg2", cpu="1")
-        changes = Changes(
-            {
-                "podgroups": ({"default/pg2": podgroup("pg2")}, []),
-                "pods": ({"default/q": q, "default/r": r}, []),
-            }
-        )
-        result, _ = await worker.decide(state, changes, {"default/p": "n1"}, policy, "s2")
+        _add(cache, "PodGroup", podgroup("pg2", 1))
+        _add(cache, "Pod", pod("q", group="pg2", cpu="1"))
+        _add(cache, "Pod", pod("r", group="pg2", cpu="1"))
+        result, _ = await worker.decide(cache, {"default/p": "n1"}, policy, "s2")
         assert [(b.name, b.node) for b in result.binds] == [("q", "n1")]
+        for name in ("q", "r"):
+            _add(cache, "Pod", pod(name, group="pg2", cpu="1"))  # the same again: no change
+        assert len(cache.take_changes(encoded=True)) == 0  # nothing to send
         # a bare pod (no PodGroup) is grouped in memory and placed once room is freed
-        bare = pod("bare", cpu="1")
-        changes = Changes({"pods": ({"default/bare": bare}, ["default/q", "default/r"])})
-        result, problems = await worker.decide(state, changes, {"default/p": "n1"}, policy, "s3")
+        for name in ("q", "r"):
+            cache.apply(KINDS["Pod"], "DELETED", _with_uid(pod(name, group="pg2")))
+        _add(cache, "Pod", pod("bare", cpu="1"))
+        result, problems = await worker.decide(cache, {"default/p": "n1"}, policy, "s3")
         assert [(b.name, b.node) for b in result.binds] == [("bare", "n1")]
         assert problems == []
     finally:

@@ -234,6 +234,8 @@ async def _start(runtime: Runtime) -> None:
         events.queue,
     ):
         spawn(asyncio.create_task(queue.run(), name=f"writer-{queue.name}"))
+    if runtime.scheduler.worker is not None:
+        runtime.scheduler.worker.start()  # while the informers list
     spawn(asyncio.create_task(runtime.scheduler.run(), name="sessions"))
     spawn(asyncio.create_task(_say_synced(runtime, asyncio.get_running_loop().time())))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))

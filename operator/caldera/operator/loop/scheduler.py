@@ -106,16 +106,14 @@ class Scheduler:
             return None
         self.sessions += 1
         state = self.cache.state
-        changes = self.cache.take_changes()
         in_flight = self.assumed.current(state.pods)
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
         if self.worker is not None:
-            result, problems = await self.worker.decide(
-                state, changes, in_flight, policy, session_id
-            )
+            result, problems = await self.worker.decide(self.cache, in_flight, policy, session_id)
         else:
+            self.cache.take_changes()  # the thread reads a copy of the whole state
             view = copy_state(state)
             result, problems = await asyncio.to_thread(
                 decide,

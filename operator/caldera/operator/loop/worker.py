@@ -32,6 +32,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import apply
+from caldera.operator.watch.cache import Cache
 
 __all__ = ["SessionWorker", "decide"]
 
@@ -107,30 +108,38 @@ def _session(
 class SessionWorker:
     """The operator's handle on the session process (started on first use).
 
-    The caller passes the cache's state and the changes since the last session; a new worker
-    (the first, or one replacing a worker that died) gets the whole state instead.
+    Each session sends what the cache changed since the last one, as JSON; a new worker (the
+    first, or one replacing a worker that died) gets the whole state instead.
     """
 
     def __init__(self, config: SessionConfig) -> None:
         self._config = config
         self._pool: ProcessPoolExecutor | None = None
-        self.pid: int | None = None
+        self._fresh = True
+        """The process has nothing yet: the next session sends everything."""
 
-    async def decide(
-        self,
-        state: ClusterState,
-        changes: Changes,
-        in_flight: dict[str, str],
-        policy: Policy,
-        session_id: str,
-    ) -> Outcome:
+    def start(self) -> None:
+        """Start the process now (it takes a second to import), not at the first session."""
         if self._pool is None:
             self._pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_start,
             )
-            changes = Changes.everything(state)
+            self._pool.submit(int)  # spawns the process and runs the initializer
+            self._fresh = True
+
+    async def decide(
+        self, cache: Cache, in_flight: dict[str, str], policy: Policy, session_id: str
+    ) -> Outcome:
+        self.start()
+        assert self._pool is not None
+        if self._fresh:
+            changes = cache.everything()
+            cache.take_changes()
+            self._fresh = False
+        else:
+            changes = cache.take_changes(encoded=True)
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(

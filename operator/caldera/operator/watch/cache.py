@@ -17,6 +17,7 @@ dictionary operations per event.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -99,6 +100,8 @@ class Cache:
         self.on_bare_pod = on_bare_pod
         """Called with each pending pod of ours that changed (its group may need the API)."""
         self._prints: dict[str, dict[str, tuple[Any, ...] | None]] = {k: {} for k in self.kinds}
+        self._json: dict[str, dict[str, bytes]] = {k.table: {} for k in self.kinds.values()}
+        """Each stored object as JSON, for the session process (see :meth:`take_changes`)."""
         self._malformed: dict[str, str] = {}
         self._dirty: dict[str, set[str]] = {}
         self._unsynced = set(self.kinds)
@@ -151,6 +154,7 @@ class Cache:
         previous = prints.get(key)
         prints[key] = mark if mark is not None else _wakes(raw)
         table[key] = obj
+        self._json[kind.table][key] = _encode(kind, raw)
         self._dirty.setdefault(kind.table, set()).add(key)
         if kind.name == "Pod":
             self._pod_news(raw, old)
@@ -171,6 +175,7 @@ class Cache:
 
     def _drop(self, kind: Kind, key: str) -> None:
         self._prints[kind.name].pop(key, None)
+        self._json[kind.table].pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.pop(key, None)
         self._malformed.pop(f"{kind.name}/{key}", None)
@@ -188,6 +193,7 @@ class Cache:
             self._on_malformed(kind, raw, error.message)
         # what was stored before is no longer the object: leave it out until it is valid again
         self._prints[kind.name].pop(key, None)
+        self._json[kind.table].pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         if table.pop(key, None) is not None:
             self._dirty.setdefault(kind.table, set()).add(key)
@@ -211,15 +217,32 @@ class Cache:
             self._dirty.setdefault("owner_min_members", set()).add(uid)
             self._on_news()
 
-    def take_changes(self) -> Changes:
-        """The objects stored and the keys dropped since the last call."""
+    def take_changes(self, *, encoded: bool = False) -> Changes:
+        """The objects stored and the keys dropped since the last call (``encoded``: the API
+        kinds' objects as JSON, see :attr:`Changes.encoded`)."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
         for table, keys in self._dirty.items():
-            store: dict[str, Any] = getattr(self.state, table)
+            as_json = self._json.get(table) if encoded else None
+            store: dict[str, Any] = as_json if as_json is not None else getattr(self.state, table)
             stored = {k: store[k] for k in keys if k in store}
             tables[table] = (stored, [k for k in keys if k not in store])
         self._dirty = {}
-        return Changes(tables)
+        return Changes(tables, encoded=encoded)
+
+    def everything(self) -> Changes:
+        """The whole state, encoded, for a new session process."""
+        tables: dict[str, tuple[dict[str, Any], list[str]]] = {
+            table: (dict(stored), []) for table, stored in self._json.items()
+        }
+        tables["owner_min_members"] = (dict(self.state.owner_min_members), [])
+        return Changes(tables, full=True, encoded=True)
+
+
+def _encode(kind: Kind, raw: Raw) -> bytes:
+    meta = raw.get("metadata") or {}
+    if kind.namespaced and not meta.get("namespace"):
+        raw = {**raw, "metadata": {**meta, "namespace": "default"}}
+    return json.dumps(raw, separators=(",", ":")).encode()
 
 
 def _done(pod: Any) -> bool:

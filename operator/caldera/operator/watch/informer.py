@@ -99,9 +99,11 @@ class Informer:
         items: list[dict[str, Any]] = []
         token = ""
         while True:
-            query = {"limit": str(self._page)}
+            # as client-go's reflector: any version will do (served from the API server's watch
+            # cache, in one piece), pages only when the server insists on paging
+            query = {"limit": str(self._page), "resourceVersion": "0"}
             if token:
-                query["continue"] = token
+                query = {"limit": str(self._page), "continue": token}
             reply = await self._rest.call("list", self._resource, query=query, timeout=60.0)
             items.extend(reply.get("items") or ())
             meta = reply.get("metadata") or {}

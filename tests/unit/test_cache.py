@@ -1,0 +1,133 @@
+"""The operator's cache: what it parses, what it stores, and what it calls news."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from caldera.models.kinds import KINDS
+from caldera.operator.watch.cache import Cache
+from integration.harness import node, pod, podgroup
+
+POD, NODE, PODGROUP = KINDS["Pod"], KINDS["Node"], KINDS["PodGroup"]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.news = 0
+        self.malformed: list[str] = []
+
+    def cache(self) -> Cache:
+        return Cache(
+            ["volcano"],
+            on_news=self.poke,
+            on_malformed=lambda kind, raw, message: self.malformed.append(message),
+        )
+
+    def poke(self) -> None:
+        self.news += 1
+
+
+def _uid(obj: dict[str, Any], uid: str = "u1") -> dict[str, Any]:
+    obj["metadata"]["uid"] = uid
+    return obj
+
+
+def test_a_kubelet_heartbeat_is_dropped_before_it_is_parsed() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(node("n1"))
+    cache.apply(NODE, "ADDED", raw)
+    parsed, news = cache.parsed, r.news
+    beat = copy.deepcopy(raw)
+    beat["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-24T00:00:00Z"
+    beat["metadata"]["resourceVersion"] = "99"
+    cache.apply(NODE, "MODIFIED", beat)
+    assert (cache.parsed, r.news) == (parsed, news)
+    assert len(cache.take_changes()) == 1  # only the first version was ever stored
+
+
+def test_a_node_that_changes_what_fits_is_news() -> None:
+    r = Recorder()
+    cache = r.cache()
+    cache.apply(NODE, "ADDED", _uid(node("n1")))
+    news = r.news
+    cache.apply(NODE, "MODIFIED", _uid(node("n1", cpu="8")))
+    assert r.news == news + 1
+    assert cache.state.nodes["n1"].allocatable["cpu"] == 8000
+
+
+def test_a_pending_pod_is_news_its_bind_confirmation_is_not_and_its_end_is() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    assert r.news == 1
+    bound = copy.deepcopy(raw)
+    bound["spec"]["nodeName"] = "n1"
+    cache.apply(POD, "MODIFIED", bound)
+    assert r.news == 1  # our own bind coming back: stored, but nothing new to decide
+    assert cache.state.pods["default/p"].spec.node_name == "n1"
+    done = copy.deepcopy(bound)
+    done["status"] = {"phase": "Succeeded"}
+    cache.apply(POD, "MODIFIED", done)
+    assert r.news == 2  # capacity freed
+
+
+def test_another_schedulers_pending_pod_is_stored_but_not_news() -> None:
+    r = Recorder()
+    cache = r.cache()
+    cache.apply(POD, "ADDED", _uid(pod("theirs", scheduler="default-scheduler")))
+    assert r.news == 0 and "default/theirs" in cache.state.pods
+
+
+def test_a_podgroup_status_written_by_us_is_not_news_but_its_spec_is() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(podgroup("g", 2))
+    cache.apply(PODGROUP, "ADDED", raw)
+    news = r.news
+    written = copy.deepcopy(raw)
+    written["status"] = {"phase": "Inqueue"}
+    cache.apply(PODGROUP, "MODIFIED", written)
+    assert r.news == news
+    assert cache.state.podgroups["default/g"].status.phase == "Inqueue"
+    resized = copy.deepcopy(written)
+    resized["spec"]["minMember"] = 3
+    cache.apply(PODGROUP, "MODIFIED", resized)
+    assert r.news == news + 1
+
+
+def test_a_malformed_object_is_reported_once_left_out_and_taken_back_when_fixed() -> None:
+    r = Recorder()
+    cache = r.cache()
+    good = _uid(pod("p"))
+    cache.apply(POD, "ADDED", good)
+    broken = copy.deepcopy(good)
+    broken["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1x"
+    cache.apply(POD, "MODIFIED", broken)
+    cache.apply(POD, "MODIFIED", broken)
+    assert len(r.malformed) == 1 and "invalid quantity '1x'" in r.malformed[0]
+    assert "default/p" not in cache.state.pods
+    cache.apply(POD, "MODIFIED", good)
+    assert "default/p" in cache.state.pods
+
+
+def test_a_relist_drops_what_was_deleted_while_the_watch_was_away() -> None:
+    r = Recorder()
+    cache = r.cache()
+    cache.replace(POD, [_uid(pod("a"), "ua"), _uid(pod("b"), "ub")])
+    cache.take_changes()
+    cache.replace(POD, [_uid(pod("a"), "ua")])
+    assert set(cache.state.pods) == {"default/a"}
+    changes = cache.take_changes(encoded=True)
+    assert changes.tables["pods"] == ({}, ["default/b"])
+
+
+def test_the_cache_is_synced_once_every_kind_is_listed() -> None:
+    r = Recorder()
+    cache = Cache(["volcano"], kinds=[POD, NODE], on_news=r.poke)
+    cache.replace(POD, [])
+    assert not cache.synced.is_set()
+    cache.replace(NODE, [])
+    assert cache.synced.is_set() and r.news == 1
