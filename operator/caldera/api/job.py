@@ -49,6 +49,8 @@ class Job:
     """Sum of requests of tasks in an allocated state (Allocated, Binding, Bound, Running)."""
     api_status: PodGroupStatus
     """The PodGroup status as the API holds it, to write only what changed."""
+    has_object: bool = True
+    """False for the in-memory group of bare pods: there is no PodGroup to write status to."""
     tasks: dict[str, Task] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, Task]] = field(default_factory=dict)
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)

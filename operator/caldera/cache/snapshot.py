@@ -268,6 +268,7 @@ class _Builder:
             conditions=[],
             allocated=space.zeros(),
             api_status=_NO_STATUS,
+            has_object=False,
         )
         if job.queue not in queues:
             self.problem(

@@ -87,7 +87,8 @@ def close_session(ssn: Session) -> None:
         plugin.on_session_close(ssn)
     result = ssn.result
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
-        result.podgroups.append(_podgroup_status(job, ssn.uid))
+        if job.has_object:
+            result.podgroups.append(_podgroup_status(job, ssn.uid))
         for status in _WAITING:
             for task in sorted(job.by_status.get(status, {}).values(), key=lambda t: t.key):
                 reason, message = task_scheduling_reason(job, task)
