@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+import orjson
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
@@ -117,7 +118,7 @@ def _decode(table: str, stored: dict[str, Any]) -> dict[str, Any]:
     if kind is None:
         return stored  # not an API kind (owner_min_members): sent as it is
     if kind.model is None:
-        return {key: json.loads(raw) for key, raw in stored.items()}
+        return {key: orjson.loads(raw) for key, raw in stored.items()}
     validate = kind.model.model_validate_json
     return {key: validate(raw) for key, raw in stored.items()}
 

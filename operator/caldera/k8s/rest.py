@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import orjson
 from kubernetes_asyncio import client
 
 from caldera.k8s.client import make_api_client
@@ -165,7 +166,7 @@ class Rest:
         path = resource.path(namespace, name, subresource)
         self._count(verb, f"{resource.plural}/{subresource}" if subresource else resource.plural)
         wait = timeout or self._timeout
-        data = None if body is None else json.dumps(body, separators=(",", ":"))
+        data = None if body is None else orjson.dumps(body)
         try:
             async with asyncio.timeout(wait):
                 async with self._session.request(
@@ -182,7 +183,7 @@ class Rest:
             raise ApiTimeout(f"{verb} {path}: no answer within {wait:g}s") from None
         if status >= 300:
             raise ApiError(status, status_message(raw), _status_reason(raw))
-        return json.loads(raw) if raw else None
+        return orjson.loads(raw) if raw else None
 
     async def get_path(self, path: str) -> Any:
         """GET a path that is not a resource (``/version``, ``/readyz``)."""
@@ -197,7 +198,7 @@ class Rest:
             raise ApiTimeout(f"GET {path}: no answer within {self._timeout:g}s") from None
         if status >= 300:
             raise ApiError(status, status_message(raw), _status_reason(raw))
-        return json.loads(raw) if raw else None
+        return orjson.loads(raw) if raw else None
 
     async def watch(
         self,
@@ -243,7 +244,7 @@ class Rest:
 
 
 def _event(line: bytes) -> dict[str, Any]:
-    event: dict[str, Any] = json.loads(line)
+    event: dict[str, Any] = orjson.loads(line)
     if event.get("type") == "ERROR":
         obj = event.get("object") or {}
         raise ApiError(

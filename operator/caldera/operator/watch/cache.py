@@ -17,10 +17,11 @@ dictionary operations per event.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+import orjson
 
 from caldera.cache.state import Changes, ClusterState
 from caldera.models.kinds import KINDS, Kind
@@ -242,7 +243,7 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     meta = raw.get("metadata") or {}
     if kind.namespaced and not meta.get("namespace"):
         raw = {**raw, "metadata": {**meta, "namespace": "default"}}
-    return json.dumps(raw, separators=(",", ":")).encode()
+    return orjson.dumps(raw)
 
 
 def _done(pod: Any) -> bool:
