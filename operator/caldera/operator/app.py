@@ -39,7 +39,7 @@ from caldera.models.kinds import KINDS, Kind
 from caldera.operator import logs
 from caldera.operator.loop.scheduler import Scheduler, Writers
 from caldera.operator.loop.trigger import Trigger
-from caldera.operator.loop.worker import SessionConfig, SessionWorker
+from caldera.operator.loop.worker import SessionConfig, SessionWorker, fewer_collections
 from caldera.operator.metrics import Metrics
 from caldera.operator.settings import Settings
 from caldera.operator.watch.assume import Assumptions
@@ -353,6 +353,7 @@ def run(settings: Settings) -> int:
     invalid policy) are one line on stderr and exit code 2, before anything starts.
     """
     logs.configure(settings.log_format, verbose=settings.verbose)
+    fewer_collections()  # the cache holds one model per watched object: no cycles among them
     problem = asyncio.run(preflight(settings.kubeconfig, settings.api_wait))
     if problem is not None:
         logs.fail(problem)
