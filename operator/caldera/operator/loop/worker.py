@@ -168,7 +168,7 @@ class SessionWorker:
             processes = list(getattr(self._pool, "_processes", {}).values())
             self._pool.shutdown(wait=False, cancel_futures=True)
             for process in processes:
-                process.terminate()
+                process.kill()  # it ignores SIGTERM (see _start)
             for process in processes:
                 process.join(timeout=5)
             self._pool = None
