@@ -165,8 +165,22 @@ class Rest:
         """Send one request; returns the decoded JSON reply (None when it has no body)."""
         path = resource.path(namespace, name, subresource)
         self._count(verb, f"{resource.plural}/{subresource}" if subresource else resource.plural)
-        wait = timeout or self._timeout
         data = None if body is None else orjson.dumps(body)
+        return await self._send(verb, path, data, content_type, query, timeout or self._timeout)
+
+    async def get_path(self, path: str) -> Any:
+        """GET a path that is not a resource (``/version``, ``/readyz``)."""
+        return await self._send("get", path, None, JSON, None, self._timeout)
+
+    async def _send(
+        self,
+        verb: str,
+        path: str,
+        data: bytes | None,
+        content_type: str,
+        query: Mapping[str, str] | None,
+        wait: float,
+    ) -> Any:
         try:
             async with asyncio.timeout(wait):
                 async with self._session.request(
@@ -181,21 +195,6 @@ class Rest:
                     status = resp.status
         except TimeoutError:
             raise ApiTimeout(f"{verb} {path}: no answer within {wait:g}s") from None
-        if status >= 300:
-            raise ApiError(status, status_message(raw), _status_reason(raw))
-        return orjson.loads(raw) if raw else None
-
-    async def get_path(self, path: str) -> Any:
-        """GET a path that is not a resource (``/version``, ``/readyz``)."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                async with self._session.get(
-                    self._host + path, headers=await self._headers(JSON), proxy=self._proxy
-                ) as resp:
-                    raw = await resp.read()
-                    status = resp.status
-        except TimeoutError:
-            raise ApiTimeout(f"GET {path}: no answer within {self._timeout:g}s") from None
         if status >= 300:
             raise ApiError(status, status_message(raw), _status_reason(raw))
         return orjson.loads(raw) if raw else None
