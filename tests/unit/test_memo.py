@@ -63,3 +63,20 @@ def test_a_problem_that_comes_back_is_timed_and_told_again() -> None:
     assert lasting.seen(["x"]) == []
     clock.now = 11
     assert lasting.seen(["x"]) == ["x"]
+
+
+def test_many_objects_with_the_same_problem_make_one_line_naming_a_few() -> None:
+    from caldera.models.parse import ObjectError
+    from caldera.operator.loop.scheduler import by_condition
+
+    problems = [
+        ObjectError("Pod", f"default/p{i}", "PodGroup default/missing does not exist")
+        for i in range(4075)
+    ] + [ObjectError("PodGroup", "default/g", "spec.queue: queue 'gone' does not exist")]
+    lines = by_condition(problems)
+    assert lines == {
+        "Pod: PodGroup default/missing does not exist": (
+            "default/p0, default/p1, default/p2 and 4072 more"
+        ),
+        "PodGroup: spec.queue: queue 'gone' does not exist": "default/g",
+    }

@@ -38,7 +38,7 @@ from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.status import StatusWriter
 from caldera.quantity import to_engine_units
 
-__all__ = ["Scheduler", "Writers"]
+__all__ = ["Scheduler", "Writers", "by_condition"]
 
 log = logging.getLogger(__name__)
 _WAITING_PHASES = ("Pending", "Inqueue", "Unknown")
@@ -146,13 +146,9 @@ class Scheduler:
         A burst of pods is often seen before what they refer to; such states fix themselves
         within a session or two and are not worth a warning.
         """
-        by_text: dict[str, list[str]] = defaultdict(list)
-        for p in problems:
-            by_text[f"{p.kind}: {p.message}"].append(p.name)
+        by_text = by_condition(problems)
         for text in self._problems.seen(by_text):
-            names = by_text[text]
-            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            log.warning("%s (%s; for more than %.0f s)", text, shown, self._problems.grace)
+            log.warning("%s (%s; for more than %.0f s)", text, by_text[text], self._problems.grace)
 
     def _dispatch(self, result: CycleResult) -> None:
         w = self.writers
@@ -247,6 +243,17 @@ class Scheduler:
                 q[f"{kind}_memory_bytes"].labels(queue_name=queue).set(value)
             else:
                 q[f"{kind}_scalar_resources"].labels(queue_name=queue, resource=resource).set(value)
+
+
+def by_condition(problems: list[ObjectError]) -> dict[str, str]:
+    """Problems grouped by what is wrong: "<kind>: <message>" → the objects (a few named)."""
+    names: dict[str, list[str]] = defaultdict(list)
+    for p in problems:
+        names[f"{p.kind}: {p.message}"].append(p.name)
+    return {
+        text: ", ".join(objs[:3]) + (f" and {len(objs) - 3} more" if len(objs) > 3 else "")
+        for text, objs in names.items()
+    }
 
 
 def _status_value(st: PodGroupStatus) -> tuple[object, ...]:
