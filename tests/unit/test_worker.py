@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import builders
@@ -53,3 +54,27 @@ async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> N
         assert problems == []
     finally:
         worker.close()
+
+
+async def test_a_large_sessions_binds_are_sent_ahead_of_its_result() -> None:
+    streamed: list[tuple[str, list[str]]] = []
+    worker = SessionWorker(
+        SessionConfig(["volcano"], "default", bare_pods_in_memory=True),
+        on_binds=lambda item: streamed.append((item[0], [b.name for b in item[1]])),
+    )
+    cache = Cache(["volcano"])
+    _add(cache, "Queue", queue("default"))
+    for i in range(4):
+        _add(cache, "Node", node(f"n{i}", cpu="64", memory="256Gi"))
+    for i in range(200):
+        _add(cache, "Pod", pod(f"p{i:03}", cpu="100m"))
+    try:
+        result, _ = await worker.decide(cache, {}, default_policy(builders.REGISTRY), "the-session")
+        await asyncio.sleep(0.2)  # the reader thread hands batches to the loop
+    finally:
+        worker.close()
+    assert len(result.binds) == 200
+    ahead = [name for session, names in streamed for name in names]
+    assert {session for session, _ in streamed} == {"the-session"}
+    # full batches of 64 went out before the session ended; the rest come with the result
+    assert len(ahead) >= 192 and set(ahead) <= {b.name for b in result.binds}

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from caldera.api.snapshot import Snapshot
 from caldera.framework.close import close_session
-from caldera.framework.intents import CycleResult
+from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import Session
@@ -12,9 +14,16 @@ from caldera.framework.session import Session
 __all__ = ["run_cycle"]
 
 
-def run_cycle(snapshot: Snapshot, policy: Policy, registry: Registry) -> CycleResult:
-    """Schedule ``snapshot`` once under ``policy``; the snapshot is consumed."""
+def run_cycle(
+    snapshot: Snapshot,
+    policy: Policy,
+    registry: Registry,
+    on_bind: Callable[[Bind], None] | None = None,
+) -> CycleResult:
+    """Schedule ``snapshot`` once under ``policy``; the snapshot is consumed. ``on_bind`` is told
+    of each bind as soon as it is decided (all of them are in the result as well)."""
     ssn = Session(snapshot, policy, registry)
+    ssn.on_bind = on_bind
     ssn.open()
     ssn.run_actions()
     close_session(ssn)

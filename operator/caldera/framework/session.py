@@ -66,6 +66,9 @@ class Session:
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.result = CycleResult(session_id=self.uid)
+        self.on_bind: Callable[[Bind], None] | None = None
+        """Told of each bind the moment it is decided (the operator starts binding before the
+        session ends, as Volcano's cache does)."""
         self.plugins: list[Plugin[Any]] = []
         self.configured_actions = frozenset(a.name for a in policy.actions)
 
@@ -299,9 +302,12 @@ class Session:
     def bind(self, task: Task) -> None:
         """Send an allocated task to the binder."""
         self.jobs[task.job].set_status(task, TaskStatus.BINDING)
-        self.result.binds.append(
-            Bind(task.namespace, task.name, task.uid, task.node_name, dict(task.bind_annotations))
+        bind = Bind(
+            task.namespace, task.name, task.uid, task.node_name, dict(task.bind_annotations)
         )
+        self.result.binds.append(bind)
+        if self.on_bind is not None:
+            self.on_bind(bind)
 
     def evict(self, task: Task, reason: str) -> None:
         self.result.evictions.append(Evict(task.namespace, task.name, task.uid, reason))

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 from caldera.cache.snapshot import PodMemo, stable_uid
 from caldera.cache.state import copy_state
-from caldera.framework.intents import CycleResult, PodGroupStatus
+from caldera.framework.intents import Bind, CycleResult, PodGroupStatus
 from caldera.framework.registry import Registry
 from caldera.k8s.lease import LeaderGate
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
 from caldera.operator.loop.trigger import Trigger
-from caldera.operator.loop.worker import SessionConfig, SessionWorker, decide
+from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
 from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
 from caldera.operator.watch.assume import Assumptions
@@ -85,6 +85,12 @@ class Scheduler:
         self._news = Recent(ttl=float("inf"))
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
+        if worker is not None:
+            worker.on_binds = self._streamed
+        self._running = ""
+        """The id of the session running now, whose binds may arrive ahead of its result."""
+        self._sent: set[str] = set()
+        """Pods of the running session already handed to the binder."""
 
     async def run(self) -> None:
         """Run sessions until cancelled: after the initial sync, then as the trigger says."""
@@ -110,21 +116,31 @@ class Scheduler:
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
-        if self.worker is not None:
-            result, problems = await self.worker.decide(self.cache, in_flight, policy, session_id)
-        else:
-            self.cache.take_changes()  # the thread reads a copy of the whole state
-            view = copy_state(state)
-            result, problems = await asyncio.to_thread(
-                decide,
-                view,
-                in_flight,
-                policy,
-                self.registry,
-                self.config,
-                session_id=session_id,
-                memo=self._pods,
-            )
+        self._running = session_id
+        try:
+            if self.worker is not None:
+                result, problems = await self.worker.decide(
+                    self.cache, in_flight, policy, session_id
+                )
+            else:
+                self.cache.take_changes()  # the thread reads a copy of the whole state
+                loop = asyncio.get_running_loop()
+                stream = BindStream(
+                    session_id, lambda item: loop.call_soon_threadsafe(self._streamed, item)
+                )
+                result, problems = await asyncio.to_thread(
+                    decide,
+                    copy_state(state),
+                    in_flight,
+                    policy,
+                    self.registry,
+                    self.config,
+                    session_id=session_id,
+                    memo=self._pods,
+                    on_bind=stream.add,
+                )
+        finally:
+            self._running = ""
         spent = time.perf_counter() - start
         self._observe(result, spent)
         self._report(problems)
@@ -150,12 +166,27 @@ class Scheduler:
         for text in self._problems.seen(by_text):
             log.warning("%s (%s; for more than %.0f s)", text, by_text[text], self._problems.grace)
 
+    def _streamed(self, item: Streamed) -> None:
+        """Binds sent ahead by the running session: bind them now. (Those of a session that has
+        already ended are in its result, which was dispatched whole.)"""
+        session_id, binds = item
+        if session_id == self._running:
+            for bind in binds:
+                self._bind(bind)
+
+    def _bind(self, bind: Bind) -> None:
+        key = f"{bind.namespace}/{bind.name}"
+        if key not in self._sent:
+            self._sent.add(key)
+            self.assumed.assume(key, bind.node, bind.uid)
+            self.writers.binder.submit(bind)
+
     def _dispatch(self, result: CycleResult) -> None:
         w = self.writers
         state = self.cache.state
         for bind in result.binds:
-            self.assumed.assume(f"{bind.namespace}/{bind.name}", bind.node, bind.uid)
-            w.binder.submit(bind)
+            self._bind(bind)
+        self._sent.clear()
         for evict in result.evictions:
             w.evictor.submit(evict)
             self.metrics.evictions.labels(action=evict.reason).inc()

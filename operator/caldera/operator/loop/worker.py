@@ -11,6 +11,12 @@ them as events arrive); the worker applies them, overlays the binds still in fli
 snapshot (with its own pod memo) and runs the cycle. If the worker dies, the next session starts a
 new one and sends the whole state.
 
+Binds are not held back until the session ends: as Volcano's cache starts binding the moment a
+job commits, each bind the session decides is sent ahead in small batches on a queue of its own
+(:class:`BindStream`), and a thread of the operator hands them to the event loop, so binding a
+large burst overlaps the session placing it. The result still lists every bind; those already
+sent ahead are not bound twice.
+
 Cost per session on the event loop: pickling what changed (the first session: everything).
 """
 
@@ -20,22 +26,25 @@ import asyncio
 import gc
 import multiprocessing
 import signal
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
+from typing import Any
 
 from caldera.cache.snapshot import PodMemo, build_snapshot
 from caldera.cache.state import Changes, ClusterState
 from caldera.framework.cycle import run_cycle
-from caldera.framework.intents import CycleResult
+from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import apply
 from caldera.operator.watch.cache import Cache
 
-__all__ = ["SessionWorker", "decide"]
+__all__ = ["BindStream", "SessionConfig", "SessionWorker", "Streamed", "decide"]
 
 Outcome = tuple[CycleResult, list[ObjectError]]
 
@@ -58,9 +67,11 @@ def decide(
     *,
     session_id: str,
     memo: PodMemo,
+    on_bind: Callable[[Bind], None] | None = None,
 ) -> Outcome:
     """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
-    The same in the worker process and (``--session-process=false``) in a thread."""
+    The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
+    hears of each bind the moment the session decides it."""
     view = replace(state, pods=apply(state.pods, in_flight))
     snapshot, problems = build_snapshot(
         view,
@@ -71,7 +82,37 @@ def decide(
         memo=memo,
         bare_pods_in_memory=config.bare_pods_in_memory,
     )
-    return run_cycle(snapshot, policy, registry), problems
+    return run_cycle(snapshot, policy, registry, on_bind), problems
+
+
+Streamed = tuple[str, list[Bind]]
+"""(session id, binds) sent ahead of a session's result."""
+
+
+class BindStream:
+    """Binds of a running session, sent ahead in small batches (at most ``size`` binds or
+    ``every`` seconds apart), so binding starts long before a large session ends."""
+
+    def __init__(
+        self,
+        session_id: str,
+        send: Callable[[Streamed], object],
+        size: int = 64,
+        every: float = 0.02,
+    ) -> None:
+        self._session_id = session_id
+        self._send = send
+        self._size = size
+        self._every = every
+        self._batch: list[Bind] = []
+        self._last = time.monotonic()
+
+    def add(self, bind: Bind) -> None:
+        self._batch.append(bind)
+        now = time.monotonic()
+        if len(self._batch) >= self._size or now - self._last >= self._every:
+            self._send((self._session_id, self._batch))
+            self._batch, self._last = [], now
 
 
 # -- the worker process ------------------------------------------------------------------------
@@ -79,6 +120,8 @@ def decide(
 _copy = ClusterState()
 _memo = PodMemo()
 _registry: Registry | None = None
+_stream: Any = None
+"""The queue binds go out on ahead of the session's result."""
 
 
 def fewer_collections() -> None:
@@ -90,8 +133,9 @@ def fewer_collections() -> None:
     gc.set_threshold(100_000, 50, 1_000)
 
 
-def _start() -> None:
-    global _registry
+def _start(stream: Any) -> None:
+    global _registry, _stream
+    _stream = stream
     # The operator stops the worker itself; a Ctrl-C or SIGTERM sent to the whole process group
     # must not kill it in the middle of a session.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -110,7 +154,17 @@ def _session(
     global _copy
     _copy = changes.apply_to(_copy)
     assert _registry is not None
-    return decide(_copy, in_flight, policy, _registry, config, session_id=session_id, memo=_memo)
+    stream = BindStream(session_id, _stream.put)
+    return decide(
+        _copy,
+        in_flight,
+        policy,
+        _registry,
+        config,
+        session_id=session_id,
+        memo=_memo,
+        on_bind=stream.add,
+    )
 
 
 # -- the operator's side -----------------------------------------------------------------------
@@ -123,22 +177,38 @@ class SessionWorker:
     first, or one replacing a worker that died) gets the whole state instead.
     """
 
-    def __init__(self, config: SessionConfig) -> None:
+    def __init__(
+        self, config: SessionConfig, on_binds: Callable[[Streamed], None] = lambda item: None
+    ) -> None:
         self._config = config
+        self.on_binds = on_binds
+        """Called on the event loop with binds sent ahead of a session's result."""
         self._pool: ProcessPoolExecutor | None = None
+        self._stream: Any = None
+        self._reader: threading.Thread | None = None
         self._fresh = True
         """The process has nothing yet: the next session sends everything."""
 
     def start(self) -> None:
         """Start the process now (it takes a second to import), not at the first session."""
         if self._pool is None:
+            context = multiprocessing.get_context("spawn")
+            self._stream = context.SimpleQueue()
             self._pool = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start,
+                max_workers=1, mp_context=context, initializer=_start, initargs=(self._stream,)
             )
             self._pool.submit(int)  # spawns the process and runs the initializer
             self._fresh = True
+            loop = asyncio.get_running_loop()
+            self._reader = threading.Thread(
+                target=self._read, args=(self._stream, loop), name="bind-stream", daemon=True
+            )
+            self._reader.start()
+
+    def _read(self, stream: Any, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the binds sent ahead to the event loop (a thread: the queue's get blocks)."""
+        while (item := stream.get()) is not None:
+            loop.call_soon_threadsafe(self.on_binds, item)
 
     async def decide(
         self, cache: Cache, in_flight: dict[str, str], policy: Policy, session_id: str
@@ -172,3 +242,6 @@ class SessionWorker:
             for process in processes:
                 process.join(timeout=5)
             self._pool = None
+        if self._stream is not None:
+            self._stream.put(None)  # ends the reader
+            self._stream = None
