@@ -2,7 +2,9 @@
 
 By default it is the in-process emulator (``tests/emulator``) on 127.0.0.1 with a random free
 port, fresh for every test. With ``CALDERA_E2E_KUBECONFIG=/path/to/kubeconfig`` the same tests run
-against that real cluster instead; tests that need fault injection are skipped there.
+against that real cluster instead, each in a namespace of its own (``k8s.namespace``); tests that
+need the emulator (fault injection, its request log, objects a real API server refuses, a kubelet)
+skip there and say why.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ async def k8s(tmp_path: Path) -> AsyncIterator[K8sHandle]:
         await emulator.start()
         handle = EmulatorHandle(emulator, tmp_path / "kubeconfig")
     try:
+        await handle.setup()
         yield handle
     finally:
         try:

@@ -103,17 +103,39 @@ def queue(name: str, weight: int = 1) -> dict[str, Any]:
 
 
 async def wait_bound(
-    k8s: K8sHandle, *names: str, namespace: str = "default", timeout: float = 20.0
+    k8s: K8sHandle, *names: str, namespace: str | None = None, timeout: float = 20.0
 ) -> dict[str, str]:
-    """Wait until every named pod has a node; returns pod → node."""
+    """Wait until every named pod (in ``k8s.namespace`` unless told) has a node; returns
+    pod → node."""
     out = {}
     for name in names:
         obj = await k8s.wait_for(
             "pods",
             name,
             lambda p: bool((p.get("spec") or {}).get("nodeName")),
-            namespace=namespace,
+            namespace=namespace or k8s.namespace,
             timeout=timeout,
         )
         out[name] = obj["spec"]["nodeName"]
     return out
+
+
+async def wait_event(
+    k8s: K8sHandle, reason: str, about: dict[str, Any], *, timeout: float = 10.0
+) -> dict[str, Any]:
+    """The first Event with ``reason`` about the object ``about`` (as created or read): matched
+    by its uid, not its name, so an Event about an older namesake (an earlier test or run on a
+    real cluster) does not count."""
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                events = await k8s.events_about(about, reason)
+                if events:
+                    return events[0]
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        meta = about["metadata"]
+        raise AssertionError(
+            f"no {reason} event about {meta.get('namespace', '')}/{meta['name']} "
+            f"(uid {meta['uid']}) within {timeout}s"
+        ) from None

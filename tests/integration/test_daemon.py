@@ -127,7 +127,7 @@ async def test_sigterm_stops_it_cleanly_and_a_quiet_cluster_leaves_a_quiet_log(
     k8s: K8sHandle, tmp_path: Path
 ) -> None:
     await k8s.create("nodes", node("n1"))
-    await k8s.create("pods", pod("p"), namespace="default")
+    await k8s.create("pods", pod("p", namespace=k8s.namespace), namespace=k8s.namespace)
     stderr = tmp_path / "stderr"
     async with _running(k8s, stderr, "--schedule-period", "0.1s") as (proc, url):
         await _ready_after(url, time.monotonic(), proc)
@@ -150,7 +150,9 @@ async def test_with_pods_pending_at_start_it_is_ready_and_binding_within_seconds
         await k8s.create("nodes", node(f"n{i:02}", cpu="64", memory="256Gi"))
     names = [f"backlog-{i:04}" for i in range(1000)]
     for name in names:
-        await k8s.create("pods", pod(name, cpu="100m"), namespace="default")
+        await k8s.create(
+            "pods", pod(name, cpu="100m", namespace=k8s.namespace), namespace=k8s.namespace
+        )
     started = time.monotonic()
     async with _running(k8s, tmp_path / "stderr") as (proc, url):
         ready = await _ready_after(url, started, proc)
@@ -169,10 +171,11 @@ def _leads(runtime: Runtime) -> bool:
 async def test_a_leader_stopped_by_sigterm_hands_over_at_once(
     k8s: K8sHandle, tmp_path: Path
 ) -> None:
+    ns = k8s.namespace
     await k8s.create("nodes", node("n1", cpu="8"))
     flags = [
         "--leader-elect=true",
-        "--leader-elect-resource-namespace=default",
+        f"--leader-elect-resource-namespace={ns}",
         "--leader-elect-lease-duration=15s",
         "--leader-elect-renew-deadline=10s",
         "--leader-elect-retry-period=1s",
@@ -182,12 +185,12 @@ async def test_a_leader_stopped_by_sigterm_hands_over_at_once(
             "leases",
             "volcano",
             lambda o: bool(o["spec"].get("holderIdentity")),
-            namespace="default",
+            namespace=ns,
             timeout=30,
         )
         election = {
             "leader_elect": True,
-            "lock_namespace": "default",
+            "lock_namespace": ns,
             "lease_duration": 15.0,
             "renew_deadline": 10.0,
             "retry_period": 1.0,
@@ -205,8 +208,8 @@ async def test_a_leader_stopped_by_sigterm_hands_over_at_once(
                 await asyncio.sleep(0.1)
             # a released Lease is taken at the standby's next try, not after 15 s
             assert _leads(second) and time.monotonic() - stopped < 5
-            lease = await k8s.get("leases", "volcano", namespace="default")
+            lease = await k8s.get("leases", "volcano", namespace=ns)
             assert lease["spec"]["holderIdentity"] == second.leader.identity
             assert lease["spec"]["holderIdentity"] != holder["spec"]["holderIdentity"]
-            await k8s.create("pods", pod("after-handover"), namespace="default")
+            await k8s.create("pods", pod("after-handover", namespace=ns), namespace=ns)
             await wait_bound(k8s, "after-handover")

@@ -14,12 +14,13 @@ def _scheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 
 async def test_a_pod_that_fits_nowhere_says_why_in_kube_schedulers_words(k8s: K8sHandle) -> None:
+    ns = k8s.namespace
     await k8s.create("nodes", node("small", cpu="1"))
     await k8s.create("nodes", node("tiny", cpu="500m"))
     await k8s.create("nodes", node("zoned", cpu="8", zone="b"))
-    spec = pod("wants-zone-a", cpu="2")
+    spec = pod("wants-zone-a", cpu="2", namespace=ns)
     spec["spec"]["nodeSelector"] = {"zone": "a"}
-    await k8s.create("pods", spec, namespace="default")
+    created = await k8s.create("pods", spec, namespace=ns)
     # every node fails the selector (two have no zone label), and two also lack cpu: each
     # node counts under every reason it fails for, "<n> <reason>" entries sorted as strings
     expected = (
@@ -31,15 +32,11 @@ async def test_a_pod_that_fits_nowhere_says_why_in_kube_schedulers_words(k8s: K8
             "pods",
             "wants-zone-a",
             lambda o: (_scheduled(o) or {}).get("message") == expected,
-            namespace="default",
+            namespace=ns,
         )
     cond = _scheduled(obj)
     assert cond is not None
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
-    events = [
-        e
-        for e in await k8s.list("events")
-        if e.get("reason") == "FailedScheduling"
-        and (e.get("involvedObject") or {}).get("name") == "wants-zone-a"
-    ]
+    # the events about this very pod (by uid): not an older pod's of the same name
+    events = await k8s.events_about(created, "FailedScheduling")
     assert [(e["type"], e["message"]) for e in events] == [("Warning", expected)]

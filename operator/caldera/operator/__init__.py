@@ -1,5 +1,6 @@
-"""The operator shell: kopf watches into the cache, a timed session loop, async API writers.
+"""``caldera run``: informers into the cache (``watch``), sessions on news (``loop``), API writers
+(``writers``), wired together in ``app``; see docs/operator.md.
 
-Everything here does I/O on one asyncio loop; the scheduling decision itself runs in a worker
-thread on an immutable copy of the cache (see :mod:`caldera.operator.scheduler`).
+Everything here does I/O on one asyncio loop; the scheduling decisions themselves are made in a
+process of their own (see :mod:`caldera.operator.loop.worker`).
 """
