@@ -131,3 +131,19 @@ def test_the_cache_is_synced_once_every_kind_is_listed() -> None:
     assert not cache.synced.is_set()
     cache.replace(NODE, [])
     assert cache.synced.is_set() and r.news == 1
+
+
+def test_our_own_verdict_on_a_pending_pod_coming_back_is_not_news() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    told = copy.deepcopy(raw)
+    told["status"] = {
+        "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no"}
+        ]
+    }
+    cache.apply(POD, "MODIFIED", told)
+    assert r.news == 1  # stored (so it is not written again), but no new session for it
+    assert cache.state.pods["default/p"].status.condition("PodScheduled") is not None

@@ -158,18 +158,23 @@ class Cache:
         self._json[kind.table][key] = _encode(kind, raw)
         self._dirty.setdefault(kind.table, set()).add(key)
         if kind.name == "Pod":
-            self._pod_news(raw, old)
+            self._pod_news(raw, old, previous, prints[key])
         elif previous is None or previous != prints[key]:
             self._on_news()
 
-    def _pod_news(self, raw: Raw, old: Any) -> None:
+    def _pod_news(
+        self, raw: Raw, old: Any, previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None
+    ) -> None:
         spec = raw.get("spec") or {}
         meta = raw.get("metadata") or {}
         phase = (raw.get("status") or {}).get("phase")
         done = phase in ("Succeeded", "Failed") or bool(meta.get("deletionTimestamp"))
         if not spec.get("nodeName"):
             if spec.get("schedulerName") in self._names and not done:
-                self._on_news()  # new or changed pending work
+                # new or changed pending work; the PodScheduled condition alone is our own
+                # verdict coming back, not news
+                if previous is None or _without_verdict(previous) != _without_verdict(mark):
+                    self._on_news()
                 self.on_bare_pod(raw)
         elif done and (old is None or not _done(old)):
             self._on_news()  # capacity freed
@@ -244,6 +249,14 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     if kind.namespaced and not meta.get("namespace"):
         raw = {**raw, "metadata": {**meta, "namespace": "default"}}
     return orjson.dumps(raw)
+
+
+_VERDICT = 7
+"""Where the PodScheduled condition stands in a pod's fingerprint."""
+
+
+def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+    return None if mark is None else mark[:_VERDICT] + mark[_VERDICT + 1 :]
 
 
 def _done(pod: Any) -> bool:
