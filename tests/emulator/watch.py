@@ -44,7 +44,12 @@ def translate(event: WatchEvent, selector: Selector) -> Item | None:
     if now_matches:
         return ("ADDED", event.obj)
     if was_matching:
-        return ("DELETED", event.obj)
+        # as kube-apiserver's watch cache does: the object as it last matched, at the version
+        # of the change that took it out of the selection
+        assert event.old is not None
+        meta = event.old.get("metadata") or {}
+        version = (event.obj.get("metadata") or {}).get("resourceVersion")
+        return ("DELETED", {**event.old, "metadata": {**meta, "resourceVersion": version}})
     return None
 
 

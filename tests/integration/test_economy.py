@@ -11,11 +11,12 @@ from integration.harness import node, pod, running_operator, wait_bound
 async def test_pods_that_cannot_fit_are_told_once_however_many_sessions_run(
     k8s: K8sHandle,
 ) -> None:
+    k8s.needs_emulator("it counts status patches in the request log")
     await k8s.create("nodes", node("n1", cpu="2"))
-    await k8s.create("pods", pod("fits", cpu="2"), namespace="default")
+    await k8s.create("pods", pod("fits", cpu="2"))
     waiting = [f"too-big-{i}" for i in range(5)]
     for name in waiting:
-        await k8s.create("pods", pod(name, cpu="4"), namespace="default")
+        await k8s.create("pods", pod(name, cpu="4"))
     async with running_operator(k8s, schedule_period=0.1) as runtime:
         await wait_bound(k8s, "fits")
         await asyncio.sleep(2.0)  # twenty sessions or more
