@@ -147,3 +147,40 @@ def test_our_own_verdict_on_a_pending_pod_coming_back_is_not_news() -> None:
     cache.apply(POD, "MODIFIED", told)
     assert r.news == 1  # stored (so it is not written again), but no new session for it
     assert cache.state.pods["default/p"].status.condition("PodScheduled") is not None
+
+
+def test_a_bind_coming_back_is_applied_without_parsing_and_sent_as_just_the_node() -> None:
+    from caldera.cache.state import ClusterState
+
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    copy_ = cache.everything().apply_to(ClusterState())
+    parsed = cache.parsed
+    bound = copy.deepcopy(raw)
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
+    cache.apply(POD, "MODIFIED", bound)
+    assert cache.parsed == parsed
+    assert cache.state.pods["default/p"].spec.node_name == "n1"
+    changes = cache.take_changes(encoded=True)
+    assert changes.bound == {"default/p": "n1"}
+    assert changes.tables["pods"] == ({}, [])
+    assert changes.apply_to(copy_).pods["default/p"].spec.node_name == "n1"
+
+
+def test_a_bind_that_comes_with_other_changes_is_parsed_and_sent_whole() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    cache.take_changes()
+    parsed = cache.parsed
+    changed = copy.deepcopy(raw)
+    changed["spec"]["nodeName"] = "n1"
+    changed["metadata"]["labels"] = {"app": "web"}
+    cache.apply(POD, "MODIFIED", changed)
+    assert cache.parsed == parsed + 1
+    changes = cache.take_changes(encoded=True)
+    assert changes.bound == {} and set(changes.tables["pods"][0]) == {"default/p"}

@@ -91,9 +91,13 @@ class Changes:
     encoded: bool = False
     """The objects to store are JSON (as the API sent them), validated on arrival with their
     table's model: far cheaper to send to another process than the models themselves."""
+    bound: dict[str, str] = field(default_factory=dict)
+    """Pods whose only change is their bind: pod → node (applied to the pod already held)."""
 
     def __len__(self) -> int:
-        return sum(len(stored) + len(dropped) for stored, dropped in self.tables.values())
+        return len(self.bound) + sum(
+            len(stored) + len(dropped) for stored, dropped in self.tables.values()
+        )
 
     def apply_to(self, state: ClusterState) -> ClusterState:
         """``state`` with these changes (a new, empty state first when ``full``)."""
@@ -103,6 +107,11 @@ class Changes:
             for key in dropped:
                 store.pop(key, None)
             store.update(_decode(table, stored) if self.encoded else stored)
+        for key, node in self.bound.items():
+            pod = out.pods.get(key)
+            if pod is not None:
+                spec = pod.spec.model_copy(update={"node_name": node})
+                out.pods[key] = pod.model_copy(update={"spec": spec})
         return out
 
     @classmethod

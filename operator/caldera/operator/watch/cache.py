@@ -105,6 +105,8 @@ class Cache:
         """Each stored object as JSON, for the session process (see :meth:`take_changes`)."""
         self._malformed: dict[str, str] = {}
         self._dirty: dict[str, set[str]] = {}
+        self._bound: dict[str, str] = {}
+        """Pods whose only change since they were last taken is their bind (pod → node)."""
         self._unsynced = set(self.kinds)
         self.synced = asyncio.Event()
         """Set once every kind has been listed: the first session may run."""
@@ -141,8 +143,16 @@ class Cache:
             return  # nothing the scheduler reads changed
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.get(key)
-        if kind.model is None:
-            obj: Any = dict(raw)
+        node = _bound_only(prints.get(key), mark) if kind.name == "Pod" else None
+        if node is not None and old is not None:
+            # a pod's bind coming back, nothing else changed: the pod we have, on its node (a
+            # copy instead of a validation; the session process gets just the node, too)
+            obj: Any = old.model_copy(
+                update={"spec": old.spec.model_copy(update={"node_name": node})}
+            )
+            self._bound[key] = node
+        elif kind.model is None:
+            obj = dict(raw)
         else:
             self.parsed += 1
             parsed = parse_object(kind.name, raw)
@@ -157,6 +167,8 @@ class Cache:
         table[key] = obj
         self._json[kind.table][key] = _encode(kind, raw)
         self._dirty.setdefault(kind.table, set()).add(key)
+        if node is None:
+            self._bound.pop(key, None)
         if kind.name == "Pod":
             self._pod_news(raw, old, previous, prints[key])
         elif previous is None or previous != prints[key]:
@@ -182,6 +194,7 @@ class Cache:
     def _drop(self, kind: Kind, key: str) -> None:
         self._prints[kind.name].pop(key, None)
         self._json[kind.table].pop(key, None)
+        self._bound.pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.pop(key, None)
         self._malformed.pop(f"{kind.name}/{key}", None)
@@ -200,6 +213,7 @@ class Cache:
         # what was stored before is no longer the object: leave it out until it is valid again
         self._prints[kind.name].pop(key, None)
         self._json[kind.table].pop(key, None)
+        self._bound.pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         if table.pop(key, None) is not None:
             self._dirty.setdefault(kind.table, set()).add(key)
@@ -227,13 +241,16 @@ class Cache:
         """The objects stored and the keys dropped since the last call (``encoded``: the API
         kinds' objects as JSON, see :attr:`Changes.encoded`)."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        bound = self._bound if encoded else {}
         for table, keys in self._dirty.items():
             as_json = self._json.get(table) if encoded else None
             store: dict[str, Any] = as_json if as_json is not None else getattr(self.state, table)
-            stored = {k: store[k] for k in keys if k in store}
-            tables[table] = (stored, [k for k in keys if k not in store])
+            sent = keys - bound.keys() if table == "pods" else keys
+            stored = {k: store[k] for k in sent if k in store}
+            tables[table] = (stored, [k for k in sent if k not in store])
         self._dirty = {}
-        return Changes(tables, encoded=encoded)
+        self._bound = {}
+        return Changes(tables, encoded=encoded, bound=bound)
 
     def everything(self) -> Changes:
         """The whole state, encoded, for a new session process."""
@@ -241,6 +258,7 @@ class Cache:
             table: (dict(stored), []) for table, stored in self._json.items()
         }
         tables["owner_min_members"] = (dict(self.state.owner_min_members), [])
+        self._bound = {}
         return Changes(tables, full=True, encoded=True)
 
 
@@ -251,8 +269,24 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     return orjson.dumps(raw)
 
 
-_VERDICT = 7
-"""Where the PodScheduled condition stands in a pod's fingerprint."""
+_SPEC, _VERDICT = 5, 7
+"""Where the spec and the PodScheduled condition stand in a pod's fingerprint."""
+
+
+def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None) -> str | None:
+    """The node, when the only change from ``previous`` to ``mark`` is the pod's bind: a node
+    name set where there was none (and the PodScheduled condition the binding sets)."""
+    if previous is None or mark is None:
+        return None
+    old_spec, new_spec = previous[_SPEC] or {}, mark[_SPEC] or {}
+    node = new_spec.get("nodeName")
+    if not node or old_spec.get("nodeName"):
+        return None
+    rest_same = all(previous[i] == mark[i] for i in range(len(mark)) if i not in (_SPEC, _VERDICT))
+    spec_same = len(new_spec) == len(old_spec) + 1 and all(
+        new_spec.get(k) == v for k, v in old_spec.items()
+    )
+    return str(node) if rest_same and spec_same else None
 
 
 def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
