@@ -265,6 +265,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             raise BenchError(f"operator exited with code {op.exit_code}:\n{op.tail()}")
         await asyncio.sleep(args.settle)  # what the operator still writes for these pods
         await backend.mark(op.scrape)
+        settled = (cpu_tree(op.pid), cpu_tree(backend.api_pid) if backend.api_pid else {})
         report = await backend.report()
     finally:
         out["stopped_within_seconds"], out["leftover_processes"] = op.stop()
@@ -272,6 +273,17 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         await backend.close()
     out["operator_processes"] = len(cpu[1])
     _results(out, report, op.started if prestart else 0.0, cpu, api_cpu if backend.api_pid else [])
+    # CPU up to the end of the settle time too: events and statuses sent after the last bind
+    # cost as much as those sent before it
+    settled_op = sum(settled[0].values()) - sum(cpu[0].values())
+    out["settled_cpu_ms_per_pod"] = (
+        round(settled_op * 1000 / out["bound"], 3) if out["bound"] else None
+    )
+    if api_cpu and settled[1]:
+        settled_api = sum(settled[1].values()) - sum(api_cpu[0].values())
+        out["settled_api_server_cpu_ms_per_pod"] = (
+            round(settled_api * 1000 / out["bound"], 3) if out["bound"] else None
+        )
     return out
 
 
@@ -356,6 +368,8 @@ ORDER = [
     "watch_requests",
     "requests",
     "settled_writes_per_pod",
+    "settled_cpu_ms_per_pod",
+    "settled_api_server_cpu_ms_per_pod",
     "requests_after_window",
     "failed_requests",
     "operator_processes",

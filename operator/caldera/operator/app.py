@@ -185,6 +185,8 @@ async def _start(runtime: Runtime) -> None:
         events=events,
     )
     runtime.writers = writers
+    binds = writers.binder.queue
+    events.busy = lambda: len(binds) > 0  # events give way to binds
     config = SessionConfig(s.scheduler_names, s.default_queue, not s.create_podgroups)
     runtime.scheduler = Scheduler(
         config=config,

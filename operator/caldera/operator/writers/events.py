@@ -6,13 +6,19 @@ same reason at most ``backlog`` events wait to be posted (more are dropped and c
 most ``workers`` are posted at once. An event that repeats the last one posted about the same
 object (same type, reason and message) within ``repeat_after`` seconds is not posted again.
 With ``enabled`` off nothing is posted at all.
+
+Events give way to binds: while ``busy`` says more urgent writes are waiting (binds during a
+burst), an event waits too, up to ``patience`` seconds, so the API server spends a burst binding
+pods and the events follow right after.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from caldera.k8s.errors import API_ERRORS, describe
@@ -37,7 +43,11 @@ class EventPoster:
         workers: int = 16,
         backlog: int = 10_000,
         repeat_after: float = 600.0,
+        patience: float = 5.0,
     ) -> None:
+        self.busy: Callable[[], bool] = lambda: False
+        """True while more urgent writes wait (set by whoever owns them)."""
+        self._patience = patience
         self._rest = rest
         self._component = component
         self.enabled = enabled
@@ -80,6 +90,10 @@ class EventPoster:
         self.queue.put(next(self._seq), event)
 
     async def _post(self, _: int, event: dict[str, str]) -> bool:
+        waited = 0.0
+        while self.busy() and waited < self._patience:
+            await asyncio.sleep(0.05)
+            waited += 0.05
         kind, namespace, name = event["kind"], event.get("namespace") or "default", event["name"]
         now = format_timestamp(datetime.now(UTC).timestamp())
         involved = {
