@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "operator" / "caldera"
-ENGINE = ("api", "framework", "actions", "plugins", "cache", "models", "simulate")
+ENGINE = ("api", "framework", "actions", "plugins", "cache", "models", "simulate", "devices")
 FORBIDDEN = ("kopf", "kubernetes_asyncio", "asyncio", "aiohttp")
 
 
