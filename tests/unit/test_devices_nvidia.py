@@ -228,3 +228,55 @@ def test_cordoned_cards_and_pair_scores_are_read_from_the_node() -> None:
     assert cordoned({}) == frozenset()
     scores = pair_scores('[{"uuid":"GPU-a","score":{"GPU-b":60,"GPU-c":100}},{"bad":1}]')
     assert scores == {"GPU-a": {"GPU-b": 60, "GPU-c": 100}}
+
+
+def test_a_pods_annotations_choose_its_cards() -> None:
+    from caldera.devices.nvidia import node_policy, pod_options
+
+    opts = pod_options(
+        {
+            "nvidia.com/use-gputype": "A100, H100,",
+            "nvidia.com/nouse-gputype": "MIG",
+            "nvidia.com/use-gpuuuid": "GPU-a,GPU-b",
+            "nvidia.com/nouse-gpuuuid": " GPU-c ",
+            "nvidia.com/vgpu-mode": "hami-core",
+            "nvidia.com/numa-bind": "true",
+            "hami.io/gpu-scheduler-policy": "binpack",
+            "hami.io/device-scoring-weights": "slot=1,core=0,memory=3",
+        },
+        gpu_policy="spread",
+        cordon=frozenset({"GPU-z"}),
+    )
+    assert (opts.use_types, opts.nouse_types) == (("A100", "H100"), ("MIG",))
+    assert (opts.use_uuids, opts.nouse_uuids) == (
+        frozenset({"GPU-a", "GPU-b"}),
+        frozenset({"GPU-c"}),
+    )
+    assert (opts.vgpu_mode, opts.numa_bind, opts.gpu_policy) == ("hami-core", True, "binpack")
+    assert (opts.weights, opts.cordoned) == ((1, 0, 3), frozenset({"GPU-z"}))
+    plain = pod_options({}, gpu_policy="spread")
+    assert (plain.gpu_policy, plain.numa_bind, plain.weights, plain.vgpu_mode) == (
+        "spread",
+        False,
+        (1, 1, 1),
+        None,
+    )
+    assert node_policy({"hami.io/node-scheduler-policy": "spread"}, "binpack") == "spread"
+    assert node_policy({}, "binpack") == "binpack"
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ("slot=1,core=1", "name slot, core and memory"),
+        ("slot=1,core=1,memory=x", "memory is not an integer"),
+        ("slot=1,core=-1,memory=1", "core must not be negative"),
+        ("slot=0,core=0,memory=0", "at least one weight must be positive"),
+        ("slot=1,core=1,mem=1", "expected slot=N,core=N,memory=N"),
+    ],
+)
+def test_invalid_scoring_weights_fail_the_pod_with_the_reason(raw: str, says: str) -> None:
+    from caldera.devices.nvidia import scoring_weights
+
+    with pytest.raises(ValueError, match=says):
+        scoring_weights(raw)

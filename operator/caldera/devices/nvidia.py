@@ -11,7 +11,9 @@ HAMi's device plugin and HAMi-core keep working unchanged with Caldera as the sc
   ``gpucores`` (limits first, then requests; the whole-card rule; an invalid memory empties the
   request), init containers first;
 - the allocation string ``<uuid>,NVIDIA,<mem>,<cores>:`` per card and ``;`` per container, every
-  container present (aligned with the pod's containers, init containers first).
+  container present (aligned with the pod's containers, init containers first);
+- the pod's say in where its cards come from: model and UUID selectors, vGPU mode, NUMA binding,
+  GPU and node policy overrides, scoring weights.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from caldera.devices.fit import FitOptions
 from caldera.devices.model import (
     UNSET_PERCENTAGE,
     Card,
@@ -39,8 +42,11 @@ __all__ = [
     "cordoned",
     "decode_allocation",
     "encode_allocation",
+    "node_policy",
     "pair_scores",
+    "pod_options",
     "registered_cards",
+    "scoring_weights",
 ]
 
 VENDOR = "NVIDIA"
@@ -258,3 +264,60 @@ def decode_allocation(text: str) -> list[list[Grant]]:
             grants.append(Grant(fields[0], fields[1], memory, cores))
         out.append(grants)
     return out
+
+
+USE_TYPE, NOUSE_TYPE = "nvidia.com/use-gputype", "nvidia.com/nouse-gputype"
+USE_UUID, NOUSE_UUID = "nvidia.com/use-gpuuuid", "nvidia.com/nouse-gpuuuid"
+VGPU_MODE, NUMA_BIND = "nvidia.com/vgpu-mode", "nvidia.com/numa-bind"
+NODE_POLICY, GPU_POLICY = "hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy"
+SCORING_WEIGHTS = "hami.io/device-scoring-weights"
+
+
+def _list(raw: str | None) -> tuple[str, ...]:
+    return tuple(part.strip() for part in (raw or "").split(",") if part.strip())
+
+
+def scoring_weights(raw: str) -> tuple[int, int, int]:
+    """``slot=1,core=1,memory=3``: all three keys, non-negative integers, at least one positive
+    (an invalid value fails the pod, as in HAMi)."""
+    values: dict[str, int] = {}
+    for part in raw.split(","):
+        key, sep, number = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("slot", "core", "memory") or key in values:
+            raise ValueError(f"{SCORING_WEIGHTS}: expected slot=N,core=N,memory=N, not {raw!r}")
+        try:
+            values[key] = int(number.strip())
+        except ValueError:
+            raise ValueError(f"{SCORING_WEIGHTS}: {key} is not an integer: {number!r}") from None
+        if values[key] < 0:
+            raise ValueError(f"{SCORING_WEIGHTS}: {key} must not be negative")
+    if len(values) != 3:
+        raise ValueError(f"{SCORING_WEIGHTS}: name slot, core and memory, not {raw!r}")
+    if not any(values.values()):
+        raise ValueError(f"{SCORING_WEIGHTS}: at least one weight must be positive")
+    return values["slot"], values["core"], values["memory"]
+
+
+def pod_options(
+    annotations: Mapping[str, str], *, gpu_policy: str, cordon: frozenset[str] = frozenset()
+) -> FitOptions:
+    """What a pod's annotations say about the cards it may get (``gpu_policy``: the scheduler's
+    default, which the pod's ``hami.io/gpu-scheduler-policy`` overrides)."""
+    weights = annotations.get(SCORING_WEIGHTS)
+    return FitOptions(
+        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
+        numa_bind=_GO_BOOLS.get(annotations.get(NUMA_BIND, "").strip(), False),
+        use_types=_list(annotations.get(USE_TYPE)),
+        nouse_types=_list(annotations.get(NOUSE_TYPE)),
+        vgpu_mode=annotations.get(VGPU_MODE),
+        use_uuids=frozenset(_list(annotations.get(USE_UUID))),
+        nouse_uuids=frozenset(_list(annotations.get(NOUSE_UUID))),
+        cordoned=cordon,
+        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
+    )
+
+
+def node_policy(annotations: Mapping[str, str], default: str) -> str:
+    """``binpack`` or ``spread`` for choosing among nodes (the pod's annotation wins)."""
+    return annotations.get(NODE_POLICY) or default
