@@ -119,7 +119,7 @@ def card_order(
     return sorted(range(len(cards)), key=lambda i: (-scores[i], cards[i].numa))
 
 
-def _type_ok(card: Card, request: CardRequest, opts: FitOptions) -> bool:
+def _type_ok(card: Card, request: CardRequest, opts: FitOptions, vendor: str) -> bool:
     model = card.type.lower()
     if opts.use_types and not any(t.lower() in model for t in opts.use_types):
         return False
@@ -127,11 +127,11 @@ def _type_ok(card: Card, request: CardRequest, opts: FitOptions) -> bool:
         return False
     if opts.vgpu_mode is not None and card.mode not in opts.vgpu_mode:
         return False
-    return request.vendor == "NVIDIA"
+    return request.vendor == vendor
 
 
 def _fit_container(
-    cards: Sequence[Card], uses: list[CardUse], request: CardRequest, opts: FitOptions
+    cards: Sequence[Card], uses: list[CardUse], request: CardRequest, opts: FitOptions, vendor: str
 ) -> tuple[list[Grant] | None, Counter[str]]:
     """§4.2: the cards for one container, or the reasons each card said no."""
     reasons: Counter[str] = Counter()
@@ -146,7 +146,7 @@ def _fit_container(
         if card.id in opts.cordoned:
             reasons["CardCordoned"] += 1
             continue
-        if not _type_ok(card, request, opts):
+        if not _type_ok(card, request, opts, vendor):
             reasons["CardTypeMismatch"] += 1
             continue
         if opts.numa_bind and prev_numa is not None and card.numa != prev_numa:
@@ -205,12 +205,13 @@ def fit_node(
     uses: Sequence[CardUse],
     requests: Sequence[tuple[bool, CardRequest | None]],
     opts: FitOptions,
+    vendor: str = "NVIDIA",
 ) -> NodeFit:
-    """§4.1 for one node: ``requests`` is (is an init container, its request) per container,
-    init containers first. ``uses`` is not changed."""
-    nvidia = [i for i, c in enumerate(cards) if "nvidia" in c.type.lower()]
-    own = [cards[i] for i in nvidia]
-    shared = [uses[i].copy() for i in nvidia]
+    """§4.1 for one node and one vendor (the cards whose model names it): ``requests`` is (is an
+    init container, its request) per container, init containers first. ``uses`` is not changed."""
+    ours = [i for i, c in enumerate(cards) if vendor.lower() in c.type.lower()]
+    own = [cards[i] for i in ours]
+    shared = [uses[i].copy() for i in ours]
     grants: list[list[Grant]] = []
     for init, request in requests:
         if request is None:
@@ -220,8 +221,8 @@ def fit_node(
             counts = Counter({"NodeInsufficientDevice": 1})
             return NodeFit(None, reason_text(counts, len(own)), counts)
         # each init container sees the node as it is; app containers see each other
-        pool = [uses[i].copy() for i in nvidia] if init else shared
-        chosen, reasons = _fit_container(own, pool, request, opts)
+        pool = [uses[i].copy() for i in ours] if init else shared
+        chosen, reasons = _fit_container(own, pool, request, opts, vendor)
         if chosen is None:
             return NodeFit(None, reason_text(reasons, len(own)), reasons)
         if not init:
