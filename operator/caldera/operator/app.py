@@ -185,10 +185,10 @@ async def _start(runtime: Runtime) -> None:
         events=events,
     )
     runtime.writers = writers
-    binder = writers.binder
-    # events give way while binds queue up beyond what may be in flight (a burst); one bind
-    # waiting in its retry backoff does not hold them back
-    events.busy = lambda: len(binder.queue) > binder.throttle.limit
+    binds = writers.binder.queue
+    # events give way while binds wait for their first try (a burst); binds waiting out a retry
+    # backoff do not hold them back
+    events.busy = lambda: len(binds) > binds.retrying
     config = SessionConfig(s.scheduler_names, s.default_queue, not s.create_podgroups)
     runtime.scheduler = Scheduler(
         config=config,

@@ -100,6 +100,11 @@ class WorkQueue(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._values) + len(self._active)
 
+    @property
+    def retrying(self) -> int:
+        """Keys waiting out a backoff after a failure (or being retried now)."""
+        return len(self._failures)
+
     def failures(self, key: K) -> int:
         return self._failures.get(key, 0)
 
