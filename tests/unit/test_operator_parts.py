@@ -43,6 +43,25 @@ async def test_items_are_handled_and_failures_retried_until_done() -> None:
     await _drain(queue)
     assert attempts == {"a": 1, "b": 3, "c": 5}
     assert queue.failures("c") == 0  # cleared on success
+    assert queue.retrying == 0
+
+
+async def test_a_key_in_its_retry_backoff_counts_as_retrying_not_as_new_work() -> None:
+    async def fail(key: str, value: int) -> bool:
+        return False
+
+    slow = RetryPolicy(base=60.0, cap=60.0)
+    queue: WorkQueue[str, int] = WorkQueue("t", fail, workers=1, policy=slow)
+    runner = asyncio.create_task(queue.run())
+    try:
+        queue.put("stuck", 1)
+        for _ in range(100):
+            if queue.retrying:
+                break
+            await asyncio.sleep(0.01)
+        assert (len(queue), queue.retrying) == (1, 1)  # waiting out its backoff: no new work
+    finally:
+        runner.cancel()
 
 
 async def test_an_exception_counts_as_a_failure_and_is_retried() -> None:
