@@ -120,7 +120,7 @@ def test_a_relist_drops_what_was_deleted_while_the_watch_was_away() -> None:
     cache.take_changes()
     cache.replace(POD, [_uid(pod("a"), "ua")])
     assert set(cache.state.pods) == {"default/a"}
-    changes = cache.take_changes(encoded=True)
+    changes = cache.take_changes()
     assert changes.tables["pods"] == ({}, ["default/b"])
 
 
@@ -164,7 +164,7 @@ def test_a_bind_coming_back_is_applied_without_parsing_and_sent_as_just_the_node
     cache.apply(POD, "MODIFIED", bound)
     assert cache.parsed == parsed
     assert cache.state.pods["default/p"].spec.node_name == "n1"
-    changes = cache.take_changes(encoded=True)
+    changes = cache.take_changes()
     assert changes.bound == {"default/p": "n1"}
     assert changes.tables["pods"] == ({}, [])
     assert changes.apply_to(copy_).pods["default/p"].spec.node_name == "n1"
@@ -182,5 +182,5 @@ def test_a_bind_that_comes_with_other_changes_is_parsed_and_sent_whole() -> None
     changed["metadata"]["labels"] = {"app": "web"}
     cache.apply(POD, "MODIFIED", changed)
     assert cache.parsed == parsed + 1
-    changes = cache.take_changes(encoded=True)
+    changes = cache.take_changes()
     assert changes.bound == {} and set(changes.tables["pods"][0]) == {"default/p"}

@@ -44,7 +44,7 @@ async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> N
         assert [(b.name, b.node) for b in result.binds] == [("q", "n1")]
         for name in ("q", "r"):
             _add(cache, "Pod", pod(name, group="pg2", cpu="1"))  # the same again: no change
-        assert len(cache.take_changes(encoded=True)) == 0  # nothing to send
+        assert len(cache.take_changes()) == 0  # nothing to send
         # a bare pod (no PodGroup) is grouped in memory and placed once room is freed
         for name in ("q", "r"):
             cache.apply(KINDS["Pod"], "DELETED", _with_uid(pod(name, group="pg2")))

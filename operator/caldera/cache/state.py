@@ -84,13 +84,14 @@ def table_of(kind: type) -> str:
 @dataclass(slots=True)
 class Changes:
     """What to do to a copy of a :class:`ClusterState`: per table, the objects to store and the
-    keys to drop; ``full`` clears the copy first."""
+    keys to drop; ``full`` clears the copy first.
+
+    The objects of the API kinds travel as JSON (as the API sent them) and are validated on
+    arrival with their table's model: far cheaper to send to another process than the models
+    themselves."""
 
     tables: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
     full: bool = False
-    encoded: bool = False
-    """The objects to store are JSON (as the API sent them), validated on arrival with their
-    table's model: far cheaper to send to another process than the models themselves."""
     bound: dict[str, str] = field(default_factory=dict)
     """Pods whose only change is their bind: pod → node (applied to the pod already held)."""
 
@@ -106,17 +107,13 @@ class Changes:
             store: dict[str, Any] = getattr(out, table)
             for key in dropped:
                 store.pop(key, None)
-            store.update(_decode(table, stored) if self.encoded else stored)
+            store.update(_decode(table, stored))
         for key, node in self.bound.items():
             pod = out.pods.get(key)
             if pod is not None:
                 spec = pod.spec.model_copy(update={"node_name": node})
                 out.pods[key] = pod.model_copy(update={"spec": spec})
         return out
-
-    @classmethod
-    def everything(cls, state: ClusterState) -> Changes:
-        return cls({f.name: (dict(getattr(state, f.name)), []) for f in fields(state)}, full=True)
 
 
 _KIND_OF_TABLE = {kind.table: kind for kind in KINDS.values()}

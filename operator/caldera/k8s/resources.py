@@ -13,7 +13,6 @@ from caldera.models.volcano import GROUP_OWNER_KINDS
 
 __all__ = [
     "EVENTS",
-    "HYPERNODES",
     "LEASES",
     "OWNERS",
     "PODGROUPS",
@@ -38,7 +37,6 @@ PVCS = resource_of(KINDS["PersistentVolumeClaim"])
 RESOURCE_CLAIMS = resource_of(KINDS["ResourceClaim"])
 EVENTS = Resource("", "v1", "events")
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
-HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes")
 OWNERS = {
     (api_version, kind): Resource(
         api_version.partition("/")[0], api_version.partition("/")[2], kind.lower() + "s"

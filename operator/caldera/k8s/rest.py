@@ -87,24 +87,26 @@ class ApiTimeout(TimeoutError):
     """No answer in time; says which request and how long it waited."""
 
 
-def status_message(raw: str | bytes | None) -> str:
-    """The ``message`` of a Kubernetes Status body, or the raw text."""
+def _status(raw: str | bytes | None) -> tuple[str, str]:
+    """(message, reason) of a Kubernetes Status body; the raw text when it is not one."""
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw or ""
     try:
         body = json.loads(text)
     except ValueError:
-        return text[:200]
+        return text[:200], ""
     if not isinstance(body, dict):
-        return text[:200]
-    return str(body.get("message") or body.get("reason") or text[:200])
+        return text[:200], ""
+    reason = str(body.get("reason") or "")
+    return str(body.get("message") or reason or text[:200]), reason
 
 
-def _status_reason(raw: bytes) -> str:
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return ""
-    return str(body.get("reason") or "") if isinstance(body, dict) else ""
+def status_message(raw: str | bytes | None) -> str:
+    """The ``message`` of a Kubernetes Status body, or the raw text."""
+    return _status(raw)[0]
+
+
+def _error(status: int, raw: bytes) -> ApiError:
+    return ApiError(status, *_status(raw))
 
 
 Counter = Callable[[str, str], None]
@@ -196,7 +198,7 @@ class Rest:
         except TimeoutError:
             raise ApiTimeout(f"{verb} {path}: no answer within {wait:g}s") from None
         if status >= 300:
-            raise ApiError(status, status_message(raw), _status_reason(raw))
+            raise _error(status, raw)
         return orjson.loads(raw) if raw else None
 
     async def watch(
@@ -230,7 +232,7 @@ class Rest:
         ) as resp:
             if resp.status >= 300:
                 raw = await resp.read()
-                raise ApiError(resp.status, status_message(raw), _status_reason(raw))
+                raise _error(resp.status, raw)
             buffer = b""
             async for chunk in resp.content.iter_any():
                 buffer += chunk

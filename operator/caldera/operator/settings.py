@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cache
 
 __all__ = ["FLAG_NAMES", "Settings", "help_of"]
@@ -105,7 +105,3 @@ def _docstrings() -> dict[str, str]:
 
 def help_of(name: str) -> str:
     return _docstrings()[name]
-
-
-def field_names() -> list[str]:
-    return [f.name for f in fields(Settings)]

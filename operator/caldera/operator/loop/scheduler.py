@@ -123,7 +123,7 @@ class Scheduler:
                     self.cache, in_flight, policy, session_id
                 )
             else:
-                self.cache.take_changes()  # the thread reads a copy of the whole state
+                self.cache.forget_changes()  # the thread reads a copy of the whole state
                 loop = asyncio.get_running_loop()
                 stream = BindStream(
                     session_id, lambda item: loop.call_soon_threadsafe(self._streamed, item)

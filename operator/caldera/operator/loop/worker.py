@@ -215,12 +215,8 @@ class SessionWorker:
     ) -> Outcome:
         self.start()
         assert self._pool is not None
-        if self._fresh:
-            changes = cache.everything()
-            cache.take_changes()
-            self._fresh = False
-        else:
-            changes = cache.take_changes(encoded=True)
+        changes = cache.everything() if self._fresh else cache.take_changes()
+        self._fresh = False
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from caldera.k8s.errors import API_ERRORS
 from caldera.k8s.resources import OWNERS
 from caldera.k8s.rest import Rest
+from caldera.models.base import OwnerReference
 from caldera.models.core import Pod
-from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_MIN_MEMBER_ANNOTATION, GROUP_NAME_ANNOTATION
 from caldera.operator.watch.cache import Cache
 from caldera.operator.writers.controllers import Controllers
@@ -45,28 +44,20 @@ class BarePods:
         self._grouping: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
 
-    def seen(self, raw: Mapping[str, Any]) -> None:
+    def seen(self, pod: Pod) -> None:
         """A pending pod of ours changed (called by the cache for every such event)."""
-        meta = raw.get("metadata") or {}
-        if GROUP_NAME_ANNOTATION in (meta.get("annotations") or {}):
-            self._grouping.discard(str(meta.get("uid") or ""))
+        meta = pod.metadata
+        if GROUP_NAME_ANNOTATION in meta.annotations:
+            self._grouping.discard(meta.uid)
             return
-        owner = next(
-            (o for o in meta.get("ownerReferences") or () if o.get("controller") and o.get("uid")),
-            None,
-        )
-        needs_owner = owner is not None and (owner.get("apiVersion"), owner.get("kind")) in OWNERS
-        uid = str(meta.get("uid") or "")
-        if needs_owner and owner is not None and owner["uid"] not in self._owners:
-            self._owners[owner["uid"]] = self._spawn(
-                self._read_owner(owner, str(meta.get("namespace") or "default"))
-            )
-        if self._create and uid and uid not in self._grouping:
-            self._grouping.add(uid)
-            pod = parse_object("Pod", raw)
-            if isinstance(pod, Pod):  # a malformed pod is reported by the cache
-                owner_task = self._owners.get(owner["uid"]) if needs_owner and owner else None
-                self._spawn(self._group(pod, owner_task))
+        owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
+        if owner is not None and (owner.api_version, owner.kind) not in OWNERS:
+            owner = None  # not a controller whose annotation sizes the group
+        if owner is not None and owner.uid not in self._owners:
+            self._owners[owner.uid] = self._spawn(self._read_owner(owner, meta.namespace))
+        if self._create and meta.uid and meta.uid not in self._grouping:
+            self._grouping.add(meta.uid)
+            self._spawn(self._group(pod, self._owners[owner.uid] if owner else None))
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -74,11 +65,11 @@ class BarePods:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _read_owner(self, owner: Mapping[str, Any], namespace: str) -> int:
-        resource = OWNERS[(owner["apiVersion"], owner["kind"])]
+    async def _read_owner(self, owner: OwnerReference, namespace: str) -> int:
+        resource = OWNERS[(owner.api_version, owner.kind)]
         value = 1
         try:
-            obj = await self._rest.call("get", resource, namespace=namespace, name=owner["name"])
+            obj = await self._rest.call("get", resource, namespace=namespace, name=owner.name)
             raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(
                 GROUP_MIN_MEMBER_ANNOTATION, ""
             )
@@ -86,12 +77,12 @@ class BarePods:
         except _READ_ERRORS as exc:
             log.info(
                 "%s %s/%s: group-min-member taken as 1 (%s)",
-                owner["kind"],
+                owner.kind,
                 namespace,
-                owner["name"],
+                owner.name,
                 exc,
             )
-        self._cache.set_owner_min_member(str(owner["uid"]), value)
+        self._cache.set_owner_min_member(owner.uid, value)
         return value
 
     async def _group(self, pod: Pod, owner: asyncio.Task[int] | None) -> None:

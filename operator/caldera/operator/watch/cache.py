@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from caldera.cache.state import Changes, ClusterState
+from caldera.models.core import Pod
 from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
 from caldera.operator.logs import about
@@ -91,7 +92,7 @@ class Cache:
         kinds: Iterable[Kind] | None = None,
         on_news: Callable[[], None] = lambda: None,
         on_malformed: Callable[[Kind, Raw, str], None] = lambda kind, raw, message: None,
-        on_bare_pod: Callable[[Raw], None] = lambda raw: None,
+        on_bare_pod: Callable[[Pod], None] = lambda pod: None,
     ) -> None:
         self.state = ClusterState()
         self.kinds = {k.name: k for k in (kinds if kinds is not None else KINDS.values())}
@@ -110,8 +111,8 @@ class Cache:
         self._unsynced = set(self.kinds)
         self.synced = asyncio.Event()
         """Set once every kind has been listed: the first session may run."""
-        self.events = 0
         self.parsed = 0
+        """How many objects were validated (the rest of the events changed nothing read)."""
 
     # -- what the informers call -------------------------------------------------------------
 
@@ -132,7 +133,6 @@ class Cache:
             self._on_news()
 
     def apply(self, kind: Kind, event: str, raw: Raw) -> None:
-        self.events += 1
         key = self._key(kind, raw)
         if event == "DELETED":
             self._drop(kind, key)
@@ -170,12 +170,17 @@ class Cache:
         if node is None:
             self._bound.pop(key, None)
         if kind.name == "Pod":
-            self._pod_news(raw, old, previous, prints[key])
+            self._pod_news(raw, obj, old, previous, prints[key])
         elif previous is None or previous != prints[key]:
             self._on_news()
 
     def _pod_news(
-        self, raw: Raw, old: Any, previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None
+        self,
+        raw: Raw,
+        pod: Pod,
+        old: Pod | None,
+        previous: tuple[Any, ...] | None,
+        mark: tuple[Any, ...] | None,
     ) -> None:
         spec = raw.get("spec") or {}
         meta = raw.get("metadata") or {}
@@ -187,21 +192,25 @@ class Cache:
                 # verdict coming back, not news
                 if previous is None or _without_verdict(previous) != _without_verdict(mark):
                     self._on_news()
-                self.on_bare_pod(raw)
+                self.on_bare_pod(pod)
         elif done and (old is None or not _done(old)):
             self._on_news()  # capacity freed
 
-    def _drop(self, kind: Kind, key: str) -> None:
+    def _forget(self, kind: Kind, key: str) -> Any:
+        """Take ``key`` out of everything kept about it; returns the object it held, if any."""
         self._prints[kind.name].pop(key, None)
         self._json[kind.table].pop(key, None)
         self._bound.pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.pop(key, None)
+        if old is not None:
+            self._dirty.setdefault(kind.table, set()).add(key)
+        return old
+
+    def _drop(self, kind: Kind, key: str) -> None:
         self._malformed.pop(f"{kind.name}/{key}", None)
-        if old is None:
-            return
-        self._dirty.setdefault(kind.table, set()).add(key)
-        if kind.name != "Pod" or old.spec.node_name:
+        old = self._forget(kind, key)
+        if old is not None and (kind.name != "Pod" or old.spec.node_name):
             self._on_news()  # capacity or a constraint went away
 
     def _malformed_object(self, kind: Kind, key: str, raw: Raw, error: ObjectError) -> None:
@@ -211,12 +220,7 @@ class Cache:
             log.warning("skipping malformed object: %s", text, extra=self._about(kind, raw))
             self._on_malformed(kind, raw, error.message)
         # what was stored before is no longer the object: leave it out until it is valid again
-        self._prints[kind.name].pop(key, None)
-        self._json[kind.table].pop(key, None)
-        self._bound.pop(key, None)
-        table: dict[str, Any] = getattr(self.state, kind.table)
-        if table.pop(key, None) is not None:
-            self._dirty.setdefault(kind.table, set()).add(key)
+        if self._forget(kind, key) is not None:
             self._on_news()
 
     @staticmethod
@@ -237,29 +241,34 @@ class Cache:
             self._dirty.setdefault("owner_min_members", set()).add(uid)
             self._on_news()
 
-    def take_changes(self, *, encoded: bool = False) -> Changes:
-        """The objects stored and the keys dropped since the last call (``encoded``: the API
-        kinds' objects as JSON, see :attr:`Changes.encoded`)."""
+    def take_changes(self) -> Changes:
+        """What was stored and dropped since the last call, for the session process: the API
+        kinds' objects as the JSON they came in (see :class:`Changes`), binds as just the node."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
-        bound = self._bound if encoded else {}
+        bound = self._bound
         for table, keys in self._dirty.items():
-            as_json = self._json.get(table) if encoded else None
-            store: dict[str, Any] = as_json if as_json is not None else getattr(self.state, table)
+            store: dict[str, Any] = (
+                self._json[table] if table in self._json else getattr(self.state, table)
+            )
             sent = keys - bound.keys() if table == "pods" else keys
             stored = {k: store[k] for k in sent if k in store}
             tables[table] = (stored, [k for k in sent if k not in store])
+        self.forget_changes()
+        return Changes(tables, bound=bound)
+
+    def forget_changes(self) -> None:
+        """Start recording changes afresh (whoever reads the state has all of it)."""
         self._dirty = {}
         self._bound = {}
-        return Changes(tables, encoded=encoded, bound=bound)
 
     def everything(self) -> Changes:
-        """The whole state, encoded, for a new session process."""
+        """The whole state, for a new session process."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {
             table: (dict(stored), []) for table, stored in self._json.items()
         }
         tables["owner_min_members"] = (dict(self.state.owner_min_members), [])
-        self._bound = {}
-        return Changes(tables, full=True, encoded=True)
+        self.forget_changes()
+        return Changes(tables, full=True)
 
 
 def _encode(kind: Kind, raw: Raw) -> bytes:
@@ -293,7 +302,7 @@ def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     return None if mark is None else mark[:_VERDICT] + mark[_VERDICT + 1 :]
 
 
-def _done(pod: Any) -> bool:
+def _done(pod: Pod) -> bool:
     return (
         pod.status.phase in ("Succeeded", "Failed") or pod.metadata.deletion_timestamp is not None
     )
