@@ -18,11 +18,12 @@ write per object:
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
 from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.k8s.resources import PODGROUPS, PODS, QUEUES
-from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Rest
+from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Resource, Rest
 from caldera.models.base import format_timestamp
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.retry import WorkQueue
@@ -72,32 +73,13 @@ class StatusWriter:
                 "conditions": [c.to_api() for c in st.conditions],
             }
         }
-        try:
-            await self._rest.call(
-                "patch",
-                PODGROUPS,
-                namespace=st.namespace,
-                name=st.name,
-                body=patch,
-                content_type=MERGE_PATCH,
-            )
-        except API_ERRORS as exc:
-            return gives_up(exc)
-        return True
+        failed = await self._patch(PODGROUPS, st.name, patch, namespace=st.namespace)
+        return failed is None or gives_up(failed)
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
-        try:
-            await self._rest.call(
-                "patch",
-                QUEUES,
-                name=name,
-                subresource="status",
-                body={"status": {"allocated": st.allocated}},
-                content_type=MERGE_PATCH,
-            )
-        except API_ERRORS as exc:
-            return gives_up(exc)
-        return True
+        patch = {"status": {"allocated": st.allocated}}
+        failed = await self._patch(QUEUES, name, patch, subresource="status")
+        return failed is None or gives_up(failed)
 
     async def _pod(self, key: str, cond: PodCondition) -> bool:
         patch = {
@@ -113,18 +95,16 @@ class StatusWriter:
                 ]
             }
         }
-        try:
-            await self._rest.call(
-                "patch",
-                PODS,
-                namespace=cond.namespace,
-                name=cond.name,
-                subresource="status",
-                body=patch,
-                content_type=STRATEGIC_MERGE_PATCH,
-            )
-        except API_ERRORS as exc:
-            return gives_up(exc)
+        failed = await self._patch(
+            PODS,
+            cond.name,
+            patch,
+            namespace=cond.namespace,
+            subresource="status",
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+        if failed is not None:
+            return gives_up(failed)
         self._events.pod(
             cond.namespace,
             cond.name,
@@ -134,3 +114,28 @@ class StatusWriter:
             message=cond.message,
         )
         return True
+
+    async def _patch(
+        self,
+        resource: Resource,
+        name: str,
+        body: dict[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str = "",
+        content_type: str = MERGE_PATCH,
+    ) -> BaseException | None:
+        """One status patch; the failure, if it failed."""
+        try:
+            await self._rest.call(
+                "patch",
+                resource,
+                namespace=namespace,
+                name=name,
+                subresource=subresource,
+                body=body,
+                content_type=content_type,
+            )
+        except API_ERRORS as exc:
+            return exc
+        return None
