@@ -58,10 +58,13 @@ def node(
     unschedulable: bool = False,
     ready: bool = True,
     images: Mapping[str, int] | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> Node:
     raw = {
         "kind": "Node",
-        "metadata": _meta(name, None, None, labels=dict(labels or {})),
+        "metadata": _meta(
+            name, None, None, labels=dict(labels or {}), annotations=dict(annotations or {})
+        ),
         "spec": {"unschedulable": unschedulable, "taints": list(taints)},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})},
@@ -289,11 +292,17 @@ NOW = 2e9
 """Session time of ``open_session()``: later than every builder default creation time."""
 
 
-def snapshot_of(objects: Iterable[Obj], *, now: float = NOW) -> Snapshot:
+def snapshot_of(
+    objects: Iterable[Obj], *, now: float = NOW, managed: frozenset[str] = frozenset()
+) -> Snapshot:
     """The snapshot of ``state_of(objects)`` for the ``volcano`` scheduler; no object may be left
     out as a problem."""
     snapshot, problems = build_snapshot(
-        state_of(objects), scheduler_names=["volcano"], now=now, session_id="test"
+        state_of(objects),
+        scheduler_names=["volcano"],
+        now=now,
+        session_id="test",
+        managed_resources=managed,
     )
     assert not problems, problems
     return snapshot
@@ -304,7 +313,8 @@ def new_session(
 ) -> Session:
     """A session on ``snapshot_of(objects)`` under ``policy(policy_yaml, registry)``, not yet
     opened: no plugin has registered anything."""
-    return Session(snapshot_of(objects), policy(policy_yaml, registry), registry)
+    pol = policy(policy_yaml, registry)
+    return Session(snapshot_of(objects, managed=pol.managed_resources), pol, registry)
 
 
 def open_session(

@@ -22,6 +22,7 @@ from caldera.plugins.priority import PriorityPlugin
 BUILT_IN_PLUGINS = [
     "binpack",
     "conformance",
+    "deviceshare",
     "drf",
     "gang",
     "nodeorder",

@@ -31,6 +31,7 @@ class NodeTable:
         "_label_columns",
         "_topologies",
         "allocatable",
+        "annotations",
         "changes",
         "future_idle",
         "idle",
@@ -77,6 +78,9 @@ class NodeTable:
         self._topologies: dict[str, tuple[npt.NDArray[np.intp], int]] = {}
         self.changes: list[int] = []
         """Append-only log of rows whose accounting changed this session."""
+        self.annotations: list[dict[str, str]] = [{} for _ in range(n)]
+        """Per node, its annotations (device registrations); shared with the API objects, so
+        read only."""
         self.images: list[dict[str, int]] = [{} for _ in range(n)]
         """Per node, image name → size in bytes (from ``status.images``; every name of an
         image is listed)."""

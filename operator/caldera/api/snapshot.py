@@ -38,6 +38,8 @@ class Snapshot:
     dra: DraObjects = field(default_factory=DraObjects)
     """ResourceClaims, DeviceClasses, ResourceSlices and the pods' claim statuses
     (DynamicResources)."""
+    quotas: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from caldera.api.resources import Vector
 from caldera.models.core import PodSpec
 
-__all__ = ["ALLOCATED_STATUSES", "Task", "TaskStatus", "Transaction"]
+__all__ = ["ALLOCATED_STATUSES", "NodeLock", "Task", "TaskStatus", "Transaction"]
 
 
 class TaskStatus(enum.Enum):
@@ -38,6 +38,16 @@ ALLOCATED_STATUSES = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
 )
 """States in which a task holds resources on a node (Volcano's ``AllocatedStatus``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLock:
+    """HAMi's node lock, taken before the pod's device annotations and binding are written and
+    released by the device plugin once it has handed the cards to the container."""
+
+    timeout: float
+    """Seconds after which another pod's lock counts as stale and is taken over."""
+    key: str = "hami.io/mutex.lock"
 
 
 @dataclass(slots=True, frozen=True)
@@ -74,7 +84,9 @@ class Task:
     node_name: str = ""
     last_transaction: Transaction | None = None
     bind_annotations: dict[str, str] = field(default_factory=dict)
-    """Annotations plugins want written with the binding (e.g. device assignments)."""
+    """Annotations plugins want on the pod before its binding (e.g. device assignments)."""
+    node_lock: NodeLock | None = None
+    """The node lock to hold while those annotations and the binding are written."""
 
     @property
     def key(self) -> str:

@@ -116,7 +116,13 @@ class PodMemo:
             del self._facts[gone]
 
 
-def _resource_names(state: ClusterState, memo: PodMemo) -> Iterable[str]:
+def _resource_names(state: ClusterState, memo: PodMemo, managed: frozenset[str]) -> Iterable[str]:
+    for name in _all_resource_names(state, memo):
+        if name not in managed:
+            yield name
+
+
+def _all_resource_names(state: ClusterState, memo: PodMemo) -> Iterable[str]:
     for node in state.nodes.values():
         yield from node.allocatable
     for key, pod in state.pods.items():
@@ -160,6 +166,7 @@ class _Builder:
             [n.spec.taints for n in ready],
             [n.spec.unschedulable for n in ready],
         )
+        table.annotations = [n.metadata.annotations for n in ready]
         table.images = [
             {name: image.size_bytes for image in n.status.images for name in image.names}
             for n in ready
@@ -307,6 +314,7 @@ def build_snapshot(
     default_queue: str = "default",
     memo: PodMemo | None = None,
     bare_pods_in_memory: bool = False,
+    managed_resources: frozenset[str] = frozenset(),
 ) -> tuple[Snapshot, list[ObjectError]]:
     """The session's snapshot of ``state``; pass the same ``memo`` to every call to compute
     each pod version's requests once.
@@ -314,11 +322,14 @@ def build_snapshot(
     ``bare_pods_in_memory``: a pod of ours without a PodGroup joins the group Volcano's
     pg-controller would make for it (``podgroup-<controller or pod UID>``), held in memory only,
     instead of waiting for that PodGroup object to exist.
+
+    ``managed_resources`` (the policy's :attr:`~caldera.framework.policy.Policy.managed_resources`)
+    are left out of every request and capacity: a plugin accounts for them itself.
     """
     names = frozenset(scheduler_names)
     memo = memo if memo is not None else PodMemo()
     b = _Builder(state, names, default_queue, memo)
-    space = ResourceSpace(_resource_names(state, memo))
+    space = ResourceSpace(_resource_names(state, memo, managed_resources))
     table = b.nodes(space)
     queues = b.queues(space)
     default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
@@ -403,5 +414,16 @@ def build_snapshot(
             },
         ),
     )
+    snapshot.quotas = _quotas(state)
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
+
+
+def _quotas(state: ClusterState) -> dict[str, dict[str, float]]:
+    """Per namespace, the tightest ``spec.hard`` of each resource over its ResourceQuotas."""
+    out: dict[str, dict[str, float]] = {}
+    for quota in state.resource_quotas.values():
+        hard = out.setdefault(quota.metadata.namespace or "default", {})
+        for name, value in quota.spec.hard.items():
+            hard[name] = min(value, hard.get(name, value))
+    return out

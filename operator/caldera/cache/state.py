@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.kinds import KINDS, kind_of_model
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
@@ -31,6 +31,7 @@ StateObject = (
     | ResourceClaimTemplate
     | DeviceClass
     | ResourceSlice
+    | ResourceQuota
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -61,6 +62,8 @@ class ClusterState:
     """By ``namespace/name``."""
     device_classes: dict[str, DeviceClass] = field(default_factory=dict)
     resource_slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    resource_quotas: dict[str, ResourceQuota] = field(default_factory=dict)
+    """By ``namespace/name`` (device quota)."""
     owner_min_members: dict[str, int] = field(default_factory=dict)
     """The ``group-min-member`` of controllers that own bare pods, by controller UID (1 when the
     controller has none); a bare pod whose controller is not here yet waits for it."""

@@ -7,15 +7,18 @@ node's usage, app containers in order against one shared copy. The node's verdic
 reason string (``"1/4 CardInsufficientMemory, 3/4 CardNotHealth"``). Usage is rebuilt from what
 running pods were given, as HAMi rebuilds it.
 
-Not here yet: topology-aware selection by pair score, MIG placement, namespace quota, and comma
-chains of GPU policies other than ``numa`` grouping.
+Topology-aware selection uses the node's pair scores (§4.2: one card: the worst connected of the
+fitting cards; several: the best connected combination), and the namespace quota (§6) is checked
+per card against what the pod was given so far. Not here: MIG placement, and comma chains of GPU
+policies other than ``numa`` grouping.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from caldera.devices.model import Card, CardRequest, Grant
 
@@ -23,10 +26,13 @@ __all__ = [
     "CardUse",
     "FitOptions",
     "NodeFit",
+    "Quota",
     "card_order",
     "card_score",
     "fit_node",
+    "kind_ok",
     "node_score",
+    "pod_usage",
     "reason_text",
     "usage_of",
 ]
@@ -57,6 +63,25 @@ class FitOptions:
     cordoned: frozenset[str] = frozenset()
     weights: tuple[int, int, int] = (1, 1, 1)
     """(slot, core, memory) weights of the card score."""
+    pair_scores: Mapping[str, Mapping[str, int]] = field(
+        default_factory=dict, hash=False, compare=False
+    )
+    """The node's link score between two cards (topology-aware policy)."""
+    quota: Quota | None = None
+    """What the pod's namespace may still take (None: no GPU quota there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """§6: what a namespace may still take, summed over every card of its pods (None: no limit)."""
+
+    memory: int | None = None
+    cores: int | None = None
+
+    def allows(self, memory: int, cores: int) -> bool:
+        return (self.memory is None or memory <= self.memory) and (
+            self.cores is None or cores <= self.cores
+        )
 
 
 @dataclass(slots=True)
@@ -119,24 +144,39 @@ def card_order(
     return sorted(range(len(cards)), key=lambda i: (-scores[i], cards[i].numa))
 
 
-def _type_ok(card: Card, request: CardRequest, opts: FitOptions, vendor: str) -> bool:
-    model = card.type.lower()
-    if opts.use_types and not any(t.lower() in model for t in opts.use_types):
+def kind_ok(model: str, mode: str, request: CardRequest, opts: FitOptions, vendor: str) -> bool:
+    """Step 3 of the walk: the card's model and mode suit the pod's selectors, and the request is
+    this vendor's."""
+    lowered = model.lower()
+    if opts.use_types and not any(t.lower() in lowered for t in opts.use_types):
         return False
-    if any(t.lower() in model for t in opts.nouse_types):
+    if any(t.lower() in lowered for t in opts.nouse_types):
         return False
-    if opts.vgpu_mode is not None and card.mode not in opts.vgpu_mode:
+    if opts.vgpu_mode is not None and mode not in opts.vgpu_mode:
         return False
     return request.vendor == vendor
 
 
+def _type_ok(card: Card, request: CardRequest, opts: FitOptions, vendor: str) -> bool:
+    return kind_ok(card.type, card.mode, request, opts, vendor)
+
+
 def _fit_container(
-    cards: Sequence[Card], uses: list[CardUse], request: CardRequest, opts: FitOptions, vendor: str
+    cards: Sequence[Card],
+    uses: list[CardUse],
+    request: CardRequest,
+    opts: FitOptions,
+    vendor: str,
+    given: tuple[int, int] = (0, 0),
 ) -> tuple[list[Grant] | None, Counter[str]]:
-    """§4.2: the cards for one container, or the reasons each card said no."""
+    """§4.2: the cards for one container, or the reasons each card said no. ``given`` is the
+    (memory, cores) earlier containers of the pod were given (the quota counts them)."""
     reasons: Counter[str] = Counter()
     nums = request.nums
     taken: list[Grant] = []
+    policy = {p.strip() for p in opts.gpu_policy.split(",")}
+    topology = "topology-aware" in policy
+    mutex = "mutex" in policy
     prev_numa: int | None = None
     for i in reversed(card_order(cards, uses, request, opts)):
         card, use = cards[i], uses[i]
@@ -160,11 +200,17 @@ def _fit_container(
         if card.count <= use.used:
             reasons["CardTimeSlicingExhausted"] += 1
             continue
-        if "mutex" in opts.gpu_policy and use.used > 0:
+        if mutex and use.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             continue
         cores = min(request.coresreq, 100)
         mem = request.memory_on(card)
+        if opts.quota is not None and not opts.quota.allows(
+            given[0] + sum(g.memory for g in taken) + mem,
+            given[1] + sum(g.cores for g in taken) + cores,
+        ):
+            reasons["ResourceQuotaNotFit"] += 1
+            continue
         if card.devmem - use.usedmem < mem:
             reasons["CardInsufficientMemory"] += 1
             continue
@@ -178,12 +224,41 @@ def _fit_container(
             reasons["CardComputeUnitsExhausted"] += 1
             continue
         taken.append(Grant(card.id, request.vendor, mem, cores))
+        if topology:
+            continue  # every fitting card is collected; the pair scores choose below
         nums -= 1
         if nums == 0:
             return taken, reasons
+    if topology and len(taken) >= request.nums:
+        return _by_topology(taken, request.nums, opts.pair_scores), reasons
     if taken:
         reasons["AllocatedCardsInsufficientRequest"] += len(taken)
     return None, reasons
+
+
+def _by_topology(
+    fitting: list[Grant], nums: int, scores: Mapping[str, Mapping[str, int]]
+) -> list[Grant]:
+    """One card: the worst connected of the fitting cards (the well connected stay free for
+    multi-card pods); several: the combination with the highest summed pair score. Ties keep
+    the walk order (the first found wins)."""
+
+    def link(a: Grant, b: Grant) -> int:
+        return scores.get(a.uuid, {}).get(b.uuid, 0)
+
+    if nums == 1:
+        best = min(
+            range(len(fitting)),
+            key=lambda i: sum(link(fitting[i], o) for j, o in enumerate(fitting) if j != i),
+        )
+        return [fitting[best]]
+    best_combo: tuple[Grant, ...] = tuple(fitting[:nums])
+    best_score = -1
+    for combo in combinations(fitting, nums):
+        total = sum(link(a, b) for a, b in combinations(combo, 2))
+        if total > best_score:
+            best_combo, best_score = combo, total
+    return list(best_combo)
 
 
 def _take(cards: Sequence[Card], uses: list[CardUse], grants: Sequence[Grant]) -> None:
@@ -213,6 +288,7 @@ def fit_node(
     own = [cards[i] for i in ours]
     shared = [uses[i].copy() for i in ours]
     grants: list[list[Grant]] = []
+    given = (0, 0)
     for init, request in requests:
         if request is None:
             grants.append([])
@@ -222,13 +298,41 @@ def fit_node(
             return NodeFit(None, reason_text(counts, len(own)), counts)
         # each init container sees the node as it is; app containers see each other
         pool = [uses[i].copy() for i in ours] if init else shared
-        chosen, reasons = _fit_container(own, pool, request, opts, vendor)
+        chosen, reasons = _fit_container(own, pool, request, opts, vendor, given)
         if chosen is None:
             return NodeFit(None, reason_text(reasons, len(own)), reasons)
+        given = (
+            given[0] + sum(g.memory for g in chosen),
+            given[1] + sum(g.cores for g in chosen),
+        )
         if not init:
             _take(own, shared, chosen)
         grants.append(chosen)
     return NodeFit(grants)
+
+
+def pod_usage(inits: int, containers: Sequence[Sequence[Grant]]) -> dict[str, CardUse]:
+    """§3.5 for one pod: per card, app containers summed (one slot each), init containers as
+    their peak (one slot), the larger of the two counting."""
+    app: dict[str, CardUse] = {}
+    peak: dict[str, CardUse] = {}
+    for n, grants in enumerate(containers):
+        for g in grants:
+            if n < inits:
+                p = peak.setdefault(g.uuid, CardUse(used=1))
+                p.usedmem, p.usedcores = max(p.usedmem, g.memory), max(p.usedcores, g.cores)
+            else:
+                a = app.setdefault(g.uuid, CardUse())
+                a.used += 1
+                a.usedmem += g.memory
+                a.usedcores += g.cores
+    out: dict[str, CardUse] = {}
+    for uuid in app.keys() | peak.keys():
+        a, p = app.get(uuid, CardUse()), peak.get(uuid, CardUse())
+        out[uuid] = CardUse(
+            max(a.used, p.used), max(a.usedmem, p.usedmem), max(a.usedcores, p.usedcores)
+        )
+    return out
 
 
 def usage_of(
@@ -240,24 +344,10 @@ def usage_of(
     at = {c.id: i for i, c in enumerate(cards)}
     uses = [CardUse() for _ in cards]
     for inits, containers in pods:
-        app: dict[int, CardUse] = {}
-        peak: dict[int, CardUse] = {}
-        for n, grants in enumerate(containers):
-            for g in grants:
-                i = at.get(g.uuid)
-                if i is None:
-                    continue
-                if n < inits:
-                    p = peak.setdefault(i, CardUse(used=1))
-                    p.usedmem, p.usedcores = max(p.usedmem, g.memory), max(p.usedcores, g.cores)
-                else:
-                    a = app.setdefault(i, CardUse())
-                    a.used += 1
-                    a.usedmem += g.memory
-                    a.usedcores += g.cores
-        for i in app.keys() | peak.keys():
-            a, p = app.get(i, CardUse()), peak.get(i, CardUse())
-            uses[i].used += max(a.used, p.used)
-            uses[i].usedmem += max(a.usedmem, p.usedmem)
-            uses[i].usedcores += max(a.usedcores, p.usedcores)
+        for uuid, use in pod_usage(inits, containers).items():
+            i = at.get(uuid)
+            if i is not None:
+                uses[i].used += use.used
+                uses[i].usedmem += use.usedmem
+                uses[i].usedcores += use.usedcores
     return uses

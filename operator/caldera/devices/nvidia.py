@@ -31,9 +31,11 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
+from caldera.devices.vendor import HAMI_KEYS, Vendor
 
 __all__ = [
     "CORDON_ANNOTATION",
+    "NVIDIA",
     "REGISTER_ANNOTATION",
     "RESOURCES",
     "SCORE_ANNOTATION",
@@ -321,3 +323,26 @@ def pod_options(
 def node_policy(annotations: Mapping[str, str], default: str) -> str:
     """``binpack`` or ``spread`` for choosing among nodes (the pod's annotation wins)."""
     return annotations.get(NODE_POLICY) or default
+
+
+def _options(annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str]) -> FitOptions:
+    return pod_options(annotations, gpu_policy=gpu_policy, cordon=cordon)
+
+
+NVIDIA = Vendor(
+    name=VENDOR,
+    register_annotation=REGISTER_ANNOTATION,
+    resources=RESOURCES,
+    quota_memory=MEMORY,
+    quota_cores=CORES,
+    keys=HAMI_KEYS,
+    read_cards=registered_cards,
+    read_request=container_request,
+    read_options=_options,
+    encode=encode_allocation,
+    decode=decode_allocation,
+    score_annotation=SCORE_ANNOTATION,
+    read_pair_scores=pair_scores,
+    cordon_annotation=CORDON_ANNOTATION,
+)
+"""HAMi's NVIDIA dialect."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from caldera.api.task import NodeLock
 from caldera.models.volcano import PodGroupCondition
 
 __all__ = [
@@ -72,6 +73,8 @@ class Bind:
     """Volume bindings and provisioning requests to write before the binding."""
     claims: tuple[ClaimReservation, ...] = ()
     """ResourceClaim allocations and reservations to write before the binding."""
+    node_lock: NodeLock | None = None
+    """Take this lock on the node before writing the annotations (shared devices)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ class NoArgs(Args):
 
 
 A = TypeVar("A", bound=Args)
+_AnyArgs = Args  # ``Args`` inside the plugin class means the plugin's own argument model
 
 
 class Plugin(Generic[A]):
@@ -43,6 +44,13 @@ class Plugin(Generic[A]):
     def __init__(self, args: A, option: PluginOption) -> None:
         self.args = args
         self.option = option
+
+    @classmethod
+    def managed_resources(cls, args: _AnyArgs) -> frozenset[str]:
+        """Resource names this plugin, with these arguments, accounts for itself (device
+        shares): the generic resource fit leaves them alone, as Volcano's ignored device
+        resources."""
+        return frozenset()
 
     def on_session_open(self, ssn: Session) -> None:
         """Register extension-point functions on ``ssn``."""

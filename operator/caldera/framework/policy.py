@@ -59,6 +59,8 @@ class PluginOption:
     disabled: frozenset[str] = frozenset()
     """Extension points this plugin's ``enableXxx: false`` switches turn off."""
     hierarchy: bool = False
+    managed: frozenset[str] = frozenset()
+    """Resources the plugin accounts for itself (kept out of the generic resource fit)."""
 
     def enabled(self, point: str) -> bool:
         return point not in self.disabled
@@ -80,6 +82,12 @@ class Policy:
     @property
     def layout(self) -> list[list[str]]:
         return [[opt.name for opt in tier] for tier in self.tiers]
+
+    @property
+    def managed_resources(self) -> frozenset[str]:
+        """Resources some plugin accounts for itself: the snapshot leaves them out of requests
+        and capacities, so the generic fit never sees them (nodes do not advertise them)."""
+        return frozenset().union(*(opt.managed for tier in self.tiers for opt in tier))
 
     def option(self, plugin: str) -> PluginOption | None:
         for tier in self.tiers:
@@ -128,7 +136,13 @@ def _plugin_option(raw: Any, key: str, registry: Registry, source: str) -> Plugi
         elif not value:
             disabled.update(POINT_FLAGS[opt_key])
     args = _validate_args(cls.Args, raw.get("arguments"), f"{key}.arguments", source)
-    return PluginOption(name=name, args=args, disabled=frozenset(disabled), hierarchy=hierarchy)
+    return PluginOption(
+        name=name,
+        args=args,
+        disabled=frozenset(disabled),
+        hierarchy=hierarchy,
+        managed=cls.managed_resources(args),
+    )
 
 
 def _actions(raw: Any, registry: Registry, source: str) -> list[str]:

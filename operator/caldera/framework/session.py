@@ -303,7 +303,12 @@ class Session:
         """Send an allocated task to the binder."""
         self.jobs[task.job].set_status(task, TaskStatus.BINDING)
         bind = Bind(
-            task.namespace, task.name, task.uid, task.node_name, dict(task.bind_annotations)
+            task.namespace,
+            task.name,
+            task.uid,
+            task.node_name,
+            dict(task.bind_annotations),
+            node_lock=task.node_lock,
         )
         self.result.binds.append(bind)
         if self.on_bind is not None:

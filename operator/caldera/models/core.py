@@ -31,6 +31,7 @@ __all__ = [
     "PodResourceClaim",
     "PodResourceClaimStatus",
     "PriorityClass",
+    "ResourceQuota",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
@@ -370,6 +371,17 @@ class Namespace(ApiModel):
     """Namespaces are read for their labels (pod affinity's ``namespaceSelector``)."""
 
     metadata: ObjectMeta
+
+
+class ResourceQuotaSpec(ApiModel):
+    hard: ResourceList = Field(default_factory=dict)
+
+
+class ResourceQuota(ApiModel):
+    """Namespace quotas, read for HAMi's device quota (``limits.nvidia.com/gpumem`` …)."""
+
+    metadata: ObjectMeta
+    spec: ResourceQuotaSpec = Field(default_factory=ResourceQuotaSpec)
 
 
 class PriorityClass(ApiModel):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from caldera.models.core import Namespace, Node, Pod, PriorityClass
+from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
@@ -123,6 +123,7 @@ KINDS: dict[str, Kind] = _kinds(
         False,
         "resource_slices",
     ),
+    Kind("ResourceQuota", "", "v1", "resourcequotas", ResourceQuota, True, "resource_quotas"),
     Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
 )
 """Every kind the scheduler reads, by kind name."""

@@ -105,6 +105,7 @@ def explain(
         now=0.0,
         session_id=stable_uid("Session", "explain"),
         default_queue=default_queue,
+        managed_resources=policy.managed_resources,
     )
     ssn = Session(snapshot, policy, registry)
     ssn.open()

@@ -208,6 +208,7 @@ def simulate(
             now=now,
             session_id=stable_uid("Session", str(cycle)),
             default_queue=default_queue,
+            managed_resources=policy.managed_resources,
         )
         result = run_cycle(snapshot, policy, registry)
         sim.cycles.append(CycleRecord(cycle, now, result, problems))

@@ -81,6 +81,7 @@ def decide(
         default_queue=config.default_queue,
         memo=memo,
         bare_pods_in_memory=config.bare_pods_in_memory,
+        managed_resources=policy.managed_resources,
     )
     return run_cycle(snapshot, policy, registry, on_bind), problems
 

@@ -1,0 +1,223 @@
+"""One vendor's cards on every node as (nodes × cards) numpy arrays, with usage kept current.
+
+HAMi fits a pod by walking every node's cards in Python. Here the walk's per-card checks (health,
+cordon, model and mode, UUID selectors, sharing slots, mutex, memory, cores, exclusive use,
+compute exhausted) are evaluated for all cards of all nodes at once, in HAMi's order, so each card
+fails on the first check it fails, exactly as the walk counts it. For a pod whose cards come from
+one container (or from init containers, which each see the node as it is), the number of cards
+passing decides the node exactly as HAMi's walk would, because the walk takes every passing card
+until it has enough; the per-node reason counts are HAMi's too. Pods the arrays cannot decide
+alone (several app containers sharing the node, NUMA binding, a namespace quota) are screened
+here and then fitted exactly, node by node, only on the nodes that survive. The exact per-card
+choice (:func:`caldera.devices.fit.fit_node`) runs only for the node a pod is placed on.
+
+Complexity per container request: O(N·G) numpy work for N nodes of at most G cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.devices.fit import CardUse, FitOptions, pod_usage
+from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
+
+__all__ = ["DeviceTable", "Screen"]
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+Screen = tuple[BoolArray, dict[str, IntArray]]
+"""(node fits, per reason the number of cards that failed for it on each node)."""
+
+
+class DeviceTable:
+    """The cards of one vendor, rows aligned with the snapshot's node table."""
+
+    __slots__ = (
+        "at",
+        "cards",
+        "cordon",
+        "count",
+        "devcore",
+        "devmem",
+        "health",
+        "ids",
+        "kind",
+        "kinds",
+        "mine",
+        "ncards",
+        "used",
+        "usedcores",
+        "usedmem",
+        "vendor",
+    )
+
+    def __init__(
+        self,
+        vendor: str,
+        cards: Sequence[Sequence[Card]],
+        cordoned: Sequence[frozenset[str]],
+    ) -> None:
+        n = len(cards)
+        g = max((len(c) for c in cards), default=0)
+        self.vendor = vendor
+        self.cards: list[tuple[Card, ...]] = [tuple(c) for c in cards]
+        self.at: list[dict[str, int]] = [{c.id: j for j, c in enumerate(row)} for row in cards]
+        shape = (n, g)
+        self.count: IntArray = np.zeros(shape, dtype=np.int64)
+        self.devmem: IntArray = np.zeros(shape, dtype=np.int64)
+        self.devcore: IntArray = np.zeros(shape, dtype=np.int64)
+        self.health: BoolArray = np.zeros(shape, dtype=bool)
+        self.mine: BoolArray = np.zeros(shape, dtype=bool)
+        """A card of this vendor (its model names the vendor); padding is False."""
+        self.cordon: BoolArray = np.zeros(shape, dtype=bool)
+        self.kind: IntArray = np.full(shape, -1, dtype=np.int64)
+        """Index into :attr:`kinds` (model and mode) of every card."""
+        self.ids: npt.NDArray[np.object_] = np.full(shape, "", dtype=object)
+        self.kinds: list[tuple[str, str]] = []
+        kind_ids: dict[tuple[str, str], int] = {}
+        word = vendor.lower()
+        for i, row in enumerate(cards):
+            for j, c in enumerate(row):
+                self.count[i, j], self.devmem[i, j], self.devcore[i, j] = (
+                    c.count,
+                    c.devmem,
+                    c.devcore,
+                )
+                self.health[i, j] = c.health
+                self.mine[i, j] = word in c.type.lower()
+                self.cordon[i, j] = c.id in cordoned[i]
+                self.ids[i, j] = c.id
+                key = (c.type, c.mode)
+                self.kind[i, j] = kind_ids.setdefault(key, len(kind_ids))
+        self.kinds = list(kind_ids)
+        self.ncards: IntArray = self.mine.sum(axis=1)
+        self.used: IntArray = np.zeros(shape, dtype=np.int64)
+        self.usedmem: IntArray = np.zeros(shape, dtype=np.int64)
+        self.usedcores: IntArray = np.zeros(shape, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.cards)
+
+    # -- usage ---------------------------------------------------------------------------
+
+    def uses(self, row: int) -> list[CardUse]:
+        """The row's cards' usage as :func:`~caldera.devices.fit.fit_node` takes it."""
+        return [
+            CardUse(int(u), int(m), int(c))
+            for u, m, c in zip(
+                self.used[row, : len(self.cards[row])],
+                self.usedmem[row, : len(self.cards[row])],
+                self.usedcores[row, : len(self.cards[row])],
+                strict=True,
+            )
+        ]
+
+    def apply(
+        self, row: int, inits: int, containers: Sequence[Sequence[Grant]], sign: int = 1
+    ) -> None:
+        """Add (``sign`` 1) or remove (-1) one pod's grants on node ``row``; grants on cards the
+        node does not register are ignored (§3.5)."""
+        at = self.at[row]
+        for uuid, use in pod_usage(inits, containers).items():
+            j = at.get(uuid)
+            if j is None:
+                continue
+            self.used[row, j] += sign * use.used
+            self.usedmem[row, j] += sign * use.usedmem
+            self.usedcores[row, j] += sign * use.usedcores
+
+    # -- the vectorised walk -------------------------------------------------------------
+
+    def node_scores(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """§5.1 on the given rows (0 where a total is 0)."""
+        valid = self.kind[rows] >= 0
+
+        def total(a: IntArray) -> IntArray:
+            out: IntArray = np.where(valid, a[rows], 0).sum(axis=1)
+            return out
+
+        score = np.zeros(len(rows), dtype=np.float64)
+        pairs = [
+            (total(self.used), total(self.count)),
+            (total(self.usedcores), total(self.devcore)),
+            (total(self.usedmem), total(self.devmem)),
+        ]
+        ok = np.logical_and.reduce([t > 0 for _, t in pairs])
+        for used, tot in pairs:
+            score[ok] += used[ok] / tot[ok]
+        return score * 10
+
+    def screen(
+        self,
+        request: CardRequest,
+        opts: FitOptions,
+        type_ok: BoolArray,
+        rows: npt.NDArray[np.intp] | None = None,
+    ) -> Screen:
+        """One container's walk on every node (or on ``rows``): does it find ``request.nums``
+        cards, and how many cards failed for each reason. ``type_ok`` says, per entry of
+        :attr:`kinds`, whether the model and mode suit the pod. NUMA binding and quota are left
+        to the exact fit."""
+        sel = slice(None) if rows is None else rows
+        used, usedmem, usedcores = self.used[sel], self.usedmem[sel], self.usedcores[sel]
+        count, devmem, devcore = self.count[sel], self.devmem[sel], self.devcore[sel]
+        remaining = self.mine[sel].copy()
+        reasons: dict[str, IntArray] = {}
+
+        def check(reason: str, ok: BoolArray) -> None:
+            nonlocal remaining
+            counts = (remaining & ~ok).sum(axis=1)
+            if counts.any():
+                before = reasons.get(reason)
+                reasons[reason] = counts if before is None else before + counts
+            remaining = remaining & ok
+
+        check("CardNotHealth", self.health[sel])
+        check("CardCordoned", ~self.cordon[sel])
+        kinds_ok = np.append(type_ok, False)
+        check("CardTypeMismatch", kinds_ok[self.kind[sel]])
+        if opts.use_uuids or opts.nouse_uuids:
+            ids = self.ids[sel]
+            ok = np.ones(ids.shape, dtype=bool)
+            if opts.use_uuids:
+                ok &= np.isin(ids, list(opts.use_uuids))
+            if opts.nouse_uuids:
+                ok &= ~np.isin(ids, list(opts.nouse_uuids))
+            check("CardUuidMismatch", ok)
+        check("CardTimeSlicingExhausted", count > used)
+        if "mutex" in {p.strip() for p in opts.gpu_policy.split(",")}:
+            check("ExclusiveDeviceAllocateConflict", used == 0)
+        cores = min(request.coresreq, 100)
+        mem: IntArray | int
+        if request.memreq > 0:
+            mem = request.memreq
+        elif request.mem_percentage != UNSET_PERCENTAGE:
+            mem = devmem * request.mem_percentage // 100
+        else:
+            mem = 0
+        check("CardInsufficientMemory", devmem - usedmem >= mem)
+        check("CardInsufficientCore", devcore - usedcores >= cores)
+        if cores == 100:
+            check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
+        if cores == 0:
+            check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
+        passing = remaining.sum(axis=1)
+        fits = passing >= request.nums
+        short = ~fits & (passing > 0)
+        if short.any():
+            reasons["AllocatedCardsInsufficientRequest"] = np.where(short, passing, 0)
+        too_few = request.nums > self.ncards[sel]
+        if too_few.any():
+            # HAMi stops before the walk: the node's only reason is the missing devices
+            for name in list(reasons):
+                reasons[name] = np.where(too_few, 0, reasons[name])
+            reasons["NodeInsufficientDevice"] = too_few.astype(np.int64)
+            fits &= ~too_few
+        return fits, reasons
+
+    def type_ok(self, ok: Mapping[tuple[str, str], bool]) -> BoolArray:
+        """The per-kind verdicts as an array aligned with :attr:`kinds`."""
+        return np.array([ok[k] for k in self.kinds], dtype=bool)

@@ -1,0 +1,92 @@
+"""What makes one device vendor: its annotations, its resource names, and how to read them.
+
+A :class:`Vendor` is a value, not a subclass: the NVIDIA module builds one for HAMi's dialect and
+one for Volcano's own vGPU dialect, and another vendor is one more module that builds its own.
+Everything else (the device table, fit, score, usage, the bind annotations, quota) takes a
+``Vendor`` and never names a vendor itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from caldera.devices.fit import FitOptions
+from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
+
+__all__ = ["BindKeys", "Vendor"]
+
+RequestReader = Callable[
+    [Mapping[str, float], Mapping[str, float], DeviceDefaults], CardRequest | None
+]
+"""(container limits, container requests, defaults) → what the container asks of each card."""
+OptionsReader = Callable[[Mapping[str, str], str, frozenset[str]], FitOptions]
+"""(pod annotations, default GPU policy, cordoned card ids) → the pod's fit options."""
+
+
+@dataclass(frozen=True, slots=True)
+class BindKeys:
+    """The pod annotations a scheduler writes before binding, in one dialect."""
+
+    node: str
+    """The node chosen (``hami.io/vgpu-node``); a pod carrying it counts as holding its cards."""
+    time: str
+    to_allocate: str
+    """Read and consumed by the device plugin, container by container."""
+    allocated: str
+    """Kept: the scheduler rebuilds card usage from it."""
+    phase: str
+    bind_time: str
+    lock: str
+    """The node annotation holding the node lock."""
+
+
+HAMI_KEYS = BindKeys(
+    node="hami.io/vgpu-node",
+    time="hami.io/vgpu-time",
+    to_allocate="hami.io/vgpu-devices-to-allocate",
+    allocated="hami.io/vgpu-devices-allocated",
+    phase="hami.io/bind-phase",
+    bind_time="hami.io/bind-time",
+    lock="hami.io/mutex.lock",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Vendor:
+    name: str
+    """The vendor word of requests and allocation strings (``NVIDIA``); a card is this vendor's
+    when its model contains it."""
+    register_annotation: str
+    """The node annotation listing the node's cards."""
+    resources: frozenset[str]
+    """Resource names this vendor's requests use: kept out of the generic resource fit."""
+    quota_memory: str
+    """The resource whose ``limits.`` quota caps device memory (§6), and the one for cores."""
+    quota_cores: str
+    keys: BindKeys
+    read_cards: Callable[[str], list[Card]]
+    read_request: RequestReader
+    read_options: OptionsReader
+    encode: Callable[[Sequence[Sequence[Grant]]], str]
+    decode: Callable[[str], list[list[Grant]]]
+    score_annotation: str = ""
+    """The node annotation with the cards' pair scores (topology-aware), if the vendor has one."""
+    read_pair_scores: Callable[[str], dict[str, dict[str, int]]] | None = None
+    cordon_annotation: str = "hami.io/device-cordon"
+
+    def bind_annotations(
+        self, node: str, containers: Sequence[Sequence[Grant]], now: float
+    ) -> dict[str, str]:
+        """What the pod gets before its binding: HAMi's Filter and Bind writes in one patch."""
+        encoded = self.encode(containers)
+        seconds = str(int(now))
+        k = self.keys
+        return {
+            k.node: node,
+            k.time: seconds,
+            k.to_allocate: encoded,
+            k.allocated: encoded,
+            k.phase: "allocating",
+            k.bind_time: seconds,
+        }

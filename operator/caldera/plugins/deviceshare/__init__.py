@@ -1,0 +1,150 @@
+"""deviceshare: GPUs shared by memory and compute, the way HAMi shares them.
+
+Volcano's plugin name and arguments; HAMi's protocol and algorithms. With
+``deviceshare.VGPUEnable`` the plugin
+
+- keeps every vendor's device resources (``nvidia.com/gpu``, ``gpumem``, ``gpumem-percentage``,
+  ``gpucores``, Volcano's ``volcano.sh/vgpu-*``, Hygon's ``hygon.com/dcu*``) out of the generic
+  resource fit, as HAMi tells kube-scheduler to;
+- filters nodes with HAMi's per-card walk (its reasons, e.g. ``CardInsufficientMemory``, join
+  the pod's pending message), registered on the predicate point (``enablePredicate``);
+- scores nodes with HAMi's node score, binpack (fullest first) or spread (emptiest first) by
+  ``deviceshare.SchedulePolicy`` or the pod's ``hami.io/node-scheduler-policy``, times
+  ``deviceshare.ScheduleWeight`` (``enableNodeOrder``; weight 0, Volcano's default, leaves node
+  choice to the other scorers);
+- reserves the cards on placement (a gang that cannot start gives them all back) and hands the
+  binder the pod annotations HAMi's device plugin reads, with the node lock when
+  ``deviceshare.NodeLockEnable`` is set.
+
+HAMi's own knobs, which Volcano's plugin does not have, are arguments too:
+``deviceshare.GPUSchedulerPolicy`` (card order: ``spread``, ``binpack``, ``topology-aware``,
+``mutex``, with ``numa`` chains), ``deviceshare.DefaultMemory``, ``deviceshare.DefaultCores``,
+``deviceshare.MemoryFactor`` and ``deviceshare.NodeLockTimeout``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from caldera.api.task import NodeLock, Task
+from caldera.devices.model import DeviceDefaults
+from caldera.devices.nvidia import node_policy
+from caldera.devices.vendors import VENDORS
+from caldera.framework.duration import parse_go_duration
+from caldera.framework.plugin import Args, Plugin
+from caldera.framework.plugin import Args as BaseArgs
+from caldera.framework.scoring import NodeScorer
+from caldera.framework.session import EventHandler, IntArray, Rejection, Session
+from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, DeviceState
+
+__all__ = ["DeviceShareArgs", "DeviceSharePlugin"]
+
+MAX_SCORE = 100.0
+_CARD_POLICIES = frozenset({"spread", "binpack", "topology-aware", "mutex", "numa"})
+_UNSUPPORTED = "is not supported by Caldera (use deviceshare.VGPUEnable: HAMi's vGPU sharing)"
+
+
+class DeviceShareArgs(Args):
+    vgpu: bool = Field(False, alias="deviceshare.VGPUEnable")
+    node_lock: bool = Field(False, alias="deviceshare.NodeLockEnable")
+    schedule_policy: Literal["", "binpack", "spread"] = Field(
+        "", alias="deviceshare.SchedulePolicy"
+    )
+    schedule_weight: int = Field(0, ge=0, alias="deviceshare.ScheduleWeight")
+    gpu_sharing: bool = Field(False, alias="deviceshare.GPUSharingEnable")
+    gpu_number: bool = Field(False, alias="deviceshare.GPUNumberEnable")
+    ascend_mindcluster: bool = Field(False, alias="deviceshare.AscendMindClusterVNPUEnable")
+    ascend_hami: bool = Field(False, alias="deviceshare.AscendHAMiVNPUEnable")
+    known_geometries_name: str = Field(
+        "volcano-vgpu-device-config", alias="deviceshare.KnownGeometriesCMName"
+    )
+    known_geometries_namespace: str = Field(
+        "kube-system", alias="deviceshare.KnownGeometriesCMNamespace"
+    )
+    gpu_policy: str = Field("spread", alias="deviceshare.GPUSchedulerPolicy")
+    default_memory: int = Field(0, ge=0, alias="deviceshare.DefaultMemory")
+    default_cores: int = Field(0, ge=0, le=100, alias="deviceshare.DefaultCores")
+    memory_factor: int = Field(1, ge=1, alias="deviceshare.MemoryFactor")
+    node_lock_timeout: str = Field("5m", alias="deviceshare.NodeLockTimeout")
+
+    @field_validator("gpu_sharing", "gpu_number", "ascend_mindcluster", "ascend_hami")
+    @classmethod
+    def _unsupported(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(_UNSUPPORTED)
+        return value
+
+    @field_validator("gpu_policy")
+    @classmethod
+    def _card_policy(cls, value: str) -> str:
+        parts = [p.strip() for p in value.split(",")]
+        unknown = [p for p in parts if p not in _CARD_POLICIES]
+        if unknown:
+            known = ", ".join(sorted(_CARD_POLICIES))
+            raise ValueError(f"unknown GPU policy {unknown[0]!r} (known: {known})")
+        return value
+
+    @field_validator("node_lock_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        if parse_go_duration(value) <= 0:
+            raise ValueError("must be a positive duration, e.g. 5m")
+        return value
+
+    @property
+    def defaults(self) -> DeviceDefaults:
+        return DeviceDefaults(self.default_memory, self.default_cores, self.memory_factor)
+
+
+class DeviceSharePlugin(Plugin[DeviceShareArgs]):
+    name: ClassVar[str] = "deviceshare"
+    Args = DeviceShareArgs
+
+    @classmethod
+    def managed_resources(cls, args: BaseArgs) -> frozenset[str]:
+        if not isinstance(args, DeviceShareArgs) or not args.vgpu:
+            return frozenset()
+        return frozenset().union(*(v.resources for v in VENDORS))
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.state: DeviceState | None = None
+        if not self.args.vgpu:
+            return
+        state = DeviceState(ssn.snapshot, self.args.defaults, self.args.gpu_policy)
+        self.state = state
+        timeout = parse_go_duration(self.args.node_lock_timeout)
+        now = ssn.now
+
+        def reserve(task: Task) -> None:
+            held = state.reserve(task, now)
+            if self.args.node_lock and held:
+                task.node_lock = NodeLock(timeout, state.vendors[held[0][0]].keys.lock)
+
+        def unreserve(task: Task) -> None:
+            state.unreserve(task)
+            task.node_lock = None
+
+        ssn.predicate_point.add(self.name, self._predicate)
+        ssn.event_handlers.add(self.name, EventHandler(allocate=reserve, deallocate=unreserve))
+        if self.args.schedule_weight > 0:
+            ssn.node_order_point.add(self.name, NodeScorer(self._score))
+
+    def _predicate(self, task: Task) -> list[Rejection]:
+        assert self.state is not None
+        return self.state.predicate(task)
+
+    def _score(self, task: Task, rows: IntArray) -> np.typing.NDArray[np.float64] | float:
+        state = self.state
+        assert state is not None
+        needs = state.needs(task)
+        if isinstance(needs, str) or not needs:
+            return 0.0
+        scores = state.node_scores(rows) * (MAX_SCORE / MAX_NODE_SCORE / len(state.tables))
+        policy = node_policy(task.annotations, self.args.schedule_policy or "binpack")
+        if policy == "spread":
+            scores = MAX_SCORE - scores
+        out: np.typing.NDArray[np.float64] = scores * self.args.schedule_weight
+        return out

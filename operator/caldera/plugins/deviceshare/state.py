@@ -1,0 +1,348 @@
+"""One session's shared devices: every vendor's cards and usage, the pods' requests, the quota.
+
+Built when the session opens: each vendor's :class:`~caldera.devices.table.DeviceTable` from the
+node registrations, usage rebuilt from the pods on the nodes (HAMi's §3.5: the ``allocated``
+annotation of every pod that carries the node annotation, Succeeded and Failed pods left out), and
+the namespace quota used so far. Then, for the session:
+
+- **Filter.** Per pod, each GPU container's walk on every node at once; the verdict of a
+  request shape is cached and refreshed only on the rows whose usage changed since (pods of one
+  job share a shape, so a gang of 8 costs one full walk and 7 single-row updates). Pods the arrays
+  cannot decide alone are fitted exactly on the surviving nodes.
+- **Reserve/unreserve.** Placing a task fits it exactly on its node (HAMi's card order and tie
+  rule), adds its grants to the usage and the namespace quota, and gives the task the annotations
+  HAMi's device plugin reads; unplacing (a gang discarded, a victim evicted) takes them back.
+- **Score.** HAMi's node score (§5.1), binpack or spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.api.snapshot import Snapshot
+from caldera.api.task import Task
+from caldera.devices.fit import FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
+from caldera.devices.model import CardRequest, DeviceDefaults, Grant
+from caldera.devices.table import DeviceTable
+from caldera.devices.vendor import Vendor
+from caldera.devices.vendors import VENDORS, node_cards
+
+__all__ = ["DeviceState", "PodNeed"]
+
+log = logging.getLogger(__name__)
+
+BoolArray = npt.NDArray[np.bool_]
+Rejection = tuple[str, BoolArray]
+Containers = tuple[tuple[bool, CardRequest | None], ...]
+"""(is an init container, its request) per container, init containers first."""
+
+MAX_NODE_SCORE = 30.0
+"""§5.1's score of a node whose cards are all fully used (three shares, times 10)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodNeed:
+    """What one pod asks of one vendor."""
+
+    vendor: int
+    containers: Containers
+    opts: FitOptions
+    exact: bool
+    """The arrays alone cannot decide: several app containers share the node, NUMA binding, or
+    a namespace quota."""
+
+
+@functools.lru_cache(maxsize=8192)
+def _decoded(vendor: Vendor, text: str) -> tuple[tuple[Grant, ...], ...] | None:
+    try:
+        return tuple(tuple(c) for c in vendor.decode(text))
+    except ValueError:
+        return None
+
+
+class DeviceState:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        defaults: DeviceDefaults,
+        gpu_policy: str,
+    ) -> None:
+        nodes = snapshot.nodes
+        self.nodes = nodes
+        self.defaults = defaults
+        self.gpu_policy = gpu_policy
+        self.vendors: list[Vendor] = []
+        self.tables: list[DeviceTable] = []
+        for vendor in VENDORS:
+            rows = [node_cards(vendor, a) for a in nodes.annotations]
+            if not any(rows):
+                continue  # no node registers this vendor's cards
+            cards = [r if isinstance(r, tuple) else () for r in rows]
+            cordon = [_cordoned(vendor, a) for a in nodes.annotations]
+            self.vendors.append(vendor)
+            self.tables.append(DeviceTable(vendor.name, cards, cordon))
+        self.quota_limits = {
+            ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
+        }
+        self.quota_used: dict[tuple[int, str], list[int]] = {}
+        self.grants: dict[str, list[tuple[int, int, tuple[tuple[Grant, ...], ...]]]] = {}
+        """Pod uid → (vendor, row, grants per container) it holds."""
+        self._needs: dict[str, list[PodNeed] | str] = {}
+        self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
+        self._rebuild()
+
+    def _has_device_quota(self, hard: dict[str, float]) -> bool:
+        return any(
+            f"limits.{v.quota_memory}" in hard or f"limits.{v.quota_cores}" in hard for v in VENDORS
+        )
+
+    # -- usage rebuild -----------------------------------------------------------------------
+
+    def _rebuild(self) -> None:
+        for v, vendor in enumerate(self.vendors):
+            keys = vendor.keys
+            for row, tasks in enumerate(self.nodes.tasks):
+                for task in tasks.values():
+                    text = task.annotations.get(keys.allocated)
+                    if text is None or keys.node not in task.annotations:
+                        continue
+                    containers = _decoded(vendor, text)
+                    if containers is None:
+                        log.warning(
+                            "pod %s: metadata.annotations[%s] cannot be read; its cards are "
+                            "not counted",
+                            task.key,
+                            keys.allocated,
+                        )
+                        continue
+                    self._hold(v, row, task, containers)
+
+    def _hold(
+        self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
+    ) -> None:
+        inits = len(task.spec.init_containers)
+        self.tables[v].apply(row, inits, containers, sign)
+        used = self.quota_used.setdefault((v, task.namespace), [0, 0])
+        for use in pod_usage(inits, containers).values():
+            used[0] += sign * use.usedmem
+            used[1] += sign * use.usedcores
+        self.nodes.changes.append(row)
+
+    # -- what a pod asks for -----------------------------------------------------------------
+
+    def needs(self, task: Task) -> list[PodNeed] | str:
+        """The pod's requests per vendor (empty: it asks for no shared device), or why its
+        annotations are invalid."""
+        hit = self._needs.get(task.uid)
+        if hit is None:
+            hit = self._needs[task.uid] = self._read_needs(task)
+        return hit
+
+    def _read_needs(self, task: Task) -> list[PodNeed] | str:
+        spec = task.spec
+        containers = [(True, c) for c in spec.init_containers] + [
+            (False, c) for c in spec.containers
+        ]
+        out: list[PodNeed] = []
+        for v, vendor in enumerate(self.vendors):
+            reqs = tuple(
+                (init, vendor.read_request(c.resources.limits, c.resources.requests, self.defaults))
+                for init, c in containers
+            )
+            if not any(r is not None for _, r in reqs):
+                continue
+            try:
+                opts = vendor.read_options(task.annotations, self.gpu_policy, frozenset())
+            except ValueError as exc:
+                return str(exc)
+            quota = self._quota(v, task.namespace)
+            if quota is not None:
+                opts = dataclasses.replace(opts, quota=quota)
+            apps = sum(1 for init, r in reqs if r is not None and not init)
+            exact = apps > 1 or opts.numa_bind or quota is not None
+            out.append(PodNeed(v, reqs, opts, exact))
+        return out
+
+    def _quota(self, v: int, namespace: str) -> Quota | None:
+        hard = self.quota_limits.get(namespace)
+        if hard is None:
+            return None
+        vendor = self.vendors[v]
+        mem = hard.get(f"limits.{vendor.quota_memory}")
+        cores = hard.get(f"limits.{vendor.quota_cores}")
+        if mem is None and cores is None:
+            return None
+        used = self.quota_used.get((v, namespace), [0, 0])
+        return Quota(
+            None if mem is None else int(mem) * self.defaults.memory_factor - used[0],
+            None if cores is None else int(cores) - used[1],
+        )
+
+    # -- filter ---------------------------------------------------------------------------
+
+    def predicate(self, task: Task) -> list[Rejection]:
+        needs = self.needs(task)
+        n = len(self.nodes)
+        if isinstance(needs, str):
+            return [(needs, np.ones(n, dtype=bool))]
+        if not needs:
+            return []
+        if not self.tables and needs:
+            return [("NodeInsufficientDevice", np.ones(n, dtype=bool))]
+        failed: dict[str, BoolArray] = {}
+        alive = np.ones(n, dtype=bool)
+        for need in needs:
+            alive = self._screen_need(need, alive, failed)
+            if need.exact:
+                alive = self._exact(need, alive, failed)
+        return list(failed.items())
+
+    def _screen_need(
+        self, need: PodNeed, alive: BoolArray, failed: dict[str, BoolArray]
+    ) -> BoolArray:
+        for _, request in need.containers:
+            if request is None:
+                continue
+            fits, reasons = self._screen(need, request)
+            newly = alive & ~fits
+            if newly.any():
+                for reason, mask in reasons.items():
+                    hit = newly & mask
+                    if hit.any():
+                        failed[reason] = failed[reason] | hit if reason in failed else hit
+            alive = alive & fits
+        return alive
+
+    def _screen(
+        self, need: PodNeed, request: CardRequest
+    ) -> tuple[BoolArray, dict[str, BoolArray]]:
+        """The walk's verdict for this request on every node, refreshed on changed rows only."""
+        table = self.tables[need.vendor]
+        opts = dataclasses.replace(need.opts, quota=None)
+        key = (need.vendor, request, opts)
+        log_ = self.nodes.changes
+        hit = self._screens.get(key)
+        if hit is not None:
+            fits, reasons, seen = hit
+            if seen == len(log_):
+                return fits, reasons
+            rows = np.unique(np.asarray(log_[seen:], dtype=np.intp))
+            if len(rows) < len(table) // 8:
+                sub_fits, sub_reasons = table.screen(
+                    request, opts, self._kinds(need, request), rows
+                )
+                fits[rows] = sub_fits
+                for reason in reasons.keys() | sub_reasons.keys():
+                    mask = reasons.get(reason)
+                    if mask is None:
+                        mask = reasons[reason] = np.zeros(len(table), dtype=bool)
+                    mask[rows] = sub_reasons[reason] > 0 if reason in sub_reasons else False
+                self._screens[key] = (fits, reasons, len(log_))
+                return fits, reasons
+        counts_fits, counts = table.screen(request, opts, self._kinds(need, request))
+        reasons = {r: c > 0 for r, c in counts.items()}
+        self._screens[key] = (counts_fits, reasons, len(log_))
+        return counts_fits, reasons
+
+    def _kinds(self, need: PodNeed, request: CardRequest) -> BoolArray:
+        table = self.tables[need.vendor]
+        vendor = self.vendors[need.vendor].name
+        return np.array(
+            [kind_ok(model, mode, request, need.opts, vendor) for model, mode in table.kinds],
+            dtype=bool,
+        )
+
+    def _exact(self, need: PodNeed, alive: BoolArray, failed: dict[str, BoolArray]) -> BoolArray:
+        """HAMi's own walk on the nodes the arrays let through."""
+        for row in np.flatnonzero(alive):
+            fit = self.fit(need, int(row))
+            if fit.grants is None:
+                alive[row] = False
+                for reason in fit.counts:
+                    mask = failed.setdefault(reason, np.zeros(len(alive), dtype=bool))
+                    mask[row] = True
+        return alive
+
+    def fit(self, need: PodNeed, row: int) -> NodeFit:
+        """HAMi's fit of the pod's containers on node ``row`` as its cards are used now."""
+        table = self.tables[need.vendor]
+        vendor = self.vendors[need.vendor]
+        annotations = self.nodes.annotations[row]
+        opts = dataclasses.replace(
+            need.opts,
+            cordoned=_cordoned(vendor, annotations),
+            pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
+        )
+        return fit_node(table.cards[row], table.uses(row), need.containers, opts, vendor.name)
+
+    # -- reserve / unreserve ------------------------------------------------------------------
+
+    def reserve(
+        self, task: Task, now: float
+    ) -> list[tuple[int, int, tuple[tuple[Grant, ...], ...]]]:
+        """Take the cards HAMi's walk picks for the placed ``task``; what it now holds."""
+        needs = self.needs(task)
+        if isinstance(needs, str) or not needs:
+            return []
+        row = task.node
+        held = []
+        annotations: dict[str, str] = {}
+        for need in needs:
+            fit = self.fit(need, row)
+            if fit.grants is None:
+                # the filter said yes; only a change between filter and placement gets here
+                log.error("pod %s: no cards left on %s: %s", task.key, task.node_name, fit.reason)
+                continue
+            containers = tuple(tuple(g) for g in fit.grants)
+            self._hold(need.vendor, row, task, containers)
+            held.append((need.vendor, row, containers))
+            annotations.update(
+                self.vendors[need.vendor].bind_annotations(task.node_name, containers, now)
+            )
+        self.grants[task.uid] = held
+        task.bind_annotations.update(annotations)
+        return held
+
+    def unreserve(self, task: Task) -> None:
+        for v, row, containers in self.grants.pop(task.uid, ()):
+            self._hold(v, row, task, containers, sign=-1)
+            for key in _bind_keys(self.vendors[v]):
+                task.bind_annotations.pop(key, None)
+
+    # -- score --------------------------------------------------------------------------------
+
+    def node_scores(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """§5.1 summed over the vendors, on ``rows``."""
+        total = np.zeros(len(rows), dtype=np.float64)
+        for table in self.tables:
+            total += table.node_scores(rows)
+        return total
+
+
+def _bind_keys(vendor: Vendor) -> tuple[str, ...]:
+    k = vendor.keys
+    return (k.node, k.time, k.to_allocate, k.allocated, k.phase, k.bind_time)
+
+
+@functools.lru_cache(maxsize=1024)
+def _pair_scores(vendor: Vendor, text: str) -> dict[str, dict[str, int]]:
+    if not text or vendor.read_pair_scores is None:
+        return {}
+    try:
+        return vendor.read_pair_scores(text)
+    except ValueError:
+        return {}
+
+
+def _cordoned(vendor: Vendor, annotations: dict[str, str]) -> frozenset[str]:
+    raw = annotations.get(vendor.cordon_annotation, "")
+    if not raw:
+        return frozenset()
+    return frozenset(p.strip() for p in raw.split(",") if p.strip())
