@@ -12,8 +12,12 @@ are spread over the same apps), and each pending pod has a required pod anti-aff
 on ``kubernetes.io/hostname`` and a topology spread constraint over the zones (maxSkew 1,
 DoNotSchedule, selecting its app).
 
+With ``--gpus-per-node N`` every node registers N shared GPUs the HAMi way (16 GiB, 10 slots
+each), the policy adds ``deviceshare`` (``VGPUEnable``), every pending pod asks one GPU for a
+fraction of its memory and cores (1000–8000 MiB, 10–30 %), and a fifth of them come in gangs of 8.
+
     python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--affinity]
-        [--json]
+        [--gpus-per-node 8] [--json]
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
-from caldera.framework.policy import default_policy
+from caldera.framework.policy import DEFAULT_POLICY_YAML, default_policy, load_policy
 from caldera.framework.registry import Registry
 from caldera.models.core import Node, Pod
 from caldera.models.volcano import PodGroup, Queue
@@ -65,13 +69,23 @@ def _constraints(app: str) -> dict[str, Any]:
     }
 
 
-def _pod(name: str, *, node: str = "", group: str = "", app: str = "") -> Pod:
+GPU_SHARES = ((1000, 10), (2000, 20), (4000, 30), (8000, 25))
+"""(gpumem MiB, gpucores %) the GPU pods cycle through."""
+
+
+def _gpu_limits(i: int) -> dict[str, str]:
+    mem, cores = GPU_SHARES[i % len(GPU_SHARES)]
+    return {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(mem), "nvidia.com/gpucores": str(cores)}
+
+
+def _pod(name: str, *, node: str = "", group: str = "", app: str = "", gpu: int = -1) -> Pod:
+    resources: dict[str, Any] = {"requests": {"cpu": "100m", "memory": "500Mi"}}
+    if gpu >= 0:
+        resources["limits"] = _gpu_limits(gpu)
     spec: dict[str, Any] = {
         "schedulerName": "volcano" if group else "default-scheduler",
         "nodeName": node,
-        "containers": [
-            {"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}}}
-        ],
+        "containers": [{"name": "c", "resources": resources}],
     }
     if app and not node:
         spec.update(_constraints(app))
@@ -91,30 +105,46 @@ def _pod(name: str, *, node: str = "", group: str = "", app: str = "") -> Pod:
     )
 
 
-def _node(i: int, affinity: bool) -> Node:
+def _register(node: str, gpus: int) -> str:
+    cards = [
+        {"id": f"GPU-{node}-{g}", "index": g, "count": 10, "devmem": 16384, "devcore": 100}
+        | {"type": "NVIDIA-A10", "mode": "hami-core", "health": True}
+        for g in range(gpus)
+    ]
+    return json.dumps(cards, separators=(",", ":"))
+
+
+def _node(i: int, affinity: bool, gpus: int = 0) -> Node:
     name = f"node-{i:05d}"
     labels = {HOSTNAME: name, ZONE: f"zone-{i % ZONES}"} if affinity else {}
+    annotations = {"hami.io/node-nvidia-register": _register(name, gpus)} if gpus else {}
     return Node.model_validate(
         {
-            "metadata": {"name": name, "labels": labels},
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
             "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
         }
     )
 
 
-def build_state(nodes: int, pods: int, gang: int, affinity: bool = False) -> ClusterState:
+GPU_GANG = 8
+
+
+def build_state(
+    nodes: int, pods: int, gang: int, affinity: bool = False, gpus: int = 0
+) -> ClusterState:
     state = ClusterState()
     apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
-        state.add(_node(i, affinity))
+        state.add(_node(i, affinity, gpus))
     state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
     for i in range(RUNNING):
         app = f"app-{i % apps:04d}" if affinity else ""
         state.add(_pod(f"running-{i:05d}", node=f"node-{i % nodes:05d}", app=app))
-    size = gang or 1
-    for g in range(0, pods, size):
+    g = 0
+    while g < pods:
+        size = gang or (GPU_GANG if gpus and g < pods // 5 else 1)
         members = min(size, pods - g)
-        group = f"pg-{g // size:05d}"
+        group = f"pg-{g:05d}"
         state.add(
             PodGroup.model_validate(
                 {
@@ -137,7 +167,9 @@ def build_state(nodes: int, pods: int, gang: int, affinity: bool = False) -> Clu
         )
         for k in range(members):
             app = f"app-{(g + k) // APP_SIZE:04d}" if affinity else ""
-            state.add(_pod(f"pending-{g + k:05d}", group=group, app=app))
+            gpu = g + k if gpus else -1
+            state.add(_pod(f"pending-{g + k:05d}", group=group, app=app, gpu=gpu))
+        g += members
     return state
 
 
@@ -145,22 +177,37 @@ def _bind_all(state: ClusterState, binds: list[Any]) -> None:
     for b in binds:
         key = f"{b.namespace}/{b.name}"
         pod = state.pods[key]
+        meta = pod.metadata
+        if b.annotations:  # the device assignment, as the binder writes it
+            meta = meta.model_copy(update={"annotations": {**meta.annotations, **b.annotations}})
         state.pods[key] = pod.model_copy(
             update={
+                "metadata": meta,
                 "spec": pod.spec.model_copy(update={"node_name": b.node}),
                 "status": pod.status.model_copy(update={"phase": "Running"}),
             }
         )
 
 
+GPU_POLICY = (
+    DEFAULT_POLICY_YAML
+    + "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
+)
+
+
 def run(
-    nodes: int, pods: int, gang: int, affinity: bool = False, max_sessions: int = 20
+    nodes: int,
+    pods: int,
+    gang: int,
+    affinity: bool = False,
+    max_sessions: int = 20,
+    gpus: int = 0,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang, affinity)
+    state = build_state(nodes, pods, gang, affinity, gpus)
     objects_s = time.perf_counter() - t0
     registry = Registry.from_entry_points()
-    policy = default_policy(registry)
+    policy = load_policy(GPU_POLICY, registry) if gpus else default_policy(registry)
     bound = 0
     sessions: list[dict[str, float]] = []
     snapshot_s = 0.0
@@ -173,6 +220,7 @@ def run(
             now=1_700_100_000.0 + n,
             session_id=f"s{n}",
             memo=memo,
+            managed_resources=policy.managed_resources,
         )
         t2 = time.perf_counter()
         result = run_cycle(snapshot, policy, registry)
@@ -189,6 +237,7 @@ def run(
         "pods": pods,
         "gang_size": gang,
         "affinity": affinity,
+        "gpus_per_node": gpus,
         "bound": bound,
         "sessions": len(sessions),
         "session_seconds": round(session_s, 4),
@@ -210,9 +259,15 @@ def main() -> None:
         action="store_true",
         help="zone-labelled nodes; pods with hostname anti-affinity and zone spread per app",
     )
+    parser.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=0,
+        help="shared GPUs per node (HAMi registration); pods ask a fraction of one",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    out = run(args.nodes, args.pods, args.gang_size, args.affinity)
+    out = run(args.nodes, args.pods, args.gang_size, args.affinity, gpus=args.gpus_per_node)
     if args.json:
         print(json.dumps(out))
         return
@@ -220,6 +275,7 @@ def main() -> None:
         f"{out['nodes']} nodes, {out['pods']} pending pods"
         + (f" in gangs of {out['gang_size']}" if out["gang_size"] else "")
         + (" with anti-affinity and zone spread" if out["affinity"] else "")
+        + (f", {out['gpus_per_node']} shared GPUs per node" if out["gpus_per_node"] else "")
         + f": {out['bound']} bound in {out['sessions']} session(s)"
     )
     print(f"  decision-only throughput: {out['pods_per_second']:.0f} pods/s")

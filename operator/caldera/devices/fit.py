@@ -284,20 +284,24 @@ def fit_node(
 ) -> NodeFit:
     """§4.1 for one node and one vendor (the cards whose model names it): ``requests`` is (is an
     init container, its request) per container, init containers first. ``uses`` is not changed."""
-    ours = [i for i, c in enumerate(cards) if vendor.lower() in c.type.lower()]
+    word = vendor.lower()
+    ours = [i for i, c in enumerate(cards) if word in c.type.lower()]
     own = [cards[i] for i in ours]
-    shared = [uses[i].copy() for i in ours]
+    # the walk only reads usage: each init container sees the node as it is, and app containers
+    # see each other through a copy made only when a later app container needs it
+    as_is = [uses[i] for i in ours]
+    shared = as_is
+    last_app = max((n for n, (init, r) in enumerate(requests) if r and not init), default=-1)
     grants: list[list[Grant]] = []
     given = (0, 0)
-    for init, request in requests:
+    for n, (init, request) in enumerate(requests):
         if request is None:
             grants.append([])
             continue
         if request.nums > len(own):
             counts = Counter({"NodeInsufficientDevice": 1})
             return NodeFit(None, reason_text(counts, len(own)), counts)
-        # each init container sees the node as it is; app containers see each other
-        pool = [uses[i].copy() for i in ours] if init else shared
+        pool = as_is if init else shared
         chosen, reasons = _fit_container(own, pool, request, opts, vendor, given)
         if chosen is None:
             return NodeFit(None, reason_text(reasons, len(own)), reasons)
@@ -305,7 +309,9 @@ def fit_node(
             given[0] + sum(g.memory for g in chosen),
             given[1] + sum(g.cores for g in chosen),
         )
-        if not init:
+        if not init and n < last_app:
+            if shared is as_is:
+                shared = [u.copy() for u in as_is]
             _take(own, shared, chosen)
         grants.append(chosen)
     return NodeFit(grants)

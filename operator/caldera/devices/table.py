@@ -24,12 +24,14 @@ import numpy.typing as npt
 from caldera.devices.fit import CardUse, FitOptions, pod_usage
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
 
-__all__ = ["DeviceTable", "Screen"]
+__all__ = ["Base", "DeviceTable", "Screen"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
 Screen = tuple[BoolArray, dict[str, IntArray]]
 """(node fits, per reason the number of cards that failed for it on each node)."""
+Base = tuple[BoolArray, dict[str, IntArray]]
+"""(cards passing the usage-independent checks, reason counts of those checks per node)."""
 
 
 class DeviceTable:
@@ -150,44 +152,57 @@ class DeviceTable:
             score[ok] += used[ok] / tot[ok]
         return score * 10
 
+    def base(self, opts: FitOptions, type_ok: BoolArray) -> Base:
+        """The walk's checks that do not depend on usage (health, cordon, model and mode, UUID
+        selectors): the cards still standing after them and the reason counts so far. Fixed for
+        a session, so computed once per pod shape."""
+        remaining = self.mine.copy()
+        reasons: dict[str, IntArray] = {}
+        ok_by_check = [
+            ("CardNotHealth", self.health),
+            ("CardCordoned", ~self.cordon),
+            ("CardTypeMismatch", np.append(type_ok, False)[self.kind]),
+        ]
+        if opts.use_uuids or opts.nouse_uuids:
+            ok = np.ones(self.ids.shape, dtype=bool)
+            if opts.use_uuids:
+                ok &= np.isin(self.ids, list(opts.use_uuids))
+            if opts.nouse_uuids:
+                ok &= ~np.isin(self.ids, list(opts.nouse_uuids))
+            ok_by_check.append(("CardUuidMismatch", ok))
+        for reason, ok in ok_by_check:
+            counts = (remaining & ~ok).sum(axis=1)
+            if counts.any():
+                reasons[reason] = counts
+            remaining &= ok
+        return remaining, reasons
+
     def screen(
         self,
         request: CardRequest,
         opts: FitOptions,
-        type_ok: BoolArray,
+        base: Base,
         rows: npt.NDArray[np.intp] | None = None,
     ) -> Screen:
         """One container's walk on every node (or on ``rows``): does it find ``request.nums``
-        cards, and how many cards failed for each reason. ``type_ok`` says, per entry of
-        :attr:`kinds`, whether the model and mode suit the pod. NUMA binding and quota are left
-        to the exact fit."""
+        cards, and how many cards failed for each reason. ``base`` is :meth:`base` for the pod's
+        options. NUMA binding and quota are left to the exact fit."""
         sel = slice(None) if rows is None else rows
         used, usedmem, usedcores = self.used[sel], self.usedmem[sel], self.usedcores[sel]
-        count, devmem, devcore = self.count[sel], self.devmem[sel], self.devcore[sel]
-        remaining = self.mine[sel].copy()
-        reasons: dict[str, IntArray] = {}
+        devmem, devcore = self.devmem[sel], self.devcore[sel]
+        remaining = base[0][sel]
+        reasons: dict[str, IntArray] = {r: c[sel] for r, c in base[1].items()}
 
         def check(reason: str, ok: BoolArray) -> None:
             nonlocal remaining
-            counts = (remaining & ~ok).sum(axis=1)
-            if counts.any():
+            failed = remaining & ~ok
+            if failed.any():
+                counts = failed.sum(axis=1)
                 before = reasons.get(reason)
                 reasons[reason] = counts if before is None else before + counts
             remaining = remaining & ok
 
-        check("CardNotHealth", self.health[sel])
-        check("CardCordoned", ~self.cordon[sel])
-        kinds_ok = np.append(type_ok, False)
-        check("CardTypeMismatch", kinds_ok[self.kind[sel]])
-        if opts.use_uuids or opts.nouse_uuids:
-            ids = self.ids[sel]
-            ok = np.ones(ids.shape, dtype=bool)
-            if opts.use_uuids:
-                ok &= np.isin(ids, list(opts.use_uuids))
-            if opts.nouse_uuids:
-                ok &= ~np.isin(ids, list(opts.nouse_uuids))
-            check("CardUuidMismatch", ok)
-        check("CardTimeSlicingExhausted", count > used)
+        check("CardTimeSlicingExhausted", self.count[sel] > used)
         if "mutex" in {p.strip() for p in opts.gpu_policy.split(",")}:
             check("ExclusiveDeviceAllocateConflict", used == 0)
         cores = min(request.coresreq, 100)

@@ -16,8 +16,15 @@ status is updated (status subresource, merge patch guarded by the session's reso
 the allocation the session made, if any, and with the pod added to ``status.reservedFor``. A claim
 that changed since the session saw it makes the bind fail the same way.
 
-On success the scheduler's annotations go with the binding and a ``Scheduled`` event is posted;
-nothing else is written (the binding itself sets the pod's ``PodScheduled`` condition).
+A bind that carries shared-device decisions (deviceshare) writes them before the binding as HAMi's
+scheduler does, so HAMi's device plugin finds them when the kubelet asks: with the node lock on,
+the node's ``hami.io/mutex.lock`` is taken first (a lock another pod holds is waited for, retrying,
+for up to 28 s), then one merge patch puts the card assignment and ``bind-phase: allocating`` on
+the pod, then the binding. A failure after the lock releases it (if it is still ours); on success
+the device plugin releases it.
+
+On success a ``Scheduled`` event is posted; nothing else is written (the binding itself sets the
+pod's ``PodScheduled`` condition).
 The number of binds in flight adapts to the API server (:class:`Throttle`): it halves when a
 request times out or the server says it is overloaded, and grows back by one per round of
 successes, up to ``--bind-workers``.
@@ -33,11 +40,13 @@ never bound twice.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from caldera.framework.intents import Bind, ClaimReservation, PodCondition, VolumeBind
 from caldera.k8s.errors import API_ERRORS, Outcome, classify, describe
+from caldera.k8s.nodelock import NodeLocks
 from caldera.k8s.resources import PODS, PVCS, PVS, RESOURCE_CLAIMS
 from caldera.k8s.rest import MERGE_PATCH, Resource, Rest
 from caldera.models.storage import BOUND_BY_CONTROLLER_ANNOTATION, SELECTED_NODE_ANNOTATION
@@ -50,6 +59,9 @@ __all__ = ["Binder"]
 
 log = logging.getLogger(__name__)
 SCHEDULER_ERROR = "SchedulerError"
+LOCK_RETRY_SECONDS = 28.0
+"""How long a bind waits for another pod's node lock (HAMi's ``--node-lock-retry-timeout``)."""
+_LOCK_BUSY = "busy"
 
 Write = tuple[str, Resource, str, str, str, dict[str, Any]]
 """(plugin, resource, namespace, name, subresource, merge patch) of one PreBind write."""
@@ -74,6 +86,8 @@ class Binder:
         self._timeout = timeout
         self._on_bound = on_bound
         self._resync: set[str] = set()
+        self._locks = NodeLocks(rest, timeout)
+        self._lock_waits: dict[str, float] = {}
         self.throttle = Throttle(workers, name="bind")
         """Binds in flight: fewer while the API server is slow to answer."""
         self.queue: WorkQueue[str, Bind] = WorkQueue("bind", self._handle, workers=workers)
@@ -85,12 +99,22 @@ class Binder:
     async def _handle(self, key: str, bind: Bind) -> bool:
         if key not in self._resync:
             async with self.throttle:
-                error = await self._prebind(bind)
+                locked = False
+                error = None
+                if bind.node_lock is not None:
+                    error = await self._lock(key, bind)
+                    if error == _LOCK_BUSY:
+                        return False  # another pod's devices are being handed out: retry soon
+                    locked = error is None
+                if error is None:
+                    error = await self._prebind(bind)
                 if error is not None:
                     message = error
                 else:
                     error = await self._post(bind)
                     message = f"failed to bind to node {bind.node}: {error}"
+                if error is not None and locked:
+                    await self._unlock(bind)
             if error is None:
                 self._bound(bind)
                 return True
@@ -107,9 +131,43 @@ class Binder:
             self._resync.add(key)
         return await self._resync_pod(key, bind)
 
+    async def _lock(self, key: str, bind: Bind) -> str | None:
+        """Take the node lock; :data:`_LOCK_BUSY` while another pod holds it (for at most
+        :data:`LOCK_RETRY_SECONDS`, as HAMi's gang members retry), else the failure."""
+        lock = bind.node_lock
+        assert lock is not None
+        try:
+            busy = await self._locks.acquire(
+                bind.node, lock.key, bind.namespace, bind.name, lock.timeout
+            )
+        except API_ERRORS as exc:
+            self._observe(exc)
+            return f"locking node {bind.node}: {describe(exc)}"
+        if busy is None:
+            self._lock_waits.pop(key, None)
+            return None
+        first = self._lock_waits.setdefault(key, time.monotonic())
+        if time.monotonic() - first < LOCK_RETRY_SECONDS:
+            return _LOCK_BUSY
+        self._lock_waits.pop(key, None)
+        return busy
+
+    async def _unlock(self, bind: Bind) -> None:
+        lock = bind.node_lock
+        assert lock is not None
+        try:
+            await self._locks.release(bind.node, lock.key, bind.namespace, bind.name)
+        except API_ERRORS as exc:  # the lock expires on its own
+            log.warning(
+                "releasing the lock on node %s failed: %s",
+                bind.node,
+                describe(exc),
+                extra=about("Pod", bind.name, bind.namespace),
+            )
+
     def _prebind_writes(self, bind: Bind) -> list[Write]:
         """The bind's PreBind writes, in order: volumes bound first, then claims to provision,
-        then device claims' allocations."""
+        then device claims' allocations, then the pod's annotations (shared devices)."""
         writes: list[Write] = []
         for volume in bind.volumes:
             if volume.volume:
@@ -124,6 +182,9 @@ class Binder:
             writes.append(
                 ("DynamicResources", RESOURCE_CLAIMS, claim.namespace, claim.claim, "status", patch)
             )
+        if bind.annotations:
+            patch = {"metadata": {"annotations": dict(bind.annotations)}}
+            writes.append(("deviceshare", PODS, bind.namespace, bind.name, "", patch))
         return writes
 
     async def _prebind(self, bind: Bind) -> str | None:
@@ -148,8 +209,6 @@ class Binder:
 
     async def _post(self, bind: Bind) -> str | None:
         meta: dict[str, Any] = {"name": bind.name, "namespace": bind.namespace}
-        if bind.annotations:
-            meta["annotations"] = dict(bind.annotations)
         body = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -30,7 +30,7 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.devices.fit import FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
 from caldera.devices.model import CardRequest, DeviceDefaults, Grant
-from caldera.devices.table import DeviceTable
+from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS, node_cards
 
@@ -57,6 +57,8 @@ class PodNeed:
     exact: bool
     """The arrays alone cannot decide: several app containers share the node, NUMA binding, or
     a namespace quota."""
+    screen_opts: FitOptions
+    """``opts`` without the quota: what the arrays' walk depends on."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -96,6 +98,8 @@ class DeviceState:
         """Pod uid → (vendor, row, grants per container) it holds."""
         self._needs: dict[str, list[PodNeed] | str] = {}
         self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
+        self._bases: dict[tuple[object, ...], Base] = {}
+        self._node_opts: dict[tuple[object, ...], FitOptions] = {}
         self._rebuild()
 
     def _has_device_quota(self, hard: dict[str, float]) -> bool:
@@ -133,7 +137,7 @@ class DeviceState:
         for use in pod_usage(inits, containers).values():
             used[0] += sign * use.usedmem
             used[1] += sign * use.usedcores
-        self.nodes.changes.append(row)
+        # no entry in the node table's change log: placing or unplacing the task made one
 
     # -- what a pod asks for -----------------------------------------------------------------
 
@@ -150,8 +154,14 @@ class DeviceState:
         containers = [(True, c) for c in spec.init_containers] + [
             (False, c) for c in spec.containers
         ]
+        named = set()
+        for _, c in containers:
+            named.update(c.resources.limits)
+            named.update(c.resources.requests)
         out: list[PodNeed] = []
         for v, vendor in enumerate(self.vendors):
+            if named.isdisjoint(vendor.resources):
+                continue
             reqs = tuple(
                 (init, vendor.read_request(c.resources.limits, c.resources.requests, self.defaults))
                 for init, c in containers
@@ -167,7 +177,7 @@ class DeviceState:
                 opts = dataclasses.replace(opts, quota=quota)
             apps = sum(1 for init, r in reqs if r is not None and not init)
             exact = apps > 1 or opts.numa_bind or quota is not None
-            out.append(PodNeed(v, reqs, opts, exact))
+            out.append(PodNeed(v, reqs, opts, exact, dataclasses.replace(opts, quota=None)))
         return out
 
     def _quota(self, v: int, namespace: str) -> Quota | None:
@@ -225,39 +235,44 @@ class DeviceState:
     ) -> tuple[BoolArray, dict[str, BoolArray]]:
         """The walk's verdict for this request on every node, refreshed on changed rows only."""
         table = self.tables[need.vendor]
-        opts = dataclasses.replace(need.opts, quota=None)
-        key = (need.vendor, request, opts)
-        log_ = self.nodes.changes
+        key = (need.vendor, request, need.screen_opts)
+        changes = self.nodes.changes
         hit = self._screens.get(key)
         if hit is not None:
             fits, reasons, seen = hit
-            if seen == len(log_):
+            if seen == len(changes):
                 return fits, reasons
-            rows = np.unique(np.asarray(log_[seen:], dtype=np.intp))
+            rows = np.unique(np.asarray(changes[seen:], dtype=np.intp))
             if len(rows) < len(table) // 8:
-                sub_fits, sub_reasons = table.screen(
-                    request, opts, self._kinds(need, request), rows
-                )
+                sub_fits, sub = table.screen(request, need.screen_opts, self._base(need), rows)
                 fits[rows] = sub_fits
-                for reason in reasons.keys() | sub_reasons.keys():
+                for reason in reasons.keys() - sub.keys():
+                    reasons[reason][rows] = False
+                for reason, counts in sub.items():
                     mask = reasons.get(reason)
                     if mask is None:
                         mask = reasons[reason] = np.zeros(len(table), dtype=bool)
-                    mask[rows] = sub_reasons[reason] > 0 if reason in sub_reasons else False
-                self._screens[key] = (fits, reasons, len(log_))
+                    mask[rows] = counts > 0
+                self._screens[key] = (fits, reasons, len(changes))
                 return fits, reasons
-        counts_fits, counts = table.screen(request, opts, self._kinds(need, request))
-        reasons = {r: c > 0 for r, c in counts.items()}
-        self._screens[key] = (counts_fits, reasons, len(log_))
-        return counts_fits, reasons
+        fits, full = table.screen(request, need.screen_opts, self._base(need))
+        masks = {r: c > 0 for r, c in full.items()}
+        self._screens[key] = (fits, masks, len(changes))
+        return fits, masks
 
-    def _kinds(self, need: PodNeed, request: CardRequest) -> BoolArray:
-        table = self.tables[need.vendor]
-        vendor = self.vendors[need.vendor].name
-        return np.array(
-            [kind_ok(model, mode, request, need.opts, vendor) for model, mode in table.kinds],
-            dtype=bool,
-        )
+    def _base(self, need: PodNeed) -> Base:
+        key = (need.vendor, need.screen_opts)
+        hit = self._bases.get(key)
+        if hit is None:
+            table = self.tables[need.vendor]
+            vendor = self.vendors[need.vendor].name
+            request = next(r for _, r in need.containers if r is not None)
+            kinds = np.array(
+                [kind_ok(m, mode, request, need.opts, vendor) for m, mode in table.kinds],
+                dtype=bool,
+            )
+            hit = self._bases[key] = table.base(need.screen_opts, kinds)
+        return hit
 
     def _exact(self, need: PodNeed, alive: BoolArray, failed: dict[str, BoolArray]) -> BoolArray:
         """HAMi's own walk on the nodes the arrays let through."""
@@ -274,12 +289,15 @@ class DeviceState:
         """HAMi's fit of the pod's containers on node ``row`` as its cards are used now."""
         table = self.tables[need.vendor]
         vendor = self.vendors[need.vendor]
-        annotations = self.nodes.annotations[row]
-        opts = dataclasses.replace(
-            need.opts,
-            cordoned=_cordoned(vendor, annotations),
-            pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
-        )
+        key = (need.opts, need.vendor, row)
+        opts = self._node_opts.get(key)
+        if opts is None:
+            annotations = self.nodes.annotations[row]
+            opts = self._node_opts[key] = dataclasses.replace(
+                need.opts,
+                cordoned=_cordoned(vendor, annotations),
+                pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
+            )
         return fit_node(table.cards[row], table.uses(row), need.containers, opts, vendor.name)
 
     # -- reserve / unreserve ------------------------------------------------------------------

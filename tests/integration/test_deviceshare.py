@@ -1,0 +1,145 @@
+"""Shared GPUs end to end: the card assignment reaches the pod, in HAMi's encoding, before the
+binding; the node lock is taken and, after a failed bind, released; nothing leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from caldera.framework.policy import DEFAULT_POLICY_YAML
+from caldera.k8s.nodelock import parse_lock
+from emulator.handles import K8sHandle
+from integration.harness import node, pod, running_operator, wait_bound
+
+REGISTER = "hami.io/node-nvidia-register"
+LOCK = "hami.io/mutex.lock"
+
+
+def gpu_node(name: str, *uuids: str, memory: int = 16000) -> dict[str, Any]:
+    obj = node(name)
+    cards = [
+        {"id": u, "index": i, "count": 10, "devmem": memory, "devcore": 100}
+        | {"type": "NVIDIA-Tesla T4", "health": True}
+        for i, u in enumerate(uuids)
+    ]
+    obj["metadata"]["annotations"] = {REGISTER: json.dumps(cards)}
+    return obj
+
+
+def gpu_pod(name: str, memory: str = "3000", cores: str = "30") -> dict[str, Any]:
+    obj = pod(name)
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": memory, "nvidia.com/gpucores": cores}
+    obj["spec"]["containers"][0]["resources"]["limits"] = limits
+    return obj
+
+
+def policy(tmp_path: Path, *, lock: bool) -> str:
+    conf = tmp_path / "volcano-scheduler.conf"
+    args = "      deviceshare.VGPUEnable: true\n"
+    if lock:
+        args += "      deviceshare.NodeLockEnable: true\n"
+    conf.write_text(f"{DEFAULT_POLICY_YAML}  - name: deviceshare\n    arguments:\n{args}")
+    return str(conf)
+
+
+def writes_about(k8s: K8sHandle, name: str) -> list[tuple[str, str, str, str]]:
+    return [
+        (r.verb, r.resource, r.subresource, r.name)
+        for r in k8s.requests
+        if r.verb in ("patch", "create")
+        and (r.name == name or r.resource == "nodes")
+        and r.resource in ("pods", "nodes")
+    ]
+
+
+async def test_the_card_assignment_is_on_the_pod_before_it_is_bound(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it reads the order of the writes from the request log")
+    await k8s.create("nodes", gpu_node("n1", "GPU-a", "GPU-b"))
+    await k8s.create("pods", gpu_pod("train"), namespace="default")
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=False)):
+        assert await wait_bound(k8s, "train") == {"train": "n1"}
+    got = await k8s.get("pods", "train", namespace="default")
+    ann = got["metadata"]["annotations"]
+    # two idle cards: HAMi's walk takes the last registered
+    assert ann["hami.io/vgpu-devices-to-allocate"] == "GPU-b,NVIDIA,3000,30:;"
+    assert ann["hami.io/vgpu-devices-allocated"] == "GPU-b,NVIDIA,3000,30:;"
+    assert ann["hami.io/vgpu-node"] == "n1"
+    assert ann["hami.io/bind-phase"] == "allocating"
+    assert ann["hami.io/bind-time"].isdigit() and ann["hami.io/vgpu-time"].isdigit()
+    assert writes_about(k8s, "train") == [
+        ("patch", "pods", "", "train"),
+        ("create", "pods", "binding", "train"),
+    ]
+
+
+async def test_with_the_node_lock_the_lock_is_taken_before_the_pod_is_patched(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it reads the order of the writes from the request log")
+    await k8s.create("nodes", gpu_node("n1", "GPU-a"))
+    await k8s.create("pods", gpu_pod("train"), namespace="default")
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=True)):
+        await wait_bound(k8s, "train")
+    assert writes_about(k8s, "train") == [
+        ("patch", "nodes", "", "n1"),
+        ("patch", "pods", "", "train"),
+        ("create", "pods", "binding", "train"),
+    ]
+    n1 = await k8s.get("nodes", "n1")
+    when, namespace, name = parse_lock(n1["metadata"]["annotations"][LOCK])
+    # held until HAMi's device plugin has handed the card over and clears it
+    assert (namespace, name) == ("default", "train") and when is not None
+
+
+async def test_a_failed_bind_releases_the_lock_and_the_pod_is_placed_again(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it makes the binding fail")
+    await k8s.create("nodes", gpu_node("n1", "GPU-a", memory=4000))
+    await k8s.create("pods", gpu_pod("train", memory="3000"), namespace="default")
+    k8s.fail_next(500, verb="create", resource="pods", subresource="binding", times=1)
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=True)):
+        assert await wait_bound(k8s, "train", timeout=30) == {"train": "n1"}
+    bindings = k8s.find_requests(verb="create", subresource="binding", name="train")
+    assert [b.status for b in bindings] == [500, 201]
+    node_patches = [
+        _json(r.body)["metadata"]["annotations"][LOCK]
+        for r in k8s.find_requests(verb="patch", resource="nodes", name="n1")
+    ]
+    # taken, released after the failure, taken again: no stale lock and no leaked slot
+    # (the 3000 MiB of the failed attempt did not block the second on a 4000 MiB card)
+    assert [v is None for v in node_patches] == [False, True, False]
+    got = await k8s.get("pods", "train", namespace="default")
+    assert got["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"] == (
+        "GPU-a,NVIDIA,3000,30:;"
+    )
+
+
+async def test_a_lock_another_pod_holds_is_waited_for(k8s: K8sHandle, tmp_path: Path) -> None:
+    k8s.needs_emulator("it plays HAMi's device plugin releasing the lock")
+    other = await k8s.create("pods", pod("other"), namespace="default")
+    n1 = gpu_node("n1", "GPU-a")
+    n1["metadata"]["annotations"][LOCK] = f"{_now()},default,{other['metadata']['name']}"
+    await k8s.create("nodes", n1)
+    await k8s.create("pods", gpu_pod("train"), namespace="default")
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=True)):
+        while not k8s.find_requests(verb="get", resource="nodes", name="n1"):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)  # a few lock attempts
+        bound = await k8s.get("pods", "train", namespace="default")
+        assert not bound["spec"].get("nodeName")
+        await k8s.patch("nodes", "n1", {"metadata": {"annotations": {LOCK: None}}})
+        assert await wait_bound(k8s, "train", timeout=30) == {"train": "n1"}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _json(body: Any) -> Any:
+    return json.loads(body) if isinstance(body, (str, bytes)) else body
