@@ -47,6 +47,7 @@ class NodeTable:
         "tasks",
         "unschedulable",
         "used",
+        "withheld",
     )
 
     def __init__(
@@ -79,6 +80,9 @@ class NodeTable:
         self.changes: list[int] = []
         """Append-only log of rows whose accounting changed this session."""
         self.annotations: list[dict[str, str]] = [{} for _ in range(n)]
+        self.withheld: list[dict[str, float]] = [{} for _ in range(n)]
+        """Per node, the allocatable of resources left out of the space because a plugin
+        accounts for them (device counts), as the node reports them."""
         """Per node, its annotations (device registrations); shared with the API objects, so
         read only."""
         self.images: list[dict[str, int]] = [{} for _ in range(n)]

@@ -13,7 +13,7 @@ exist, a pod bound to an unknown node, a node that is not Ready.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,6 +26,8 @@ from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.podgroups import implicit_podgroup_name
 from caldera.cache.state import ClusterState
+from caldera.devices.vendor import Vendor
+from caldera.devices.vendors import enabled_vendors, node_problems, pod_problems
 from caldera.models.core import Pod, effective_requests, nonzero_requests
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
@@ -147,12 +149,16 @@ class _Builder:
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
 
-    def nodes(self, space: ResourceSpace) -> NodeTable:
+    def nodes(
+        self, space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+    ) -> NodeTable:
         ready = []
         for name in sorted(self.state.nodes):
             node = self.state.nodes[name]
             if node.ready:
                 ready.append(node)
+                for message in node_problems(vendors, node.metadata.annotations):
+                    self.problem("Node", name, message)
             else:
                 self.problem("Node", name, "not Ready: takes no new pods this session")
         alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
@@ -167,6 +173,10 @@ class _Builder:
             [n.spec.unschedulable for n in ready],
         )
         table.annotations = [n.metadata.annotations for n in ready]
+        if managed:
+            table.withheld = [
+                {r: v for r, v in n.allocatable.items() if r in managed} for n in ready
+            ]
         table.images = [
             {name: image.size_bytes for image in n.status.images for name in image.names}
             for n in ready
@@ -330,7 +340,8 @@ def build_snapshot(
     memo = memo if memo is not None else PodMemo()
     b = _Builder(state, names, default_queue, memo)
     space = ResourceSpace(_resource_names(state, memo, managed_resources))
-    table = b.nodes(space)
+    vendors = enabled_vendors(managed_resources)
+    table = b.nodes(space, vendors, managed_resources)
     queues = b.queues(space)
     default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
     prio = _Priorities(
@@ -368,6 +379,9 @@ def build_snapshot(
         if not job_key and not pod.spec.node_name:
             continue
         task = b.task(space, key, pod, job_key if job_key in jobs else "", prio)
+        if vendors and pod.spec.node_name:
+            for message in pod_problems(vendors, pod.metadata.annotations):
+                b.problem("Pod", key, message)
         if task.job:
             jobs[task.job].add_task(task)
         if pod.spec.node_name and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):

@@ -137,6 +137,7 @@ HYGON_DCU = Vendor(
     quota_memory=MEMORY,
     quota_cores=CORES,
     keys=KEYS,
+    count_resource=COUNT,
     read_cards=registered_cards,
     read_request=container_request,
     read_options=pod_options,

@@ -336,6 +336,7 @@ NVIDIA = Vendor(
     quota_memory=MEMORY,
     quota_cores=CORES,
     keys=HAMI_KEYS,
+    count_resource=COUNT,
     read_cards=registered_cards,
     read_request=container_request,
     read_options=_options,

@@ -54,6 +54,7 @@ class DeviceTable:
         "usedcores",
         "usedmem",
         "vendor",
+        "width",
     )
 
     def __init__(
@@ -67,6 +68,8 @@ class DeviceTable:
         self.vendor = vendor
         self.cards: list[tuple[Card, ...]] = [tuple(c) for c in cards]
         self.at: list[dict[str, int]] = [{c.id: j for j, c in enumerate(row)} for row in cards]
+        self.width = g
+        """Cards of the node with the most (0: no node registers any)."""
         shape = (n, g)
         self.count: IntArray = np.zeros(shape, dtype=np.int64)
         self.devmem: IntArray = np.zeros(shape, dtype=np.int64)
@@ -90,7 +93,7 @@ class DeviceTable:
                 )
                 self.health[i, j] = c.health
                 self.mine[i, j] = word in c.type.lower()
-                self.cordon[i, j] = c.id in cordoned[i]
+                self.cordon[i, j] = bool(cordoned) and c.id in cordoned[i]
                 self.ids[i, j] = c.id
                 key = (c.type, c.mode)
                 self.kind[i, j] = kind_ids.setdefault(key, len(kind_ids))

@@ -65,6 +65,9 @@ class Vendor:
     """The resource whose ``limits.`` quota caps device memory (§6), and the one for cores."""
     quota_cores: str
     keys: BindKeys
+    count_resource: str
+    """The resource counting the device plugin's devices in node allocatable: when it is there
+    and 0, the plugin is gone and the registration is stale."""
     read_cards: Callable[[str], list[Card]]
     read_request: RequestReader
     read_options: OptionsReader

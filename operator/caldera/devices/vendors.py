@@ -7,15 +7,22 @@ here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from caldera.devices.hygon import HYGON_DCU
-from caldera.devices.model import Card, RegistrationError
+from caldera.devices.model import Card, Grant, RegistrationError
 from caldera.devices.nvidia import NVIDIA
 from caldera.devices.vendor import Vendor
 from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
-__all__ = ["VENDORS", "node_cards"]
+__all__ = [
+    "VENDORS",
+    "decoded",
+    "enabled_vendors",
+    "node_cards",
+    "node_problems",
+    "pod_problems",
+]
 
 VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU)
 """HAMi's NVIDIA dialect, Volcano's own vGPU dialect, and HAMi's Hygon DCU."""
@@ -36,3 +43,45 @@ def node_cards(vendor: Vendor, annotations: Mapping[str, str]) -> tuple[Card, ..
     if text is None:
         return ()
     return _cards(vendor, text)
+
+
+def enabled_vendors(managed_resources: frozenset[str]) -> tuple[Vendor, ...]:
+    """The vendors whose resources a plugin (deviceshare) manages in this policy."""
+    return tuple(v for v in VENDORS if not v.resources.isdisjoint(managed_resources))
+
+
+def node_problems(vendors: Sequence[Vendor], annotations: Mapping[str, str]) -> list[str]:
+    """Why a node's registrations cannot be read, naming the annotation."""
+    out = []
+    for vendor in vendors:
+        got = node_cards(vendor, annotations)
+        if isinstance(got, str):
+            out.append(
+                f"metadata.annotations[{vendor.register_annotation}]: {got}; "
+                f"the node has no shareable {vendor.name} devices"
+            )
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def decoded(vendor: Vendor, text: str) -> tuple[tuple[Grant, ...], ...] | str:
+    """A pod's grants per container from its allocation annotation, or why it cannot be read."""
+    try:
+        return tuple(tuple(c) for c in vendor.decode(text))
+    except ValueError as exc:
+        return str(exc)
+
+
+def pod_problems(vendors: Sequence[Vendor], annotations: Mapping[str, str]) -> list[str]:
+    """Why a pod's device allocation cannot be read (its cards are then not counted)."""
+    out = []
+    for vendor in vendors:
+        text = annotations.get(vendor.keys.allocated)
+        if text is not None:
+            got = decoded(vendor, text)
+            if isinstance(got, str):
+                out.append(
+                    f"metadata.annotations[{vendor.keys.allocated}]: {got}; "
+                    "its devices are not counted"
+                )
+    return out

@@ -168,6 +168,7 @@ VOLCANO_VGPU = Vendor(
     quota_memory=MEMORY,
     quota_cores=CORES,
     keys=KEYS,
+    count_resource=COUNT,
     read_cards=registered_cards,
     read_request=container_request,
     read_options=pod_options,

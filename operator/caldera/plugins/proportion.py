@@ -139,7 +139,11 @@ class ProportionPlugin(Plugin[NoArgs]):
 
         def overused(queue: Queue) -> bool:
             s = shares.get(queue.name)
-            return s is not None and le_all(space, s.deserved, s.allocated)
+            if s is None or not s.allocated[space.quota].any():
+                # a queue that holds nothing is not over any share (its jobs may ask only for
+                # resources a plugin accounts for, such as shared GPUs)
+                return False
+            return le_all(space, s.deserved, s.allocated)
 
         def allocatable(queue: Queue, task: Task) -> bool:
             s = shares.get(queue.name)

@@ -27,6 +27,7 @@ from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import Session
+from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
 from caldera.simulate.runner import adopt_bare_pods, simulate
@@ -42,6 +43,8 @@ class NodeVerdict:
     scores: dict[str, float] = field(default_factory=dict)
     """Scorer → weighted score (feasible nodes only)."""
     total: float | None = None
+    devices: str = ""
+    """The shared cards the pod would get here (deviceshare), in HAMi's choice."""
 
     @property
     def fits(self) -> bool:
@@ -121,6 +124,17 @@ def explain(
             for reason, mask in rejections:
                 for row in np.flatnonzero(mask):
                     verdicts[row].reasons.setdefault(name, []).append(reason)
+    for plugin in ssn.plugins:
+        if isinstance(plugin, DeviceSharePlugin) and plugin.state is not None:
+            for row, node in enumerate(verdicts):
+                said = plugin.state.explain(task, row)
+                if said is None:
+                    break
+                fits, text = said
+                if fits:
+                    node.devices = text
+                else:
+                    node.reasons.setdefault(plugin.name, []).append(text)
     for reason, mask in resource_rejections(ssn.space, task.resreq, nodes.idle):
         for row in np.flatnonzero(mask):
             verdicts[row].reasons.setdefault("NodeResourcesFit", []).append(reason)
@@ -190,7 +204,13 @@ def to_json(ex: Explanation) -> str:
         "preFilter": ex.pre_filter,
         "weights": ex.weights,
         "nodes": {
-            v.node: {"fits": v.fits, "reasons": v.reasons, "scores": v.scores, "total": v.total}
+            v.node: {
+                "fits": v.fits,
+                "reasons": v.reasons,
+                "scores": v.scores,
+                "total": v.total,
+                **({"devices": v.devices} if v.devices else {}),
+            }
             for v in ex.nodes
         },
     }
@@ -210,11 +230,14 @@ def to_table(ex: Explanation) -> str:
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
     scorers = list(ex.weights)
-    header = ["NODE", "FITS", *(f"{s}×{ex.weights[s]}" for s in scorers), "TOTAL", "WHY NOT"]
+    last = "WHY NOT / CARDS" if any(v.devices for v in ex.nodes) else "WHY NOT"
+    header = ["NODE", "FITS", *(f"{s}×{ex.weights[s]}" for s in scorers), "TOTAL", last]
     rows = []
     ordered = sorted(ex.nodes, key=lambda v: (not v.fits, -(v.total or 0.0), v.node))
     for v in ordered:
         why = "; ".join(f"{f}: {', '.join(rs)}" for f, rs in v.reasons.items())
+        if v.devices and v.fits:
+            why = f"cards: {v.devices}"
         cells = [v.node, "yes" if v.fits else "no"]
         cells += [_num(v.scores[s]) if s in v.scores else "-" for s in scorers]
         cells += [_num(v.total) if v.total is not None else "-", why]

@@ -142,7 +142,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         needs = state.needs(task)
         if isinstance(needs, str) or not needs:
             return 0.0
-        scores = state.node_scores(rows) * (MAX_SCORE / MAX_NODE_SCORE / len(state.tables))
+        scores = state.node_scores(rows) * (MAX_SCORE / MAX_NODE_SCORE / state.registered)
         policy = node_policy(task.annotations, self.args.schedule_policy or "binpack")
         if policy == "spread":
             scores = MAX_SCORE - scores

@@ -29,10 +29,10 @@ import numpy.typing as npt
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.devices.fit import FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
-from caldera.devices.model import CardRequest, DeviceDefaults, Grant
+from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import VENDORS, node_cards
+from caldera.devices.vendors import VENDORS, decoded, node_cards
 
 __all__ = ["DeviceState", "PodNeed"]
 
@@ -61,14 +61,6 @@ class PodNeed:
     """``opts`` without the quota: what the arrays' walk depends on."""
 
 
-@functools.lru_cache(maxsize=8192)
-def _decoded(vendor: Vendor, text: str) -> tuple[tuple[Grant, ...], ...] | None:
-    try:
-        return tuple(tuple(c) for c in vendor.decode(text))
-    except ValueError:
-        return None
-
-
 class DeviceState:
     def __init__(
         self,
@@ -80,15 +72,19 @@ class DeviceState:
         self.nodes = nodes
         self.defaults = defaults
         self.gpu_policy = gpu_policy
-        self.vendors: list[Vendor] = []
+        self.vendors: list[Vendor] = list(VENDORS)
         self.tables: list[DeviceTable] = []
         for vendor in VENDORS:
             rows = [node_cards(vendor, a) for a in nodes.annotations]
             if not any(rows):
-                continue  # no node registers this vendor's cards
-            cards = [r if isinstance(r, tuple) else () for r in rows]
+                # no node registers this vendor's cards: its pods fit nowhere
+                self.tables.append(DeviceTable(vendor.name, [()] * len(rows), []))
+                continue
+            cards = [
+                _stale(r, withheld.get(vendor.count_resource)) if isinstance(r, tuple) else ()
+                for r, withheld in zip(rows, nodes.withheld, strict=True)
+            ]
             cordon = [_cordoned(vendor, a) for a in nodes.annotations]
-            self.vendors.append(vendor)
             self.tables.append(DeviceTable(vendor.name, cards, cordon))
         self.quota_limits = {
             ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
@@ -100,6 +96,8 @@ class DeviceState:
         self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
         self._bases: dict[tuple[object, ...], Base] = {}
         self._node_opts: dict[tuple[object, ...], FitOptions] = {}
+        self.registered = max(1, sum(1 for t in self.tables if t.width))
+        """Vendors some node registers cards of (the node score sums one share per vendor)."""
         self._rebuild()
 
     def _has_device_quota(self, hard: dict[str, float]) -> bool:
@@ -111,22 +109,19 @@ class DeviceState:
 
     def _rebuild(self) -> None:
         for v, vendor in enumerate(self.vendors):
+            if not self.tables[v].width:
+                continue
             keys = vendor.keys
             for row, tasks in enumerate(self.nodes.tasks):
                 for task in tasks.values():
                     text = task.annotations.get(keys.allocated)
                     if text is None or keys.node not in task.annotations:
                         continue
-                    containers = _decoded(vendor, text)
-                    if containers is None:
-                        log.warning(
-                            "pod %s: metadata.annotations[%s] cannot be read; its cards are "
-                            "not counted",
-                            task.key,
-                            keys.allocated,
-                        )
-                        continue
+                    containers = decoded(vendor, text)
+                    if isinstance(containers, str):
+                        continue  # reported with the snapshot's problems
                     self._hold(v, row, task, containers)
+                    self.grants.setdefault(task.uid, []).append((v, row, containers))
 
     def _hold(
         self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
@@ -154,7 +149,7 @@ class DeviceState:
         containers = [(True, c) for c in spec.init_containers] + [
             (False, c) for c in spec.containers
         ]
-        named = set()
+        named: set[str] = set()
         for _, c in containers:
             named.update(c.resources.limits)
             named.update(c.resources.requests)
@@ -204,8 +199,6 @@ class DeviceState:
             return [(needs, np.ones(n, dtype=bool))]
         if not needs:
             return []
-        if not self.tables and needs:
-            return [("NodeInsufficientDevice", np.ones(n, dtype=bool))]
         failed: dict[str, BoolArray] = {}
         alive = np.ones(n, dtype=bool)
         for need in needs:
@@ -300,6 +293,28 @@ class DeviceState:
             )
         return fit_node(table.cards[row], table.uses(row), need.containers, opts, vendor.name)
 
+    def explain(self, task: Task, row: int) -> tuple[bool, str] | None:
+        """For ``caldera explain``: the cards ``task`` would get on node ``row`` (True), or why
+        none, in HAMi's words (False); None when the pod asks for no shared device."""
+        needs = self.needs(task)
+        if isinstance(needs, str):
+            return False, needs
+        if not needs:
+            return None
+        parts: list[str] = []
+        for need in needs:
+            vendor = self.vendors[need.vendor]
+            registered = node_cards(vendor, self.nodes.annotations[row])
+            if isinstance(registered, str):
+                return False, f"{vendor.register_annotation} cannot be read: {registered}"
+            fit = self.fit(need, row)
+            if fit.grants is None:
+                return False, fit.reason
+            parts.extend(
+                f"{g.uuid} ({g.memory} MiB, {g.cores}% cores)" for c in fit.grants for g in c
+            )
+        return True, ", ".join(parts)
+
     # -- reserve / unreserve ------------------------------------------------------------------
 
     def reserve(
@@ -340,8 +355,17 @@ class DeviceState:
         """§5.1 summed over the vendors, on ``rows``."""
         total = np.zeros(len(rows), dtype=np.float64)
         for table in self.tables:
-            total += table.node_scores(rows)
+            if table.width:
+                total += table.node_scores(rows)
         return total
+
+
+def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card, ...]:
+    """A node whose kubelet reports 0 of the vendor's devices has lost its device plugin: its
+    registration is stale and no card is healthy (HAMi's register loop drops such a node)."""
+    if plugin_devices != 0:
+        return cards
+    return tuple(dataclasses.replace(c, health=False) for c in cards)
 
 
 def _bind_keys(vendor: Vendor) -> tuple[str, ...]:
