@@ -26,6 +26,7 @@ from typing import Any
 import kopf
 from prometheus_client import CollectorRegistry
 
+from caldera.devices.vendors import enabled_vendors
 from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
 from caldera.framework.registry import Registry
@@ -37,6 +38,7 @@ from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import Rest
 from caldera.models.kinds import KINDS, Kind
 from caldera.operator import logs
+from caldera.operator.device_metrics import DeviceCollector
 from caldera.operator.loop.scheduler import Scheduler, Writers
 from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import SessionConfig, SessionWorker, fewer_collections
@@ -161,6 +163,12 @@ async def _start(runtime: Runtime) -> None:
     runtime.controllers = controllers
     cache = Cache(s.scheduler_names, on_news=trigger.poke, on_malformed=_report_malformed(runtime))
     runtime.cache = cache
+    runtime.metrics.registry.register(
+        DeviceCollector(
+            lambda: cache.state,
+            lambda: enabled_vendors(runtime.policy.policy.managed_resources),
+        )
+    )
     bare = BarePods(rest, cache, controllers, create_podgroups=s.create_podgroups)
     runtime.bare = bare
     cache.on_bare_pod = bare.seen

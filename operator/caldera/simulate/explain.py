@@ -126,8 +126,8 @@ def explain(
                     verdicts[row].reasons.setdefault(name, []).append(reason)
     for plugin in ssn.plugins:
         if isinstance(plugin, DeviceSharePlugin) and plugin.state is not None:
-            for row, node in enumerate(verdicts):
-                said = plugin.state.explain(task, row)
+            for at, node in enumerate(verdicts):
+                said = plugin.state.explain(task, at)
                 if said is None:
                     break
                 fits, text = said

@@ -1,7 +1,8 @@
 """What ``caldera simulate`` prints: a JSON document for tools, a table for people.
 
 The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``,
-``queues``, ``pods`` and ``unschedulable``, with keys sorted so equal input gives equal bytes.
+``queues``, ``pods`` and ``unschedulable`` (and ``devices``, every shared card with its usage,
+when some node registers any), with keys sorted so equal input gives equal bytes.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from caldera.devices.usage import CardState, HeldPod, cluster_usage
+from caldera.devices.vendors import VENDORS
 from caldera.quantity import format_resource
 from caldera.simulate.runner import CycleRecord, Simulation
 
@@ -63,8 +66,43 @@ def report(sim: Simulation) -> dict[str, Any]:
     }
 
 
+def _cards(sim: Simulation) -> list[CardState]:
+    """Every shared card after the last cycle, with what the pods on it hold."""
+    state = sim.state
+    held = [
+        HeldPod(
+            pod.metadata.namespace or "default",
+            pod.metadata.name,
+            pod.spec.node_name,
+            len(pod.spec.init_containers),
+            pod.metadata.annotations,
+        )
+        for pod in state.pods.values()
+        if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")
+    ]
+    nodes = {name: node.metadata.annotations for name, node in state.nodes.items()}
+    return cluster_usage(VENDORS, nodes, held)[0]
+
+
+def _card_doc(c: CardState) -> dict[str, Any]:
+    return {
+        "node": c.node,
+        "vendor": c.vendor,
+        "id": c.card.id,
+        "type": c.card.type,
+        "health": c.card.health,
+        "slots": {"used": c.use.used, "total": c.card.count},
+        "memoryMiB": {"used": c.use.usedmem, "total": c.card.devmem},
+        "cores": {"used": c.use.usedcores, "total": c.card.devcore},
+    }
+
+
 def to_json(sim: Simulation) -> str:
-    return json.dumps(report(sim), indent=2, sort_keys=True) + "\n"
+    doc = report(sim)
+    cards = _cards(sim)
+    if cards:
+        doc["devices"] = [_card_doc(c) for c in cards]
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
 def _rows(
@@ -167,6 +205,22 @@ def to_table(sim: Simulation) -> str:
     ]
     if pg_rows:
         lines += _rows(("PODGROUP", "PHASE", "MINMEMBER", "RUNNING", "QUEUE"), pg_rows, indent="  ")
+    cards = _cards(sim)
+    if cards:
+        lines.append("")
+        lines.append("== shared devices after the last cycle ==")
+        card_rows = [
+            (
+                c.node,
+                c.card.id,
+                c.card.type + ("" if c.card.health else " (unhealthy)"),
+                f"{c.use.used}/{c.card.count}",
+                f"{c.use.usedmem}/{c.card.devmem}",
+                f"{c.use.usedcores}/{c.card.devcore}",
+            )
+            for c in cards
+        ]
+        lines += _rows(("NODE", "CARD", "TYPE", "SLOTS", "MEMORY MiB", "CORES %"), card_rows, "  ")
     return "\n".join(lines) + "\n"
 
 
