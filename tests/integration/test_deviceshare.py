@@ -143,3 +143,39 @@ def _now() -> str:
 
 def _json(body: Any) -> Any:
     return json.loads(body) if isinstance(body, (str, bytes)) else body
+
+
+async def test_a_pod_the_device_plugin_failed_is_evicted_for_its_controller_to_replace(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it plays HAMi's device plugin failing the allocation")
+    await k8s.create("nodes", gpu_node("n1", "GPU-a"))
+    owned = gpu_pod("train")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-1"}
+        | {"controller": True}
+    ]
+    await k8s.create("pods", owned, namespace="default")
+    await k8s.create("pods", gpu_pod("solo"), namespace="default")
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=False)):
+        await wait_bound(k8s, "train", "solo")
+        for name in ("train", "solo"):
+            await k8s.patch(
+                "pods",
+                name,
+                {"metadata": {"annotations": {"hami.io/bind-phase": "failed"}}},
+                namespace="default",
+            )
+        while not k8s.find_requests(verb="delete", resource="pods", name="train"):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+    # the owned pod goes (its controller makes a new one); the bare one is kept and told why
+    assert not k8s.find_requests(verb="delete", resource="pods", name="solo")
+    events = [
+        e
+        for e in await k8s.list("events", namespace="default")
+        if e.get("reason") == "DeviceAllocationFailed"
+    ]
+    assert {e["involvedObject"]["name"] for e in events} == {"train", "solo"}
+    solo = next(e for e in events if e["involvedObject"]["name"] == "solo")
+    assert "delete it to schedule it again" in solo["message"]

@@ -74,6 +74,8 @@ def cluster_usage(
             text = pod.annotations.get(keys.allocated)
             if text is None or keys.node not in pod.annotations:
                 continue
+            if pod.annotations.get(keys.phase) == "failed":
+                continue  # the device plugin handed nothing over
             containers = decoded(vendor, text)
             if isinstance(containers, str):
                 continue

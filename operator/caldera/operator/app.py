@@ -47,6 +47,7 @@ from caldera.operator.settings import Settings
 from caldera.operator.watch.assume import Assumptions
 from caldera.operator.watch.bare import BarePods
 from caldera.operator.watch.cache import Cache
+from caldera.operator.watch.devicefail import DeviceFailures
 from caldera.operator.watch.informer import Informer
 from caldera.operator.watch.policy import PolicyHolder
 from caldera.operator.writers.binder import Binder
@@ -193,6 +194,7 @@ async def _start(runtime: Runtime) -> None:
         events=events,
     )
     runtime.writers = writers
+    cache.on_bound_pod = DeviceFailures(events, writers.evictor).seen
     binds = writers.binder.queue
     # events give way while binds wait for their first try (a burst); binds waiting out a retry
     # backoff do not hold them back

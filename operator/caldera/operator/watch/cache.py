@@ -93,6 +93,7 @@ class Cache:
         on_news: Callable[[], None] = lambda: None,
         on_malformed: Callable[[Kind, Raw, str], None] = lambda kind, raw, message: None,
         on_bare_pod: Callable[[Pod], None] = lambda pod: None,
+        on_bound_pod: Callable[[Pod], None] = lambda pod: None,
     ) -> None:
         self.state = ClusterState()
         self.kinds = {k.name: k for k in (kinds if kinds is not None else KINDS.values())}
@@ -100,6 +101,8 @@ class Cache:
         self._on_news = on_news
         self._on_malformed = on_malformed
         self.on_bare_pod = on_bare_pod
+        self.on_bound_pod = on_bound_pod
+        """Told of every change to a bound, running-or-pending pod of ours."""
         """Called with each pending pod of ours that changed (its group may need the API)."""
         self._prints: dict[str, dict[str, tuple[Any, ...] | None]] = {k: {} for k in self.kinds}
         self._json: dict[str, dict[str, bytes]] = {k.table: {} for k in self.kinds.values()}
@@ -195,6 +198,8 @@ class Cache:
                 self.on_bare_pod(pod)
         elif done and (old is None or not _done(old)):
             self._on_news()  # capacity freed
+        elif not done and spec.get("schedulerName") in self._names:
+            self.on_bound_pod(pod)
 
     def _forget(self, kind: Kind, key: str) -> Any:
         """Take ``key`` out of everything kept about it; returns the object it held, if any."""

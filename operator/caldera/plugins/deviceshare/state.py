@@ -117,6 +117,8 @@ class DeviceState:
                     text = task.annotations.get(keys.allocated)
                     if text is None or keys.node not in task.annotations:
                         continue
+                    if task.annotations.get(keys.phase) == "failed":
+                        continue  # the device plugin handed nothing over
                     containers = decoded(vendor, text)
                     if isinstance(containers, str):
                         continue  # reported with the snapshot's problems
