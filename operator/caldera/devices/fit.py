@@ -15,6 +15,7 @@ policies other than ``numa`` grouping.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ __all__ = [
     "kind_ok",
     "node_score",
     "pod_usage",
+    "policy_words",
     "reason_text",
     "usage_of",
 ]
@@ -124,6 +126,12 @@ def card_score(
     )
 
 
+@functools.lru_cache(maxsize=64)
+def policy_words(policy: str) -> frozenset[str]:
+    """The words of a GPU policy chain (``binpack,numa``)."""
+    return frozenset(p.strip() for p in policy.split(","))
+
+
 def card_order(
     cards: Sequence[Card], uses: Sequence[CardUse], request: CardRequest, opts: FitOptions
 ) -> list[int]:
@@ -131,7 +139,7 @@ def card_order(
     stable, as Go's insertion sort is on the small lists a node has: equal cards keep their
     registration order."""
     scores = [card_score(c, u, request, opts.weights) for c, u in zip(cards, uses, strict=True)]
-    policy = {p.strip() for p in opts.gpu_policy.split(",")}
+    policy = policy_words(opts.gpu_policy)
     if "mutex" in policy:
         return sorted(range(len(cards)), key=lambda i: -uses[i].used)
     binpack = "binpack" in policy
@@ -157,10 +165,6 @@ def kind_ok(model: str, mode: str, request: CardRequest, opts: FitOptions, vendo
     return request.vendor == vendor
 
 
-def _type_ok(card: Card, request: CardRequest, opts: FitOptions, vendor: str) -> bool:
-    return kind_ok(card.type, card.mode, request, opts, vendor)
-
-
 def _fit_container(
     cards: Sequence[Card],
     uses: list[CardUse],
@@ -174,9 +178,12 @@ def _fit_container(
     reasons: Counter[str] = Counter()
     nums = request.nums
     taken: list[Grant] = []
-    policy = {p.strip() for p in opts.gpu_policy.split(",")}
+    policy = policy_words(opts.gpu_policy)
     topology = "topology-aware" in policy
     mutex = "mutex" in policy
+    kinds: dict[tuple[str, str], bool] = {}
+    cores = min(request.coresreq, 100)
+    quota = opts.quota
     prev_numa: int | None = None
     for i in reversed(card_order(cards, uses, request, opts)):
         card, use = cards[i], uses[i]
@@ -186,7 +193,11 @@ def _fit_container(
         if card.id in opts.cordoned:
             reasons["CardCordoned"] += 1
             continue
-        if not _type_ok(card, request, opts, vendor):
+        kind = (card.type, card.mode)
+        suits = kinds.get(kind)
+        if suits is None:
+            suits = kinds[kind] = kind_ok(card.type, card.mode, request, opts, vendor)
+        if not suits:
             reasons["CardTypeMismatch"] += 1
             continue
         if opts.numa_bind and prev_numa is not None and card.numa != prev_numa:
@@ -203,9 +214,8 @@ def _fit_container(
         if mutex and use.used > 0:
             reasons["ExclusiveDeviceAllocateConflict"] += 1
             continue
-        cores = min(request.coresreq, 100)
         mem = request.memory_on(card)
-        if opts.quota is not None and not opts.quota.allows(
+        if quota is not None and not quota.allows(
             given[0] + sum(g.memory for g in taken) + mem,
             given[1] + sum(g.cores for g in taken) + cores,
         ):

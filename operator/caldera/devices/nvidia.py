@@ -18,6 +18,7 @@ HAMi's device plugin and HAMi-core keep working unchanged with Caldera as the sc
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -306,6 +307,8 @@ def pod_options(
 ) -> FitOptions:
     """What a pod's annotations say about the cards it may get (``gpu_policy``: the scheduler's
     default, which the pod's ``hami.io/gpu-scheduler-policy`` overrides)."""
+    if _OPTION_KEYS.isdisjoint(annotations):
+        return _plain_options(gpu_policy, cordon)  # the common case: the pod says nothing
     weights = annotations.get(SCORING_WEIGHTS)
     return FitOptions(
         gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
@@ -318,6 +321,16 @@ def pod_options(
         cordoned=cordon,
         weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
     )
+
+
+_OPTION_KEYS = frozenset(
+    {GPU_POLICY, NUMA_BIND, USE_TYPE, NOUSE_TYPE, VGPU_MODE, USE_UUID, NOUSE_UUID, SCORING_WEIGHTS}
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_options(gpu_policy: str, cordon: frozenset[str]) -> FitOptions:
+    return FitOptions(gpu_policy=gpu_policy, cordoned=cordon)
 
 
 def node_policy(annotations: Mapping[str, str], default: str) -> str:

@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from caldera.devices.fit import CardUse, FitOptions, pod_usage
-from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
+from caldera.devices.fit import CardUse, FitOptions, policy_words
+from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest
 
 __all__ = ["Base", "DeviceTable", "Screen"]
 
@@ -110,23 +110,22 @@ class DeviceTable:
 
     def uses(self, row: int) -> list[CardUse]:
         """The row's cards' usage as :func:`~caldera.devices.fit.fit_node` takes it."""
+        n = len(self.cards[row])
         return [
-            CardUse(int(u), int(m), int(c))
+            CardUse(u, m, c)
             for u, m, c in zip(
-                self.used[row, : len(self.cards[row])],
-                self.usedmem[row, : len(self.cards[row])],
-                self.usedcores[row, : len(self.cards[row])],
+                self.used[row, :n].tolist(),
+                self.usedmem[row, :n].tolist(),
+                self.usedcores[row, :n].tolist(),
                 strict=True,
             )
         ]
 
-    def apply(
-        self, row: int, inits: int, containers: Sequence[Sequence[Grant]], sign: int = 1
-    ) -> None:
-        """Add (``sign`` 1) or remove (-1) one pod's grants on node ``row``; grants on cards the
-        node does not register are ignored (§3.5)."""
+    def apply(self, row: int, usage: Mapping[str, CardUse], sign: int = 1) -> None:
+        """Add (``sign`` 1) or remove (-1) one pod's usage per card (:func:`pod_usage`) on node
+        ``row``; cards the node does not register are ignored (§3.5)."""
         at = self.at[row]
-        for uuid, use in pod_usage(inits, containers).items():
+        for uuid, use in usage.items():
             j = at.get(uuid)
             if j is None:
                 continue
@@ -206,7 +205,7 @@ class DeviceTable:
             remaining = remaining & ok
 
         check("CardTimeSlicingExhausted", self.count[sel] > used)
-        if "mutex" in {p.strip() for p in opts.gpu_policy.split(",")}:
+        if "mutex" in policy_words(opts.gpu_policy):
             check("ExclusiveDeviceAllocateConflict", used == 0)
         cores = min(request.coresreq, 100)
         mem: IntArray | int

@@ -128,10 +128,10 @@ class DeviceState:
     def _hold(
         self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
     ) -> None:
-        inits = len(task.spec.init_containers)
-        self.tables[v].apply(row, inits, containers, sign)
+        usage = pod_usage(len(task.spec.init_containers), containers)
+        self.tables[v].apply(row, usage, sign)
         used = self.quota_used.setdefault((v, task.namespace), [0, 0])
-        for use in pod_usage(inits, containers).values():
+        for use in usage.values():
             used[0] += sign * use.usedmem
             used[1] += sign * use.usedcores
         # no entry in the node table's change log: placing or unplacing the task made one
@@ -174,7 +174,8 @@ class DeviceState:
                 opts = dataclasses.replace(opts, quota=quota)
             apps = sum(1 for init, r in reqs if r is not None and not init)
             exact = apps > 1 or opts.numa_bind or quota is not None
-            out.append(PodNeed(v, reqs, opts, exact, dataclasses.replace(opts, quota=None)))
+            screen_opts = opts if quota is None else dataclasses.replace(opts, quota=None)
+            out.append(PodNeed(v, reqs, opts, exact, screen_opts))
         return out
 
     def _quota(self, v: int, namespace: str) -> Quota | None:
@@ -237,7 +238,7 @@ class DeviceState:
             fits, reasons, seen = hit
             if seen == len(changes):
                 return fits, reasons
-            rows = np.unique(np.asarray(changes[seen:], dtype=np.intp))
+            rows = np.asarray(changes[seen:], dtype=np.intp)  # repeats are harmless
             if len(rows) < len(table) // 8:
                 sub_fits, sub = table.screen(request, need.screen_opts, self._base(need), rows)
                 fits[rows] = sub_fits
