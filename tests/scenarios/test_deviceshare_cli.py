@@ -204,3 +204,23 @@ def test_no_device_metrics_while_the_policy_shares_no_devices() -> None:
     state = ClusterState()
     state.add(_node("gpu-1", {"hami.io/node-nvidia-register": CARDS}))
     assert scrape(DeviceCollector(lambda: state, lambda: ())) == {}
+
+
+def test_the_shipped_gpu_example_runs_under_the_shipped_gpu_policy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    argv = [str(root / "examples" / "gpu-sharing"), "--policy"]
+    doc = run_json(capsys, "simulate", *argv, str(root / "policies" / "hami-gpu-sharing.yaml"))
+    nodes = {b["pod"]: b["node"] for b in doc["binds"]}
+    # the gang packs onto one A100 node (binpack), the T4-only pods onto the T4 node
+    assert {nodes[f"default/finetune-{i}"] for i in range(4)} == {"gpu-1"}
+    assert nodes["default/inference-0"] == nodes["default/inference-1"] == "gpu-3"
+    # a pod asking only for a GPU still gets its turn in a queue already at its share, and
+    # says in HAMi's words why no card takes it
+    assert doc["unschedulable"] == {
+        "default/too-big": (
+            "0/4 nodes are available: 1 CardCordoned, 1 NodeInsufficientDevice, "
+            "3 CardInsufficientMemory."
+        )
+    }

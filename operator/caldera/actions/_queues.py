@@ -31,6 +31,11 @@ class OrderedQueue(Generic[T]):
     def pop(self) -> T:
         return heapq.heappop(self._heap)[2]
 
+    def drain(self) -> list[T]:
+        """Every item, in order; the queue is left empty."""
+        out = [heapq.heappop(self._heap)[2] for _ in range(len(self._heap))]
+        return out
+
     def __len__(self) -> int:
         return len(self._heap)
 

@@ -20,6 +20,7 @@ Without an ``enqueue`` action, Pending PodGroups are promoted to Inqueue here. B
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from typing import ClassVar
 
 from pydantic import Field
@@ -74,9 +75,12 @@ class AllocateAction(Action[AllocateArgs]):
         queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(jobs_by_queue)))
         while queues:
             queue = queues.pop()
-            if ssn.overused(queue):
-                continue
             jobs = jobs_by_queue[queue.name]
+            if ssn.overused(queue):
+                # what is left of an overused queue: only jobs asking for nothing a share
+                # counts (shared GPUs alone, whose quota is the namespace's) take nothing more
+                uncounted = [j for j in jobs.drain() if not _counted(ssn, remaining[j.uid])]
+                jobs = jobs_by_queue[queue.name] = OrderedQueue(job_key, uncounted)
             if not jobs:
                 continue
             job = jobs.pop()
@@ -135,3 +139,8 @@ class AllocateAction(Action[AllocateArgs]):
             if tasks and ssn.job_ready(job):
                 return True
         return False
+
+
+def _counted(ssn: Session, tasks: Iterable[Task]) -> bool:
+    """Whether any of ``tasks`` asks for a resource that queue shares count."""
+    return any(t.resreq[ssn.space.quota].any() for t in tasks)

@@ -101,6 +101,8 @@ class ProportionPlugin(Plugin[NoArgs]):
                 real_capability=np.minimum(queue.capability, free + queue.guarantee),
                 deserved=space.zeros(),
             )
+        counted: set[str] = set()
+        """Queues with pending work that asks for resources the shares count."""
         for job in ssn.jobs.values():
             s = shares.get(job.queue)
             if s is None:
@@ -109,6 +111,8 @@ class ProportionPlugin(Plugin[NoArgs]):
             s.request += job.allocated
             for task in job.by_status.get(TaskStatus.PENDING, {}).values():
                 s.request += task.resreq
+                if task.resreq[space.quota].any():
+                    counted.add(job.queue)
             minimum = job.min_resources if job.min_resources is not None else space.zeros()
             if job.phase == "Inqueue":
                 s.inqueue += minimum
@@ -139,9 +143,10 @@ class ProportionPlugin(Plugin[NoArgs]):
 
         def overused(queue: Queue) -> bool:
             s = shares.get(queue.name)
-            if s is None or not s.allocated[space.quota].any():
-                # a queue that holds nothing is not over any share (its jobs may ask only for
-                # resources a plugin accounts for, such as shared GPUs)
+            if s is None or not s.allocated[space.quota].any() or queue.name not in counted:
+                # a queue that holds nothing is not over any share, and one whose pending work
+                # asks only for resources a plugin accounts for itself (shared GPUs: their
+                # quota is the namespace's) takes nothing from any share
                 return False
             return le_all(space, s.deserved, s.allocated)
 
