@@ -179,3 +179,26 @@ async def test_a_pod_the_device_plugin_failed_is_evicted_for_its_controller_to_r
     assert {e["involvedObject"]["name"] for e in events} == {"train", "solo"}
     solo = next(e for e in events if e["involvedObject"]["name"] == "solo")
     assert "delete it to schedule it again" in solo["message"]
+
+
+async def test_a_session_counts_the_cards_of_a_bind_still_in_flight(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it holds one pod's annotation patch in flight")
+    await k8s.create("nodes", gpu_node("n1", "GPU-a"))
+    hold = k8s.hang_next(verb="patch", resource="pods", name="first")
+    await k8s.create("pods", gpu_pod("first", memory="12000"), namespace="default")
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path, lock=False)):
+        while not k8s.find_requests(verb="patch", resource="pods", name="first"):
+            await asyncio.sleep(0.05)
+        # first's cards are only in the scheduler's assumption: a second pod that would fit
+        # the card only if they were free must wait, session after session
+        await k8s.create("pods", gpu_pod("second", memory="12000"), namespace="default")
+        await asyncio.sleep(1.5)
+        second = await k8s.get("pods", "second", namespace="default")
+        assert not second["spec"].get("nodeName")
+        assert not k8s.find_requests(verb="patch", resource="pods", subresource="", name="second")
+        condition = next(c for c in second["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert "CardInsufficientMemory" in condition["message"]
+        hold.release()
+        assert await wait_bound(k8s, "first", timeout=30) == {"first": "n1"}

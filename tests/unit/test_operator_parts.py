@@ -147,6 +147,18 @@ def test_assumed_binds_are_applied_until_the_watch_confirms_them() -> None:
     assert "default/p" not in assumed  # confirmed by the watch: dropped
 
 
+def test_an_assumed_bind_carries_the_device_annotations_the_binder_writes() -> None:
+    # until the watch shows the pod bound, a session must count the cards it was given
+    assumed = Assumptions()
+    cards = {"hami.io/vgpu-node": "n1", "hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1000,0:;"}
+    assumed.assume("default/p", "n1", "", cards)
+    pending = builders.pod("p", annotations={"team": "a"})
+    view = assumed.overlay({"default/p": pending})["default/p"]
+    assert view.spec.node_name == "n1"
+    assert view.metadata.annotations == {"team": "a", **cards}
+    assert pending.metadata.annotations == {"team": "a"}  # the cache's pod is not changed
+
+
 def test_assumptions_for_deleted_or_replaced_pods_are_dropped_and_no_clock_ends_one() -> None:
     assumed = Assumptions()
     original = builders.pod("p", uid="first")

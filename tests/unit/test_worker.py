@@ -40,7 +40,7 @@ async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> N
         _add(cache, "PodGroup", podgroup("pg2", 1))
         _add(cache, "Pod", pod("q", group="pg2", cpu="1"))
         _add(cache, "Pod", pod("r", group="pg2", cpu="1"))
-        result, _ = await worker.decide(cache, {"default/p": "n1"}, policy, "s2")
+        result, _ = await worker.decide(cache, {"default/p": ("n1", {})}, policy, "s2")
         assert [(b.name, b.node) for b in result.binds] == [("q", "n1")]
         for name in ("q", "r"):
             _add(cache, "Pod", pod(name, group="pg2", cpu="1"))  # the same again: no change
@@ -49,7 +49,7 @@ async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> N
         for name in ("q", "r"):
             cache.apply(KINDS["Pod"], "DELETED", _with_uid(pod(name, group="pg2")))
         _add(cache, "Pod", pod("bare", cpu="1"))
-        result, problems = await worker.decide(cache, {"default/p": "n1"}, policy, "s3")
+        result, problems = await worker.decide(cache, {"default/p": ("n1", {})}, policy, "s3")
         assert [(b.name, b.node) for b in result.binds] == [("bare", "n1")]
         assert problems == []
     finally:

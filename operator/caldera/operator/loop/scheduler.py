@@ -178,7 +178,7 @@ class Scheduler:
         key = f"{bind.namespace}/{bind.name}"
         if key not in self._sent:
             self._sent.add(key)
-            self.assumed.assume(key, bind.node, bind.uid)
+            self.assumed.assume(key, bind.node, bind.uid, bind.annotations)
             self.writers.binder.submit(bind)
 
     def _dispatch(self, result: CycleResult) -> None:

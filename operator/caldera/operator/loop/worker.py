@@ -41,7 +41,7 @@ from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
-from caldera.operator.watch.assume import apply
+from caldera.operator.watch.assume import InFlight, apply
 from caldera.operator.watch.cache import Cache
 
 __all__ = ["BindStream", "SessionConfig", "SessionWorker", "Streamed", "decide"]
@@ -60,7 +60,7 @@ class SessionConfig:
 
 def decide(
     state: ClusterState,
-    in_flight: dict[str, str],
+    in_flight: InFlight,
     policy: Policy,
     registry: Registry,
     config: SessionConfig,
@@ -147,7 +147,7 @@ def _start(stream: Any) -> None:
 
 def _session(
     changes: Changes,
-    in_flight: dict[str, str],
+    in_flight: InFlight,
     policy: Policy,
     config: SessionConfig,
     session_id: str,
@@ -212,7 +212,7 @@ class SessionWorker:
             loop.call_soon_threadsafe(self.on_binds, item)
 
     async def decide(
-        self, cache: Cache, in_flight: dict[str, str], policy: Policy, session_id: str
+        self, cache: Cache, in_flight: InFlight, policy: Policy, session_id: str
     ) -> Outcome:
         self.start()
         assert self._pool is not None

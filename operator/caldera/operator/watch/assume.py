@@ -1,7 +1,8 @@
 """Binds the scheduler has decided but the watch has not confirmed yet (assume / forget).
 
 A session must never place a pod whose bind is still in flight, and must count it on its node. So
-each decided bind is *assumed*: the next snapshots see the pod on that node until the watch shows
+each decided bind is *assumed*: the next snapshots see the pod on that node, with the annotations
+the binder writes before binding it (the shared cards it holds), until the watch shows
 the pod bound (confirmed), the pod is gone (or replaced by a new pod of the same name), or the
 binder gives up on it (forgotten). No clock ends an assumption: however far the watch lags, a pod
 whose bind is in flight is never offered to a second session, and a bind the binder could not
@@ -15,21 +16,27 @@ from dataclasses import dataclass
 
 from caldera.models.core import Pod
 
-__all__ = ["Assumptions", "apply"]
+__all__ = ["Assumptions", "InFlight", "apply"]
+
+InFlight = dict[str, tuple[str, dict[str, str]]]
+"""Pod → (node, annotations written with its bind) for binds still in flight."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Assumed:
     node: str
     uid: str
+    annotations: dict[str, str]
 
 
 class Assumptions:
     def __init__(self) -> None:
         self._pods: dict[str, _Assumed] = {}
 
-    def assume(self, key: str, node: str, uid: str = "") -> None:
-        self._pods[key] = _Assumed(node, uid)
+    def assume(
+        self, key: str, node: str, uid: str = "", annotations: dict[str, str] | None = None
+    ) -> None:
+        self._pods[key] = _Assumed(node, uid, annotations or {})
 
     def forget(self, key: str) -> None:
         self._pods.pop(key, None)
@@ -44,13 +51,13 @@ class Assumptions:
     def __len__(self) -> int:
         return len(self._pods)
 
-    def current(self, pods: Mapping[str, Pod]) -> dict[str, str]:
-        """Pod → node for binds still in flight; confirmed and vanished ones are dropped.
+    def current(self, pods: Mapping[str, Pod]) -> InFlight:
+        """The binds still in flight; confirmed and vanished ones are dropped.
 
         Cheap (dictionary work only), so it runs on the event loop; :func:`apply` does the
         copying off the loop.
         """
-        out = {}
+        out: InFlight = {}
         for key, entry in list(self._pods.items()):
             pod = pods.get(key)
             if (
@@ -60,7 +67,7 @@ class Assumptions:
             ):
                 del self._pods[key]
             else:
-                out[key] = entry.node
+                out[key] = (entry.node, entry.annotations)
         return out
 
     def overlay(self, pods: dict[str, Pod]) -> dict[str, Pod]:
@@ -68,10 +75,14 @@ class Assumptions:
         return apply(pods, self.current(pods))
 
 
-def apply(pods: Mapping[str, Pod], assumed: Mapping[str, str]) -> dict[str, Pod]:
-    """A copy of ``pods`` in which each assumed pod sits on its node."""
+def apply(pods: Mapping[str, Pod], assumed: InFlight) -> dict[str, Pod]:
+    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations."""
     out = dict(pods)
-    for key, node in assumed.items():
+    for key, (node, written) in assumed.items():
         pod = out[key]
-        out[key] = pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": node})})
+        update: dict[str, object] = {"spec": pod.spec.model_copy(update={"node_name": node})}
+        if written:
+            merged = {**pod.metadata.annotations, **written}
+            update["metadata"] = pod.metadata.model_copy(update={"annotations": merged})
+        out[key] = pod.model_copy(update=update)
     return out
