@@ -17,7 +17,7 @@ each), the policy adds ``deviceshare`` (``VGPUEnable``), every pending pod asks 
 fraction of its memory and cores (1000–8000 MiB, 10–30 %), and a fifth of them come in gangs of 8.
 
     python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--affinity]
-        [--gpus-per-node 8] [--json]
+        [--gpus-per-node 8] [--operator-gc] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from caldera.framework.policy import DEFAULT_POLICY_YAML, default_policy, load_p
 from caldera.framework.registry import Registry
 from caldera.models.core import Node, Pod
 from caldera.models.volcano import PodGroup, Queue
+from caldera.operator.loop.worker import fewer_collections
 
 RUNNING = 1000
 ZONES = 10
@@ -265,8 +266,15 @@ def main() -> None:
         default=0,
         help="shared GPUs per node (HAMi registration); pods ask a fraction of one",
     )
+    parser.add_argument(
+        "--operator-gc",
+        action="store_true",
+        help="collect cyclic garbage as the operator's session process does (fewer collections)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.operator_gc:
+        fewer_collections()
     out = run(args.nodes, args.pods, args.gang_size, args.affinity, gpus=args.gpus_per_node)
     if args.json:
         print(json.dumps(out))

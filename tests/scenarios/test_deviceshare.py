@@ -1280,3 +1280,20 @@ def test_volcanos_uuid_selector_picks_the_named_card() -> None:
     assert binds(sim) == {"default/p": "n1"}
     assert sim.bind_annotations["default/p"]["volcano.sh/vgpu-ids-new"] == "GPU-v0,NVIDIA,3000,0:;"
     assert pending(sim) == {"default/q": "0/1 nodes are available: 1 CardUuidMismatch."}
+
+
+def test_a_card_in_mig_mode_takes_no_share_and_says_so() -> None:
+    mig = {**card("GPU-m"), "mode": "mig"}
+    sim = run(
+        [gpu_node("n1", mig, card("GPU-a")), gpu_node("n2", mig | {"id": "GPU-n"})]
+        + [
+            pod("p", extra=gpu(1000)),
+            pod("q", extra=gpu(1000), node_selector={"host": "n2"}),
+        ]
+    )
+    assert binds(sim) == {"default/p": "n1"}
+    assert sim.bind_annotations["default/p"][ALLOCATED] == "GPU-a,NVIDIA,1000,0:;"
+    assert pending(sim)["default/q"] == (
+        "0/2 nodes are available: 1 CardMigTopologyInfeasible, 1 node(s) didn't match Pod's "
+        "node affinity/selector."
+    )

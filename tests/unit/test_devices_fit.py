@@ -236,3 +236,10 @@ def test_usage_sums_app_containers_and_takes_the_init_peak() -> None:
     uses = usage_of(cards, pods)
     assert uses[0] == CardUse(used=2, usedmem=3000, usedcores=25)
     assert uses[1] == CardUse(used=1, usedmem=100, usedcores=1)
+
+
+def test_a_card_in_mig_mode_takes_no_share() -> None:
+    mig = Card("GPU-m", 7, 40960, 100, "NVIDIA-A100", True, mode="mig")
+    fit = fit_node([mig], [CardUse()], [app(req())], FitOptions())
+    assert fit.grants is None
+    assert fit.reason == "1/1 CardMigTopologyInfeasible"

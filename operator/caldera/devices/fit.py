@@ -9,8 +9,9 @@ running pods were given, as HAMi rebuilds it.
 
 Topology-aware selection uses the node's pair scores (§4.2: one card: the worst connected of the
 fitting cards; several: the best connected combination), and the namespace quota (§6) is checked
-per card against what the pod was given so far. Not here: MIG placement, and comma chains of GPU
-policies other than ``numa`` grouping.
+per card against what the pod was given so far. Not here: MIG placement (a card in MIG mode takes
+no share: ``CardMigTopologyInfeasible``), and comma chains of GPU policies other than ``numa``
+grouping.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from itertools import combinations
 from caldera.devices.model import Card, CardRequest, Grant
 
 __all__ = [
+    "MIG_MODE",
     "CardUse",
     "FitOptions",
     "NodeFit",
@@ -38,6 +40,9 @@ __all__ = [
     "reason_text",
     "usage_of",
 ]
+
+
+MIG_MODE = "mig"
 
 
 @dataclass(slots=True)
@@ -232,6 +237,11 @@ def _fit_container(
             continue
         if card.devcore != 0 and use.usedcores == card.devcore and cores == 0:
             reasons["CardComputeUnitsExhausted"] += 1
+            continue
+        if card.mode == MIG_MODE:
+            # HAMi places MIG instances by the geometries of the card's model, which Caldera
+            # does not know: a card in MIG mode takes no share
+            reasons["CardMigTopologyInfeasible"] += 1
             continue
         taken.append(Grant(card.id, request.vendor, mem, cores))
         if topology:

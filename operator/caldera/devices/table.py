@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from caldera.devices.fit import CardUse, FitOptions, policy_words
+from caldera.devices.fit import MIG_MODE, CardUse, FitOptions, policy_words
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest
 
 __all__ = ["Base", "DeviceTable", "Screen"]
@@ -44,10 +44,12 @@ class DeviceTable:
         "count",
         "devcore",
         "devmem",
+        "has_mig",
         "health",
         "ids",
         "kind",
         "kinds",
+        "mig",
         "mine",
         "ncards",
         "used",
@@ -81,6 +83,8 @@ class DeviceTable:
         self.kind: IntArray = np.full(shape, -1, dtype=np.int64)
         """Index into :attr:`kinds` (model and mode) of every card."""
         self.ids: npt.NDArray[np.object_] = np.full(shape, "", dtype=object)
+        self.mig: BoolArray = np.zeros(shape, dtype=bool)
+        """A card in MIG mode (takes no share)."""
         self.kinds: list[tuple[str, str]] = []
         kind_ids: dict[tuple[str, str], int] = {}
         word = vendor.lower()
@@ -95,9 +99,11 @@ class DeviceTable:
                 self.mine[i, j] = word in c.type.lower()
                 self.cordon[i, j] = bool(cordoned) and c.id in cordoned[i]
                 self.ids[i, j] = c.id
+                self.mig[i, j] = c.mode == MIG_MODE
                 key = (c.type, c.mode)
                 self.kind[i, j] = kind_ids.setdefault(key, len(kind_ids))
         self.kinds = list(kind_ids)
+        self.has_mig = bool(self.mig.any())
         self.ncards: IntArray = self.mine.sum(axis=1)
         self.used: IntArray = np.zeros(shape, dtype=np.int64)
         self.usedmem: IntArray = np.zeros(shape, dtype=np.int64)
@@ -221,6 +227,8 @@ class DeviceTable:
             check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
         if cores == 0:
             check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
+        if self.has_mig:
+            check("CardMigTopologyInfeasible", ~self.mig[sel])
         passing = remaining.sum(axis=1)
         fits = passing >= request.nums
         short = ~fits & (passing > 0)

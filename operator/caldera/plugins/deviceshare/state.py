@@ -108,22 +108,42 @@ class DeviceState:
     # -- usage rebuild -----------------------------------------------------------------------
 
     def _rebuild(self) -> None:
+        """Usage from the pods on the nodes, summed with numpy; a pod's per-card usage is
+        computed once per distinct allocation (the same pod is seen every session)."""
         for v, vendor in enumerate(self.vendors):
-            if not self.tables[v].width:
+            table = self.tables[v]
+            if not table.width:
                 continue
             keys = vendor.keys
+            at: list[tuple[int, int, int, int, int]] = []
             for row, tasks in enumerate(self.nodes.tasks):
+                where = table.at[row]
+                if not where:
+                    continue  # no cards: its pods hold none of them
                 for task in tasks.values():
-                    text = task.annotations.get(keys.allocated)
-                    if text is None or keys.node not in task.annotations:
+                    notes = task.annotations
+                    text = notes.get(keys.allocated)
+                    if text is None or keys.node not in notes:
                         continue
-                    if task.annotations.get(keys.phase) == "failed":
+                    if notes.get(keys.phase) == "failed":
                         continue  # the device plugin handed nothing over
-                    containers = decoded(vendor, text)
-                    if isinstance(containers, str):
+                    usage = _usage(vendor, len(task.spec.init_containers), text)
+                    if usage is None:
                         continue  # reported with the snapshot's problems
-                    self._hold(v, row, task, containers)
-                    self.grants.setdefault(task.uid, []).append((v, row, containers))
+                    self.grants.setdefault(task.uid, []).append((v, row, usage[0]))
+                    quota = self.quota_used.setdefault((v, task.namespace), [0, 0])
+                    for uuid, used, mem, cores in usage[1]:
+                        quota[0] += mem
+                        quota[1] += cores
+                        col = where.get(uuid)
+                        if col is not None:
+                            at.append((row, col, used, mem, cores))
+            if at:
+                cells = np.array(at, dtype=np.int64)
+                where_at = (cells[:, 0], cells[:, 1])
+                np.add.at(table.used, where_at, cells[:, 2])
+                np.add.at(table.usedmem, where_at, cells[:, 3])
+                np.add.at(table.usedcores, where_at, cells[:, 4])
 
     def _hold(
         self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
@@ -361,6 +381,19 @@ class DeviceState:
             if table.width:
                 total += table.node_scores(rows)
         return total
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _usage(
+    vendor: Vendor, inits: int, text: str
+) -> tuple[tuple[tuple[Grant, ...], ...], tuple[tuple[str, int, int, int], ...]] | None:
+    """A running pod's grants and its (card, slots, memory, cores) usage (§3.5), or None when
+    its allocation annotation cannot be read."""
+    containers = decoded(vendor, text)
+    if isinstance(containers, str):
+        return None
+    usage = pod_usage(inits, containers)
+    return containers, tuple((u, c.used, c.usedmem, c.usedcores) for u, c in usage.items())
 
 
 def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card, ...]:
