@@ -512,7 +512,7 @@ def test_invalid_scoring_weights_fail_the_pod_with_the_reason() -> None:
     )
     assert binds(sim) == {}
     assert pending(sim) == {
-        "default/p": "0/1 nodes are available: 1 hami.io/device-scoring-weights: "
+        "default/p": "0/1 nodes are available: hami.io/device-scoring-weights: "
         "name slot, core and memory, not 'slot=1'."
     }
 
@@ -1285,8 +1285,9 @@ def test_volcanos_uuid_selector_picks_the_named_card() -> None:
 def test_a_card_in_mig_mode_takes_no_share_and_says_so() -> None:
     mig = {**card("GPU-m"), "mode": "mig"}
     sim = run(
-        [gpu_node("n1", mig, card("GPU-a")), gpu_node("n2", mig | {"id": "GPU-n"})]
-        + [
+        [
+            gpu_node("n1", mig, card("GPU-a")),
+            gpu_node("n2", mig | {"id": "GPU-n"}),
             pod("p", extra=gpu(1000)),
             pod("q", extra=gpu(1000), node_selector={"host": "n2"}),
         ]
@@ -1296,4 +1297,60 @@ def test_a_card_in_mig_mode_takes_no_share_and_says_so() -> None:
     assert pending(sim)["default/q"] == (
         "0/2 nodes are available: 1 CardMigTopologyInfeasible, 1 node(s) didn't match Pod's "
         "node affinity/selector."
+    )
+
+
+def test_enable_predicate_false_switches_the_card_filter_off_and_enable_node_order_the_score() -> (
+    None
+):
+    objects: list[Obj] = [
+        gpu_node("busy", card("GPU-busy")),
+        gpu_node("idle", card("GPU-idle", 1000)),
+        holder("h", "busy", "GPU-busy,NVIDIA,8000,50:;"),
+        pod("cpu-hog", node_name="busy", cpu="3", memory="6Gi"),
+        pod("p", extra=gpu(2000)),
+    ]
+    weighted = deviceshare_policy(ScheduleWeight=10)
+    # on: the filter keeps p off "idle" (its card has 1000 MiB), the score sends it to "busy"
+    assert binds(run(objects, policy_yaml=weighted)) == {"default/p": "busy"}
+    no_filter = weighted.replace(
+        "- name: deviceshare", "- name: deviceshare\n    enablePredicate: false"
+    )
+    no_score = weighted.replace(
+        "- name: deviceshare", "- name: deviceshare\n    enableNodeOrder: false"
+    )
+    assert no_filter != weighted and no_score != weighted
+    # without the filter the score alone still prefers "busy"; without the score nodeorder
+    # prefers the emptier "idle", but the filter keeps p off it anyway
+    assert binds(run(objects, policy_yaml=no_filter)) == {"default/p": "busy"}
+    assert binds(run(objects, policy_yaml=no_score)) == {"default/p": "busy"}
+    both_off = no_filter.replace(
+        "- name: deviceshare\n    enablePredicate: false",
+        "- name: deviceshare\n    enablePredicate: false\n    enableNodeOrder: false",
+    )
+    # with both off nothing stops p from the card that cannot hold it
+    assert binds(run(objects, policy_yaml=both_off)) == {"default/p": "idle"}
+
+
+@pytest.mark.parametrize(
+    ("limits", "named"),
+    [
+        pytest.param({"nvidia.com/gpumem": "2000"}, "nvidia.com/gpumem", id="memory, no count"),
+        pytest.param(
+            {"nvidia.com/gpu": "0", "nvidia.com/gpucores": "20"},
+            "nvidia.com/gpu, nvidia.com/gpucores",
+            id="a zero count",
+        ),
+    ],
+)
+def test_a_device_request_hami_would_drop_keeps_the_pod_waiting_and_says_why(
+    limits: dict[str, str], named: str
+) -> None:
+    # HAMi would treat the container as asking for no card and bind the pod anywhere
+    sim = run([gpu_node("n1", card("GPU-a")), node("cpu"), pod("p", extra=limits)])
+    assert binds(sim) == {}
+    assert pending(sim)["default/p"] == (
+        f"0/2 nodes are available: container 'main': {named} is not a NVIDIA device request "
+        "(nvidia.com/gpu must be a positive whole number and nvidia.com/gpumem a whole number "
+        "of MiB, not negative)."
     )

@@ -224,3 +224,21 @@ def test_the_shipped_gpu_example_runs_under_the_shipped_gpu_policy(
             "3 CardInsufficientMemory."
         )
     }
+
+
+def test_simulate_reads_namespace_quotas_from_manifests(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    quota = """
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpu, namespace: default}
+spec: {hard: {limits.nvidia.com/gpumem: "10000"}}
+"""
+    argv = files(tmp_path, quota, gpu_pod("a", 2, 4000), gpu_pod("b", 1, 3000))
+    doc = run_json(capsys, "simulate", *argv)
+    # a takes 8000 of the 10,000 MiB (counted per card); b's 3000 would pass the limit
+    assert [b["pod"] for b in doc["binds"]] == ["default/a"]
+    assert doc["unschedulable"]["default/b"] == (
+        "0/3 nodes are available: 1 ResourceQuotaNotFit, 2 NodeInsufficientDevice."
+    )

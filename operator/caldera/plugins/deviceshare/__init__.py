@@ -127,6 +127,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             state.unreserve(task)
             task.node_lock = None
 
+        ssn.pre_predicate_point.add(self.name, state.pre_predicate)
         ssn.predicate_point.add(self.name, self._predicate)
         ssn.event_handlers.add(self.name, EventHandler(allocate=reserve, deallocate=unreserve))
         if self.args.schedule_weight > 0:

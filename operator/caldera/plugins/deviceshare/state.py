@@ -33,6 +33,7 @@ from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS, decoded, node_cards
+from caldera.models.core import ContainerResources
 
 __all__ = ["DeviceState", "PodNeed"]
 
@@ -183,6 +184,15 @@ class DeviceState:
                 (init, vendor.read_request(c.resources.limits, c.resources.requests, self.defaults))
                 for init, c in containers
             )
+            for (_, request), (_, c) in zip(reqs, containers, strict=True):
+                if request is None and (asked := _asked(vendor, c.resources)):
+                    # HAMi would give this container no card and bind the pod anyway, for
+                    # the device plugin to fail it: say so instead
+                    return (
+                        f"container {c.name!r}: {', '.join(asked)} is not a {vendor.name} "
+                        f"device request ({vendor.count_resource} must be a positive whole "
+                        f"number and {vendor.quota_memory} a whole number of MiB, not negative)"
+                    )
             if not any(r is not None for _, r in reqs):
                 continue
             try:
@@ -218,10 +228,8 @@ class DeviceState:
     def predicate(self, task: Task) -> list[Rejection]:
         needs = self.needs(task)
         n = len(self.nodes)
-        if isinstance(needs, str):
-            return [(needs, np.ones(n, dtype=bool))]
-        if not needs:
-            return []
+        if isinstance(needs, str) or not needs:
+            return []  # an invalid request is the pre-filter's verdict
         failed: dict[str, BoolArray] = {}
         alive = np.ones(n, dtype=bool)
         for need in needs:
@@ -229,6 +237,11 @@ class DeviceState:
             if need.exact:
                 alive = self._exact(need, alive, failed)
         return list(failed.items())
+
+    def pre_predicate(self, task: Task) -> str | None:
+        """Why the pod's device request or annotations are invalid, for every node at once."""
+        needs = self.needs(task)
+        return needs if isinstance(needs, str) else None
 
     def _screen_need(
         self, need: PodNeed, alive: BoolArray, failed: dict[str, BoolArray]
@@ -394,6 +407,12 @@ def _usage(
         return None
     usage = pod_usage(inits, containers)
     return containers, tuple((u, c.used, c.usedmem, c.usedcores) for u, c in usage.items())
+
+
+def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
+    """The vendor's main resources a container names (count, memory, cores)."""
+    names = {vendor.count_resource, vendor.quota_memory, vendor.quota_cores}
+    return sorted(names & (resources.limits.keys() | resources.requests.keys()))
 
 
 def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card, ...]:
