@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterator, Sequence
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from caldera.cache.devices import device_usage
 from caldera.cache.state import ClusterState
-from caldera.devices.usage import HeldPod, PodShare, cluster_usage
+from caldera.devices.usage import PodShare
 from caldera.devices.vendor import Vendor
 
 __all__ = ["DeviceCollector"]
@@ -36,19 +37,7 @@ class DeviceCollector(Collector):
         state, vendors = self._state(), self._vendors()
         if state is None or not vendors:
             return
-        held = [
-            HeldPod(
-                pod.metadata.namespace or "default",
-                pod.metadata.name,
-                pod.spec.node_name,
-                len(pod.spec.init_containers),
-                pod.metadata.annotations,
-            )
-            for pod in state.pods.values()
-            if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")
-        ]
-        nodes = {name: node.metadata.annotations for name, node in state.nodes.items()}
-        cards, shares = cluster_usage(vendors, nodes, held)
+        cards, shares = device_usage(state, vendors)
 
         def family(name: str, doc: str, labels: Sequence[str]) -> GaugeMetricFamily:
             return GaugeMetricFamily(name, doc, labels=list(labels))

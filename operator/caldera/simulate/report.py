@@ -11,7 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from caldera.devices.usage import CardState, HeldPod, cluster_usage
+from caldera.cache.devices import device_usage
+from caldera.devices.usage import CardState
 from caldera.devices.vendors import VENDORS
 from caldera.quantity import format_resource
 from caldera.simulate.runner import CycleRecord, Simulation
@@ -68,20 +69,7 @@ def report(sim: Simulation) -> dict[str, Any]:
 
 def _cards(sim: Simulation) -> list[CardState]:
     """Every shared card after the last cycle, with what the pods on it hold."""
-    state = sim.state
-    held = [
-        HeldPod(
-            pod.metadata.namespace or "default",
-            pod.metadata.name,
-            pod.spec.node_name,
-            len(pod.spec.init_containers),
-            pod.metadata.annotations,
-        )
-        for pod in state.pods.values()
-        if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")
-    ]
-    nodes = {name: node.metadata.annotations for name, node in state.nodes.items()}
-    return cluster_usage(VENDORS, nodes, held)[0]
+    return device_usage(sim.state, VENDORS)[0]
 
 
 def _card_doc(c: CardState) -> dict[str, Any]:
