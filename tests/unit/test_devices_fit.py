@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from caldera.devices.fit import CardUse, FitOptions, card_order, fit_node, node_score, usage_of
+from caldera.devices.hami import encode_allocation
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
-from caldera.devices.nvidia import encode_allocation
 
 T4 = "NVIDIA-Tesla T4"
 

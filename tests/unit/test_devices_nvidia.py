@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from caldera.devices.hami import cordoned, decode_allocation, encode_allocation, registered_cards
 from caldera.devices.model import (
     UNSET_PERCENTAGE,
     Card,
@@ -12,14 +13,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.nvidia import (
-    container_request,
-    cordoned,
-    decode_allocation,
-    encode_allocation,
-    pair_scores,
-    registered_cards,
-)
+from caldera.devices.nvidia import container_request, pair_scores
 
 T4 = "NVIDIA-Tesla T4"
 TWO_T4 = (
@@ -231,7 +225,8 @@ def test_cordoned_cards_and_pair_scores_are_read_from_the_node() -> None:
 
 
 def test_a_pods_annotations_choose_its_cards() -> None:
-    from caldera.devices.nvidia import node_policy, pod_options
+    from caldera.devices.hami import node_policy
+    from caldera.devices.nvidia import pod_options
 
     opts = pod_options(
         {
@@ -276,7 +271,7 @@ def test_a_pods_annotations_choose_its_cards() -> None:
     ],
 )
 def test_invalid_scoring_weights_fail_the_pod_with_the_reason(raw: str, says: str) -> None:
-    from caldera.devices.nvidia import scoring_weights
+    from caldera.devices.hami import scoring_weights
 
     with pytest.raises(ValueError, match=says):
         scoring_weights(raw)

@@ -25,19 +25,19 @@ import dataclasses
 from collections.abc import Mapping
 
 from caldera.devices.fit import FitOptions
-from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, DeviceDefaults
-from caldera.devices.nvidia import (
-    _DEFAULTS,
+from caldera.devices.hami import (
     CORDON_ANNOTATION,
+    DEFAULTS,
     GPU_POLICY,
     SCORING_WEIGHTS,
-    _from_colons,
-    _list,
-    _named,
+    comma_list,
     decode_allocation,
     encode_allocation,
+    from_colons,
+    named,
     scoring_weights,
 )
+from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, DeviceDefaults
 from caldera.devices.vendor import HAMI_KEYS, Vendor
 
 __all__ = [
@@ -70,7 +70,7 @@ _INT32_MAX = 2**31 - 1
 
 def registered_cards(text: str) -> list[Card]:
     """The cards a node registers: ``id,count,devmem,devcore,type,numa,health[,index,mode]:``."""
-    return _from_colons(text.strip())
+    return from_colons(text.strip())
 
 
 def _whole(value: float) -> bool:
@@ -80,15 +80,15 @@ def _whole(value: float) -> bool:
 def container_request(
     limits: Mapping[str, float],
     requests: Mapping[str, float],
-    defaults: DeviceDefaults = _DEFAULTS,
+    defaults: DeviceDefaults = DEFAULTS,
 ) -> CardRequest | None:
     """What a container asks of each DCU, or None (no positive whole ``dcunum``; a memory that is
     not a whole non-negative number; cores outside 0-100). Only the memory factor is read from
     ``defaults``: Hygon has no default memory or cores."""
-    nums = _named(COUNT, limits, requests)
+    nums = named(COUNT, limits, requests)
     if nums is None or nums <= 0 or not _whole(nums):
         return None
-    memory = _named(MEMORY, limits, requests)
+    memory = named(MEMORY, limits, requests)
     memreq = 0
     if memory is not None:
         if not _whole(memory):
@@ -98,7 +98,7 @@ def container_request(
             memreq *= defaults.memory_factor
             if memreq > _INT32_MAX:
                 return None
-    cores = _named(CORES, limits, requests)
+    cores = named(CORES, limits, requests)
     coresreq = WHOLE_CARD_CORES
     if cores is not None:
         if not 0 <= cores <= 100 or cores != int(cores):
@@ -121,10 +121,10 @@ def pod_options(
     weights = annotations.get(SCORING_WEIGHTS)
     return FitOptions(
         gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-        use_types=_list(annotations.get(USE_TYPE)),
-        nouse_types=_list(annotations.get(NOUSE_TYPE)),
-        use_uuids=frozenset(_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(_list(annotations.get(NOUSE_UUID))),
+        use_types=comma_list(annotations.get(USE_TYPE)),
+        nouse_types=comma_list(annotations.get(NOUSE_TYPE)),
+        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
+        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
         cordoned=cordon,
         weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
     )

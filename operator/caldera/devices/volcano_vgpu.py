@@ -25,6 +25,15 @@ import math
 from collections.abc import Mapping
 
 from caldera.devices.fit import FitOptions
+from caldera.devices.hami import (
+    DEFAULTS,
+    GO_BOOLS,
+    comma_list,
+    decode_allocation,
+    encode_allocation,
+    go_int,
+    named,
+)
 from caldera.devices.model import (
     UNSET_PERCENTAGE,
     Card,
@@ -33,16 +42,9 @@ from caldera.devices.model import (
     RegistrationError,
 )
 from caldera.devices.nvidia import (
-    _DEFAULTS,
-    _GO_BOOLS,
     NOUSE_TYPE,
     USE_TYPE,
     VENDOR,
-    _int,
-    _list,
-    _named,
-    decode_allocation,
-    encode_allocation,
 )
 from caldera.devices.vendor import BindKeys, Vendor
 
@@ -92,14 +94,14 @@ def registered_cards(text: str) -> list[Card]:
             raise RegistrationError(
                 f"device {i}: expected uuid,count,devmem,type,health,mode, not {record!r}"
             )
-        health = _GO_BOOLS.get(parts[4].strip())
+        health = GO_BOOLS.get(parts[4].strip())
         if health is None:
             raise RegistrationError(f"device {i} health: expected true or false, not {parts[4]!r}")
         cards.append(
             Card(
                 id=parts[0],
-                count=_int(parts[1], f"device {i} count"),
-                devmem=_int(parts[2], f"device {i} devmem"),
+                count=go_int(parts[1], f"device {i} count"),
+                devmem=go_int(parts[2], f"device {i} devmem"),
                 devcore=100,
                 type=parts[3],
                 health=health,
@@ -113,29 +115,29 @@ def registered_cards(text: str) -> list[Card]:
 def container_request(
     limits: Mapping[str, float],
     requests: Mapping[str, float],
-    defaults: DeviceDefaults = _DEFAULTS,
+    defaults: DeviceDefaults = DEFAULTS,
 ) -> CardRequest | None:
     """What a container asks of each card, or None (no count and no memory limit, a count that is
     not positive, a memory that is not a whole non-negative number). ``defaults`` is ignored:
     they are HAMi's configmap, which Volcano's vGPU has none of."""
-    nums = _named(COUNT, limits, requests)
+    nums = named(COUNT, limits, requests)
     if nums is None and MEMORY in limits:
         nums = 1  # Volcano's "single device" request
     if nums is None or nums <= 0:
         return None
-    memory = _named(MEMORY, limits, requests)
+    memory = named(MEMORY, limits, requests)
     memreq = 0
     if memory is not None:
         if memory < 0 or memory != int(memory):
             return None
         memreq = int(memory)
     percentage = UNSET_PERCENTAGE
-    given = _named(MEMORY_PERCENTAGE, limits, requests)
+    given = named(MEMORY_PERCENTAGE, limits, requests)
     if given is not None and given > 0:
         percentage = min(int(given), 100)
     if percentage == UNSET_PERCENTAGE and memreq == 0:
         percentage = 100  # the whole card
-    cores = _named(CORES, limits, requests)
+    cores = named(CORES, limits, requests)
     return CardRequest(
         vendor=VENDOR,
         nums=math.ceil(nums),  # Go's Quantity.Value() rounds up
@@ -149,14 +151,14 @@ def pod_options(
     annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
 ) -> FitOptions:
     """The model, UUID and mode selectors (``gpu_policy``: the scheduler's, used as is)."""
-    use_types = _list(annotations.get(USE_TYPE))
+    use_types = comma_list(annotations.get(USE_TYPE))
     return FitOptions(
         gpu_policy=gpu_policy,
         use_types=use_types,
-        nouse_types=() if use_types else _list(annotations.get(NOUSE_TYPE)),
+        nouse_types=() if use_types else comma_list(annotations.get(NOUSE_TYPE)),
         vgpu_mode=annotations.get(VGPU_MODE),
-        use_uuids=frozenset(_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(_list(annotations.get(NOUSE_UUID))),
+        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
+        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
         cordoned=cordon,
     )
 

@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from caldera.api.task import NodeLock, Task
+from caldera.devices.hami import node_policy
 from caldera.devices.model import DeviceDefaults
-from caldera.devices.nvidia import node_policy
 from caldera.devices.vendors import VENDORS
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.plugin import Args, Plugin
