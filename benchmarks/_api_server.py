@@ -35,13 +35,28 @@ class BenchError(Exception):
     """Ends the run with one line."""
 
 
-def node(i: int, *, big: bool = False) -> JsonDict:
+GPU_LIMITS = ({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "2000", "nvidia.com/gpucores": "20"},)
+"""What a pod asks with ``gpus``: a fraction of one card (HAMi's resources)."""
+
+
+def node(i: int, *, big: bool = False, gpus: int = 0) -> JsonDict:
+    """A node; with ``gpus``, registering that many 16 GiB cards the HAMi way."""
     alloc = {"cpu": "64", "memory": "256Gi", "pods": "200"} if big else {}
     alloc = alloc or {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    name = f"node-{i:05d}"
+    meta: JsonDict = {"name": name}
+    if gpus:
+        cards = [
+            {"id": f"GPU-{name}-{g}", "index": g, "count": 10, "devmem": 16384, "devcore": 100}
+            | {"type": "NVIDIA-A10", "mode": "hami-core", "health": True}
+            for g in range(gpus)
+        ]
+        meta["annotations"] = {"hami.io/node-nvidia-register": json.dumps(cards)}
+        alloc = {**alloc, "nvidia.com/gpu": str(10 * gpus)}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": f"node-{i:05d}"},
+        "metadata": meta,
         "status": {
             "allocatable": alloc,
             "capacity": alloc,
@@ -50,8 +65,11 @@ def node(i: int, *, big: bool = False) -> JsonDict:
     }
 
 
-def pod(name: str, run: str, *, group: str | None = None, node_name: str = "") -> JsonDict:
-    """A 100m / 500Mi pod for the ``volcano`` scheduler; with ``node_name``, bound and Running."""
+def pod(
+    name: str, run: str, *, group: str | None = None, node_name: str = "", gpu: bool = False
+) -> JsonDict:
+    """A 100m / 500Mi pod for the ``volcano`` scheduler; with ``node_name``, bound and Running;
+    with ``gpu``, asking a fraction of one shared card."""
     meta: JsonDict = {"name": name, "namespace": NAMESPACE, "labels": {RUN_LABEL: run}}
     if group:
         meta["annotations"] = {GROUP_ANNOTATION: group}
@@ -65,6 +83,8 @@ def pod(name: str, run: str, *, group: str | None = None, node_name: str = "") -
             "containers": [{"name": "c", "image": "pause", "resources": {"requests": requests}}],
         },
     }
+    if gpu:
+        obj["spec"]["containers"][0]["resources"]["limits"] = dict(GPU_LIMITS[0])
     if node_name:
         obj["spec"]["nodeName"] = node_name
         obj["status"] = {"phase": "Running"}
@@ -118,6 +138,7 @@ class Setup:
     backlog: list[Unit]  # pending pods created before the operator starts
     expected: int  # pending pods the benchmark creates in all (backlog included)
     run: str  # name prefix and label value of this run's objects
+    gpus: int = 0  # shared GPUs registered per node; pending pods then ask a fraction of one
 
 
 @dataclass
@@ -192,7 +213,7 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
     emulator.store.subscribe(binds)
     emulator.create("namespaces", {"metadata": {"name": NAMESPACE}})
     for i in range(setup.nodes):
-        emulator.create("nodes", node(i, big=setup.big_nodes))
+        emulator.create("nodes", node(i, big=setup.big_nodes, gpus=setup.gpus))
     for i in range(setup.running):
         running = pod(
             f"{setup.run}-running-{i:06d}", setup.run, node_name=f"node-{i % setup.nodes:05d}"
@@ -206,7 +227,8 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
                 group = podgroup(unit.group, setup.run, len(unit.pods))
                 emulator.create("podgroups", group, namespace=NAMESPACE)
             for name in unit.pods:
-                emulator.create("pods", pod(name, setup.run, group=unit.group), namespace=NAMESPACE)
+                body = pod(name, setup.run, group=unit.group, gpu=bool(setup.gpus))
+                emulator.create("pods", body, namespace=NAMESPACE)
                 binds.created[name] = time.time()
             since_yield += len(unit.pods)
             if since_yield >= 100:  # keep serving the operator during a burst

@@ -56,6 +56,10 @@ ROOT = Path(__file__).resolve().parent.parent
 _TICK = os.sysconf("SC_CLK_TCK")
 Tree = dict[tuple[int, int], float]  # (pid, start time) -> CPU seconds
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+GPU_POLICY = (ROOT / "policies" / "default.yaml").read_text() + (
+    "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
+)
+"""Volcano's default policy with GPU sharing on (``--gpus-per-node``)."""
 
 
 # -- CPU from /proc ------------------------------------------------------------------------------
@@ -228,12 +232,23 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     after = [] if args.restart else api.units(run, args.pending_at_start, args.pods, gang)
     pods = 1 if args.restart else args.pending_at_start + args.pods
     setup = api.Setup(
-        args.nodes, args.restart, args.running if args.restart else 0, backlog, pods, run
+        args.nodes,
+        args.restart,
+        args.running if args.restart else 0,
+        backlog,
+        pods,
+        run,
+        args.gpus_per_node,
     )
+    extra = list(args.operator_arg)
+    if args.gpus_per_node:
+        conf = workdir / "volcano-scheduler.conf"
+        conf.write_text(GPU_POLICY)
+        extra.append(f"--scheduler-conf={conf}")
     backend: api.Backend = (
         api.Cluster(args.kubeconfig, setup) if args.kubeconfig else api.Emulated(setup, workdir)
     )
-    op = Operator(args.operator_arg, Path(args.operator_log or workdir / "operator.log"))
+    op = Operator(extra, Path(args.operator_log or workdir / "operator.log"))
     prestart = bool(args.restart or args.pending_at_start)  # the window starts with the process
     out: dict[str, Any] = {"mode": _mode(args), "pods": pods}
     cpu: list[Tree] = [{}]
@@ -401,6 +416,14 @@ def main() -> None:
         help="--running pods run; one pod arrives at start (--pods unused)",
     )
     add("--running", type=int, default=50_000, help="bound pods for --restart (default 50000)")
+    add(
+        "--gpus-per-node",
+        type=int,
+        default=0,
+        metavar="N",
+        help="emulated nodes register N shared GPUs (HAMi); pods ask a fraction of one and the "
+        "policy adds deviceshare",
+    )
     add("--kubeconfig", help="run against this cluster instead of the emulator")
     add(
         "--operator-arg",
@@ -424,6 +447,8 @@ def main() -> None:
     )
     add("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    if args.gpus_per_node and args.kubeconfig:
+        parser.error("--gpus-per-node shapes emulated nodes; a real cluster has its own")
     if args.restart and (args.rate or args.gang_size or args.pending_at_start):
         parser.error("--restart takes no --rate, --gang-size or --pending-at-start")
     if not args.restart and args.pods + args.pending_at_start <= 0:

@@ -184,3 +184,24 @@ def test_a_bind_that_comes_with_other_changes_is_parsed_and_sent_whole() -> None
     assert cache.parsed == parsed + 1
     changes = cache.take_changes()
     assert changes.bound == {} and set(changes.tables["pods"][0]) == {"default/p"}
+
+
+def test_a_bind_right_after_another_change_still_sends_that_change() -> None:
+    # a GPU pod: its card assignment is patched on, then it is bound, both before the next
+    # session takes the changes; the session process must get the annotations too
+    from caldera.cache.state import ClusterState
+
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    copy_ = cache.everything().apply_to(ClusterState())
+    patched = copy.deepcopy(raw)
+    patched["metadata"]["annotations"] = {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;"}
+    cache.apply(POD, "MODIFIED", patched)
+    bound = copy.deepcopy(patched)
+    bound["spec"]["nodeName"] = "n1"
+    cache.apply(POD, "MODIFIED", bound)
+    got = cache.take_changes().apply_to(copy_).pods["default/p"]
+    assert got.spec.node_name == "n1"
+    assert got.metadata.annotations == {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;"}

@@ -153,7 +153,9 @@ class Cache:
             obj: Any = old.model_copy(
                 update={"spec": old.spec.model_copy(update={"node_name": node})}
             )
-            self._bound[key] = node
+            if key in self._bound or key not in self._dirty.get(kind.table, ()):
+                self._bound[key] = node
+            # else: an earlier change of this pod is not sent yet; the whole pod goes with it
         elif kind.model is None:
             obj = dict(raw)
         else:
