@@ -205,3 +205,59 @@ def test_a_bind_right_after_another_change_still_sends_that_change() -> None:
     got = cache.take_changes().apply_to(copy_).pods["default/p"]
     assert got.spec.node_name == "n1"
     assert got.metadata.annotations == {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;"}
+
+
+def test_annotations_patched_on_then_a_bind_are_applied_and_sent_without_parsing() -> None:
+    from caldera.cache.state import ClusterState
+
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    cache.apply(POD, "ADDED", raw)
+    copy_ = cache.everything().apply_to(ClusterState())
+    parsed = cache.parsed
+    notes = {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;", "hami.io/vgpu-node": "n1"}
+    patched = copy.deepcopy(raw)
+    patched["metadata"]["annotations"] = notes
+    cache.apply(POD, "MODIFIED", patched)
+    bound = copy.deepcopy(patched)
+    bound["spec"]["nodeName"] = "n1"
+    cache.apply(POD, "MODIFIED", bound)
+    assert cache.parsed == parsed  # neither event was validated again
+    held = cache.state.pods["default/p"]
+    assert (held.spec.node_name, held.metadata.annotations) == ("n1", notes)
+    changes = cache.take_changes()
+    assert (changes.annotated, changes.bound) == ({"default/p": notes}, {"default/p": "n1"})
+    assert changes.tables["pods"] == ({}, [])
+    got = changes.apply_to(copy_).pods["default/p"]
+    assert (got.spec.node_name, got.metadata.annotations) == ("n1", notes)
+
+
+def test_a_card_assignment_patched_on_a_pending_pod_or_a_node_lock_is_not_news() -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(pod("p"))
+    gpu_node = node("n1")
+    gpu_node["metadata"]["annotations"] = {"hami.io/node-nvidia-register": "[]"}
+    cache.apply(POD, "ADDED", raw)
+    cache.apply(NODE, "ADDED", gpu_node)
+    news, parsed = r.news, cache.parsed
+    patched = copy.deepcopy(raw)
+    patched["metadata"]["annotations"] = {
+        "hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;",
+        "hami.io/bind-phase": "allocating",
+    }
+    cache.apply(POD, "MODIFIED", patched)
+    locked = copy.deepcopy(gpu_node)
+    locked["metadata"]["annotations"]["hami.io/mutex.lock"] = "2026-11-24T00:00:00Z,default,p"
+    cache.apply(NODE, "MODIFIED", locked)
+    assert (r.news, cache.parsed) == (news, parsed)  # our own writes: no session, no parse
+    # a selector annotation on a pending pod, or a changed registration, is news
+    chosen = copy.deepcopy(patched)
+    chosen["metadata"]["annotations"]["nvidia.com/use-gputype"] = "A100"
+    cache.apply(POD, "MODIFIED", chosen)
+    assert r.news == news + 1
+    registered = copy.deepcopy(locked)
+    registered["metadata"]["annotations"]["hami.io/node-nvidia-register"] = "[{}]"
+    cache.apply(NODE, "MODIFIED", registered)
+    assert r.news == news + 2

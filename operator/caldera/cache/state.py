@@ -97,10 +97,15 @@ class Changes:
     full: bool = False
     bound: dict[str, str] = field(default_factory=dict)
     """Pods whose only change is their bind: pod → node (applied to the pod already held)."""
+    annotated: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Pods whose other change is only their annotations: pod → annotations (applied to the pod
+    already held, before its bind)."""
 
     def __len__(self) -> int:
-        return len(self.bound) + sum(
-            len(stored) + len(dropped) for stored, dropped in self.tables.values()
+        return (
+            len(self.bound)
+            + len(self.annotated)
+            + sum(len(stored) + len(dropped) for stored, dropped in self.tables.values())
         )
 
     def apply_to(self, state: ClusterState) -> ClusterState:
@@ -111,6 +116,11 @@ class Changes:
             for key in dropped:
                 store.pop(key, None)
             store.update(_decode(table, stored))
+        for key, notes in self.annotated.items():
+            pod = out.pods.get(key)
+            if pod is not None:
+                meta = pod.metadata.model_copy(update={"annotations": notes})
+                out.pods[key] = pod.model_copy(update={"metadata": meta})
         for key, node in self.bound.items():
             pod = out.pods.get(key)
             if pod is not None:

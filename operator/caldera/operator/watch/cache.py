@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from caldera.cache.state import Changes, ClusterState
+from caldera.devices.vendors import VENDORS
 from caldera.models.core import Pod
 from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
@@ -43,6 +44,28 @@ def _condition(conditions: Any, kind: str) -> tuple[Any, ...] | None:
     return None
 
 
+NODE_ANNOTATIONS = frozenset(
+    key
+    for vendor in VENDORS
+    for key in (vendor.register_annotation, vendor.cordon_annotation, vendor.score_annotation)
+    if key
+)
+"""The node annotations a session reads: the shared-device registrations."""
+ASSIGNMENT_ANNOTATIONS = frozenset(
+    key
+    for vendor in VENDORS
+    for key in (
+        vendor.keys.node,
+        vendor.keys.time,
+        vendor.keys.to_allocate,
+        vendor.keys.allocated,
+        vendor.keys.phase,
+        vendor.keys.bind_time,
+    )
+)
+"""Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
+
+
 def fingerprint(kind: str, raw: Raw) -> tuple[Any, ...] | None:
     """What the scheduler reads of a pod or a node (None for other kinds: always parsed)."""
     meta = raw.get("metadata") or {}
@@ -60,10 +83,14 @@ def fingerprint(kind: str, raw: Raw) -> tuple[Any, ...] | None:
             status.get("resourceClaimStatuses"),
         )
     if kind == "Node":
+        notes = meta.get("annotations") or {}
         return (
             meta.get("uid"),
             meta.get("labels"),
-            meta.get("annotations"),
+            # only the device registrations: a node lock or a heartbeat changes nothing read
+            {k: notes[k] for k in NODE_ANNOTATIONS if k in notes}
+            if isinstance(notes, dict)
+            else notes,
             raw.get("spec"),
             status.get("allocatable"),
             (_condition(status.get("conditions"), "Ready") or (None,))[0],
@@ -101,9 +128,9 @@ class Cache:
         self._on_news = on_news
         self._on_malformed = on_malformed
         self.on_bare_pod = on_bare_pod
+        """Called with each pending pod of ours that changed (its group may need the API)."""
         self.on_bound_pod = on_bound_pod
         """Told of every change to a bound, running-or-pending pod of ours."""
-        """Called with each pending pod of ours that changed (its group may need the API)."""
         self._prints: dict[str, dict[str, tuple[Any, ...] | None]] = {k: {} for k in self.kinds}
         self._json: dict[str, dict[str, bytes]] = {k.table: {} for k in self.kinds.values()}
         """Each stored object as JSON, for the session process (see :meth:`take_changes`)."""
@@ -111,6 +138,11 @@ class Cache:
         self._dirty: dict[str, set[str]] = {}
         self._bound: dict[str, str] = {}
         """Pods whose only change since they were last taken is their bind (pod → node)."""
+        self._annotated: dict[str, dict[str, str]] = {}
+        """Pods whose other change since they were last taken is only their annotations (pod →
+        annotations): a card assignment patched on, for one."""
+        self._whole: set[str] = set()
+        """Pods with a change since they were last taken that goes as the whole pod."""
         self._unsynced = set(self.kinds)
         self.synced = asyncio.Event()
         """Set once every kind has been listed: the first session may run."""
@@ -146,16 +178,24 @@ class Cache:
             return  # nothing the scheduler reads changed
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.get(key)
-        node = _bound_only(prints.get(key), mark) if kind.name == "Pod" else None
+        pod_kind = kind.name == "Pod"
+        node = _bound_only(prints.get(key), mark) if pod_kind else None
+        notes = _annotated_only(prints.get(key), mark) if pod_kind and node is None else None
         if node is not None and old is not None:
             # a pod's bind coming back, nothing else changed: the pod we have, on its node (a
             # copy instead of a validation; the session process gets just the node, too)
             obj: Any = old.model_copy(
                 update={"spec": old.spec.model_copy(update={"node_name": node})}
             )
-            if key in self._bound or key not in self._dirty.get(kind.table, ()):
+            if key not in self._whole:
                 self._bound[key] = node
-            # else: an earlier change of this pod is not sent yet; the whole pod goes with it
+        elif notes is not None and old is not None:
+            # only annotations changed (a card assignment patched on): the same, for them
+            obj = old.model_copy(
+                update={"metadata": old.metadata.model_copy(update={"annotations": notes})}
+            )
+            if key not in self._whole:
+                self._annotated[key] = notes
         elif kind.model is None:
             obj = dict(raw)
         else:
@@ -172,10 +212,15 @@ class Cache:
         table[key] = obj
         self._json[kind.table][key] = _encode(kind, raw)
         self._dirty.setdefault(kind.table, set()).add(key)
-        if node is None:
+        if pod_kind and node is None and notes is None:
+            self._whole.add(key)
             self._bound.pop(key, None)
+            self._annotated.pop(key, None)
         if kind.name == "Pod":
-            self._pod_news(raw, obj, old, previous, prints[key])
+            ours = (
+                notes is not None and old is not None and _only(old, notes, ASSIGNMENT_ANNOTATIONS)
+            )
+            self._pod_news(raw, obj, old, previous, prints[key], quiet=ours)
         elif previous is None or previous != prints[key]:
             self._on_news()
 
@@ -186,6 +231,8 @@ class Cache:
         old: Pod | None,
         previous: tuple[Any, ...] | None,
         mark: tuple[Any, ...] | None,
+        *,
+        quiet: bool = False,
     ) -> None:
         spec = raw.get("spec") or {}
         meta = raw.get("metadata") or {}
@@ -195,7 +242,9 @@ class Cache:
             if spec.get("schedulerName") in self._names and not done:
                 # new or changed pending work; the PodScheduled condition alone is our own
                 # verdict coming back, not news
-                if previous is None or _without_verdict(previous) != _without_verdict(mark):
+                if not quiet and (
+                    previous is None or _without_verdict(previous) != _without_verdict(mark)
+                ):
                     self._on_news()
                 self.on_bare_pod(pod)
         elif done and (old is None or not _done(old)):
@@ -208,6 +257,7 @@ class Cache:
         self._prints[kind.name].pop(key, None)
         self._json[kind.table].pop(key, None)
         self._bound.pop(key, None)
+        self._annotated.pop(key, None)
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.pop(key, None)
         if old is not None:
@@ -252,21 +302,23 @@ class Cache:
         """What was stored and dropped since the last call, for the session process: the API
         kinds' objects as the JSON they came in (see :class:`Changes`), binds as just the node."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
-        bound = self._bound
+        bound, annotated = self._bound, self._annotated
         for table, keys in self._dirty.items():
             store: dict[str, Any] = (
                 self._json[table] if table in self._json else getattr(self.state, table)
             )
-            sent = keys - bound.keys() if table == "pods" else keys
+            sent = keys - bound.keys() - annotated.keys() if table == "pods" else keys
             stored = {k: store[k] for k in sent if k in store}
             tables[table] = (stored, [k for k in sent if k not in store])
         self.forget_changes()
-        return Changes(tables, bound=bound)
+        return Changes(tables, bound=bound, annotated=annotated)
 
     def forget_changes(self) -> None:
         """Start recording changes afresh (whoever reads the state has all of it)."""
         self._dirty = {}
         self._bound = {}
+        self._annotated = {}
+        self._whole = set()
 
     def everything(self) -> Changes:
         """The whole state, for a new session process."""
@@ -285,8 +337,23 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     return orjson.dumps(raw)
 
 
-_SPEC, _VERDICT = 5, 7
-"""Where the spec and the PodScheduled condition stand in a pod's fingerprint."""
+_ANNOTATIONS, _SPEC, _VERDICT = 2, 5, 7
+"""Where the annotations, the spec and the PodScheduled condition stand in a pod's
+fingerprint."""
+
+
+def _annotated_only(
+    previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None
+) -> dict[str, str] | None:
+    """The new annotations, when they are all that changed from ``previous`` to ``mark``."""
+    if previous is None or mark is None or previous[_ANNOTATIONS] == mark[_ANNOTATIONS]:
+        return None
+    if any(previous[i] != mark[i] for i in range(len(mark)) if i != _ANNOTATIONS):
+        return None
+    notes = mark[_ANNOTATIONS] or {}
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+        return None  # let validation say what is wrong
+    return dict(notes)
 
 
 def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None) -> str | None:
@@ -307,6 +374,13 @@ def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None) 
 
 def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     return None if mark is None else mark[:_VERDICT] + mark[_VERDICT + 1 :]
+
+
+def _only(old: Pod, notes: dict[str, str], keys: frozenset[str]) -> bool:
+    """Whether the annotations changed from ``old``'s to ``notes`` in ``keys`` alone."""
+    before = old.metadata.annotations
+    changed = {k for k in before.keys() | notes.keys() if before.get(k) != notes.get(k)}
+    return bool(changed) and changed <= keys
 
 
 def _done(pod: Pod) -> bool:
