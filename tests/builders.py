@@ -101,6 +101,7 @@ def pod(
     topology_spread_constraints: Iterable[Mapping[str, Any]] = (),
     volumes: Iterable[Mapping[str, Any]] = (),
     uid: str = "",
+    preemption_policy: str | None = None,
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -126,6 +127,8 @@ def pod(
         spec["priority"] = priority
     if priority_class:
         spec["priorityClassName"] = priority_class
+    if preemption_policy:
+        spec["preemptionPolicy"] = preemption_policy
     if overhead:
         spec["overhead"] = dict(overhead)
     if ports:

@@ -90,9 +90,10 @@ def test_the_built_in_default_is_volcanos_default_scheduler_conf() -> None:
             id="a trailing comma",
         ),
         pytest.param(
-            'actions: "enqueue, allocate, preempt"\n',
+            'actions: "enqueue, allocate, shuffle"\n',
             "actions",
-            "unknown action 'preempt' (known: allocate, backfill, enqueue)",
+            "unknown action 'shuffle' (known: allocate, backfill, enqueue, gangpreempt, "
+            "gangreclaim, preempt, reclaim)",
             id="an unknown action name lists the known ones",
         ),
         pytest.param(
@@ -212,9 +213,9 @@ def test_the_built_in_default_is_volcanos_default_scheduler_conf() -> None:
             id="arguments as a list",
         ),
         pytest.param(
-            'actions: "allocate"\nconfigurations:\n- name: preempt\n  arguments: {}\n',
+            'actions: "allocate"\nconfigurations:\n- name: shuffle\n  arguments: {}\n',
             "configurations[0].name",
-            "unknown action 'preempt'",
+            "unknown action 'shuffle'",
             id="configurations for an unknown action",
         ),
         pytest.param(
@@ -511,7 +512,7 @@ status:
             id="a misspelt plugin argument",
         ),
         pytest.param(
-            'actions: "enqueue, allocate, reclaim"\n', "actions", id="an action Caldera lacks"
+            'actions: "enqueue, allocate, shuffle"\n', "actions", id="an action Caldera lacks"
         ),
         pytest.param(
             'actions: "allocate"\ntiers: [\n', "invalid YAML at line", id="malformed YAML"

@@ -32,7 +32,15 @@ BUILT_IN_PLUGINS = [
     "proportion",
     "sla",
 ]
-BUILT_IN_ACTIONS = ["allocate", "backfill", "enqueue"]
+BUILT_IN_ACTIONS = [
+    "allocate",
+    "backfill",
+    "enqueue",
+    "gangpreempt",
+    "gangreclaim",
+    "preempt",
+    "reclaim",
+]
 
 
 def test_entry_points_provide_every_built_in_plugin_and_action() -> None:
@@ -58,7 +66,7 @@ def test_each_built_in_action_loads_as_a_class_of_that_name(name: str) -> None:
     ("kind", "name", "known"),
     [
         pytest.param("plugin", "tdm", ", ".join(BUILT_IN_PLUGINS), id="an unknown plugin"),
-        pytest.param("action", "preempt", ", ".join(BUILT_IN_ACTIONS), id="an unknown action"),
+        pytest.param("action", "shuffle", ", ".join(BUILT_IN_ACTIONS), id="an unknown action"),
         pytest.param("plugin", "Gang", ", ".join(BUILT_IN_PLUGINS), id="names are case-sensitive"),
     ],
 )

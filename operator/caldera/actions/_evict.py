@@ -1,0 +1,265 @@
+"""Making room for one task by evicting others: the victim search ``preempt`` and ``reclaim`` share.
+
+Every placed task that could ever be a victim is one row of a :class:`VictimTable` built once per
+action: node, request, queue, job, priority, and whether it still holds its resources. For a
+preemptor the action's own rule (same queue, other queue, same job...) is a boolean mask over
+those rows; summing the masked requests per node (one ``np.add.at``) gives what evictions could
+free on every node at once, so only nodes where the preemptor would then fit are examined, and
+only up to ``max_candidates`` of them, best node score first.
+
+On each examined node the plugins' victim tiers (``ssn.preemptable`` / ``ssn.reclaimable``) choose
+among the node's eligible tasks; the cheapest victims come first (a victim whose job would drop
+below its minAvailable counts as its whole gang, then lower priority, then the youngest) and are
+taken until the preemptor fits the node's future idle resources. Of the examined nodes the one
+whose victim set is cheapest wins (fewest pods counted that way, then the lowest priority among
+them, then node score). Victims are evicted and the preemptor pipelined in the caller's
+statement, so a gang that cannot be pipelined as a whole evicts nothing: the statement is
+discarded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from caldera.api.job import Job
+from caldera.api.task import Task, TaskStatus
+from caldera.framework.plugin import Args
+from caldera.framework.session import Session
+from caldera.framework.statement import Statement
+
+__all__ = [
+    "CandidateArgs",
+    "Chooser",
+    "VictimTable",
+    "candidate_nodes",
+    "commit_with_victims",
+    "evict_for",
+    "starving_jobs",
+]
+
+BoolArray = npt.NDArray[np.bool_]
+Chooser = Callable[[Task, Sequence[Task]], "list[Task] | None"]
+"""The plugins' victim tiers: (preemptor, candidates) → the victims they allow (None: none)."""
+
+_VICTIM_STATUSES = (TaskStatus.RUNNING, TaskStatus.BOUND)
+
+
+class CandidateArgs(Args):
+    """How many nodes a victim search examines (Volcano's preempt arguments; reclaim takes the
+    same)."""
+
+    min_candidate_nodes_percentage: int = Field(
+        10, ge=0, le=100, alias="minCandidateNodesPercentage"
+    )
+    min_candidate_nodes_absolute: int = Field(1, ge=0, alias="minCandidateNodesAbsolute")
+    max_candidate_nodes_absolute: int = Field(100, ge=1, alias="maxCandidateNodesAbsolute")
+
+
+def candidate_nodes(args: CandidateArgs, nodes: int) -> int:
+    """How many nodes are examined for victims (kube-scheduler's and Volcano's rule)."""
+    wanted = max(
+        args.min_candidate_nodes_absolute,
+        math.ceil(nodes * args.min_candidate_nodes_percentage / 100),
+    )
+    return max(1, min(wanted, args.max_candidate_nodes_absolute, nodes))
+
+
+def starving_jobs(ssn: Session) -> list[Job]:
+    """Valid jobs past Pending with pending tasks that the plugins call starving, in job order
+    within queue order."""
+    out = []
+    for job in ssn.jobs.values():
+        if job.queue not in ssn.queues or job.is_pending():
+            continue
+        if not job.tasks_in(TaskStatus.PENDING) or ssn.job_valid(job) is not None:
+            continue
+        if ssn.job_starving(job):
+            out.append(job)
+    queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
+    return sorted(out, key=lambda j: (queue_key(ssn.queues[j.queue]), job_key(j)))
+
+
+def commit_with_victims(ssn: Session, stmt: Statement, job: Job, victims: list[Task]) -> None:
+    """Commit ``stmt`` and tell the job's PodGroup which pods it evicted."""
+    stmt.commit()
+    if victims:
+        names = ", ".join(sorted(f"{v.namespace}/{v.name}" for v in victims))
+        ssn.record_event(job, "Normal", "Preempted", f"evicted {len(victims)} pod(s): {names}")
+
+
+class VictimTable:
+    """Tasks that may be evicted, as arrays; rows stay valid for the whole action."""
+
+    def __init__(self, ssn: Session) -> None:
+        tasks: list[Task] = []
+        for row_tasks in ssn.nodes.tasks:
+            tasks.extend(t for t in row_tasks.values() if t.status in _VICTIM_STATUSES)
+        self.tasks = tasks
+        self.index = {t.uid: i for i, t in enumerate(tasks)}
+        queues = sorted({ssn.jobs[t.job].queue for t in tasks if t.job in ssn.jobs})
+        self.queue_ids = {q: i for i, q in enumerate(queues)}
+        self.node = np.array([t.node for t in tasks], dtype=np.intp)
+        width = len(ssn.space)
+        self.resreq = np.array([t.resreq for t in tasks], dtype=np.float64).reshape(
+            len(tasks), width
+        )
+        self.queue = np.array(
+            [self.queue_ids.get(_queue_of(ssn, t), -1) for t in tasks], dtype=np.intp
+        )
+        self.job = np.array([t.job for t in tasks], dtype=object)
+        self.priority = np.array([t.priority for t in tasks], dtype=np.int64)
+        self.best_effort = np.array([t.best_effort for t in tasks], dtype=bool)
+        self.held = np.array([t.preemptable for t in tasks], dtype=bool)
+        """Still holding its resources and preemptable (``volcano.sh/preemptable``)."""
+        self.n_nodes = len(ssn.nodes)
+
+    def evicted(self, task: Task) -> None:
+        i = self.index.get(task.uid)
+        if i is not None:
+            self.held[i] = False
+
+    def releasable(self, mask: BoolArray) -> npt.NDArray[np.float64]:
+        """Per node, the sum of the requests of the masked tasks (nodes × resources)."""
+        out = np.zeros((self.n_nodes, self.resreq.shape[1]), dtype=np.float64)
+        rows = np.flatnonzero(mask)
+        if len(rows):
+            np.add.at(out, self.node[rows], self.resreq[rows])
+        return out
+
+
+def _queue_of(ssn: Session, task: Task) -> str:
+    job = ssn.jobs.get(task.job)
+    return job.queue if job is not None else ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    node: int
+    victims: list[Task]
+    cost: tuple[int, int, int]
+
+
+def evict_for(
+    ssn: Session,
+    stmt: Statement,
+    table: VictimTable,
+    preemptor: Task,
+    eligible: BoolArray,
+    choose: Chooser,
+    reason: str,
+    *,
+    max_candidates: int,
+) -> list[Task] | None:
+    """Pipeline ``preemptor`` on a node, evicting the cheapest victims the plugins allow among
+    the ``eligible`` rows; the victims (empty: it fit without any), or None when no node works.
+    Nothing is changed when None is returned."""
+    nodes = ssn.nodes
+    if ssn.pre_predicate(preemptor) is not None:
+        return None
+    feasible = np.ones(len(nodes), dtype=bool)
+    for _, mask in ssn.predicate(preemptor):
+        feasible &= ~mask
+    req = preemptor.resreq
+    cols = np.flatnonzero(req)
+    future = nodes.future_idle
+    fits_now = feasible & (future[:, cols] >= req[cols]).all(axis=1)
+    if fits_now.any():
+        rows = np.flatnonzero(fits_now)
+        best = rows[int(np.argmax(ssn.node_order(preemptor, rows)))] if len(rows) > 1 else rows[0]
+        stmt.pipeline(preemptor, int(best))
+        return []
+    mask = eligible & table.held
+    if not mask.any():
+        return None
+    freed = table.releasable(mask)
+    could = feasible & ((future + freed)[:, cols] >= req[cols]).all(axis=1)
+    rows = np.flatnonzero(could)
+    if not len(rows):
+        return None
+    if len(rows) > 1:
+        scores = ssn.node_order(preemptor, rows)
+        rows = rows[np.argsort(-scores, kind="stable")]
+    plan = _cheapest(ssn, table, preemptor, rows[:max_candidates], mask, choose)
+    if plan is None:
+        return None
+    for victim in plan.victims:
+        stmt.evict(victim, reason)
+        table.evicted(victim)
+    stmt.pipeline(preemptor, plan.node)
+    return plan.victims
+
+
+def _cheapest(
+    ssn: Session,
+    table: VictimTable,
+    preemptor: Task,
+    rows: npt.NDArray[np.intp],
+    mask: BoolArray,
+    choose: Chooser,
+) -> _Plan | None:
+    best: _Plan | None = None
+    stale = 0
+    for row in rows.tolist():
+        plan = _on_node(ssn, table, preemptor, row, mask, choose)
+        if plan is None:
+            continue
+        if best is None or plan.cost < best.cost:
+            best, stale = plan, 0
+            if plan.cost[0] <= 1:
+                break  # one victim of no gang: nothing is cheaper
+        else:
+            stale += 1
+            if stale >= 4:
+                break  # the next nodes score lower and have not been cheaper
+    return best
+
+
+def _on_node(
+    ssn: Session,
+    table: VictimTable,
+    preemptor: Task,
+    row: int,
+    mask: BoolArray,
+    choose: Chooser,
+) -> _Plan | None:
+    candidates = [
+        t
+        for t in ssn.nodes.tasks[row].values()
+        if (i := table.index.get(t.uid)) is not None and mask[i]
+    ]
+    allowed = choose(preemptor, candidates)
+    if not allowed:
+        return None
+    req = preemptor.resreq
+    cols = np.flatnonzero(req)
+    room = ssn.nodes.future_idle[row].copy()
+    taken: list[Task] = []
+    weight = 0
+    held: dict[str, int] = {}
+    for victim in sorted(allowed, key=lambda t: _victim_key(ssn, t, held)):
+        if (room[cols] >= req[cols]).all():
+            break
+        room += victim.resreq
+        taken.append(victim)
+        job = ssn.jobs.get(victim.job)
+        ready = held.setdefault(victim.job, job.ready_task_num() if job else 0)
+        weight += job.min_available if job and ready <= job.min_available else 1
+        held[victim.job] = ready - 1
+    if not (room[cols] >= req[cols]).all():
+        return None
+    top = max(t.priority for t in taken) if taken else 0
+    return _Plan(row, taken, (weight, top, 0))
+
+
+def _victim_key(ssn: Session, task: Task, held: dict[str, int]) -> tuple[int, int, float]:
+    """Cheapest first: a victim that keeps its gang whole, lower priority, then the youngest."""
+    job = ssn.jobs.get(task.job)
+    ready = held.get(task.job, job.ready_task_num() if job else 0)
+    breaks = 1 if job is not None and ready <= job.min_available else 0
+    return (breaks, task.priority, -task.creation)

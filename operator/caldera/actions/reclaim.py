@@ -1,0 +1,93 @@
+"""reclaim: queues under their share take back what other queues hold beyond theirs.
+
+As Volcano's reclaim: for every starving job (valid, past Pending) of a queue that is not
+overused, in queue then job order, each pending task whose queue may grow by it
+(``Preemptive``: for proportion, the queue is open and stays within its deserved share) is
+pipelined onto a node, evicting ``Running`` preemptable tasks of *other* queues that are
+reclaimable (``spec.reclaimable``, default true) and that the ``Reclaimable`` tiers allow (for
+proportion: tasks of queues above their deserved share, while they stay above it), until the task
+fits. The job's evictions and pipelines are committed only if the job ends up pipelined, so a gang
+that cannot start as a whole evicts nothing. Victim search: :mod:`caldera.actions._evict`.
+Volcano 1.15's gang-aware ``gangreclaim`` is the same action here.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from pydantic import Field
+
+from caldera.actions._evict import (
+    CandidateArgs,
+    VictimTable,
+    candidate_nodes,
+    commit_with_victims,
+    evict_for,
+    starving_jobs,
+)
+from caldera.api.task import Task, TaskStatus
+from caldera.framework.plugin import Action
+from caldera.framework.session import Session
+
+__all__ = ["GangReclaimAction", "ReclaimAction", "ReclaimArgs"]
+
+
+class ReclaimArgs(CandidateArgs):
+    predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
+
+
+class ReclaimAction(Action[ReclaimArgs]):
+    name: ClassVar[str] = "reclaim"
+    Args = ReclaimArgs
+
+    def execute(self, ssn: Session) -> None:
+        jobs = starving_jobs(ssn)
+        if not jobs:
+            return
+        table = VictimTable(ssn)
+        reclaimable_queue = np.array(
+            [ssn.queues[q].reclaimable if q in ssn.queues else False for q in table.queue_ids],
+            dtype=bool,
+        )
+        open_victims = np.append(reclaimable_queue, False)[table.queue]
+        running = np.array([t.status is TaskStatus.RUNNING for t in table.tasks], dtype=bool)
+        limit = candidate_nodes(self.args, len(ssn.nodes))
+        task_key = ssn.task_order_key()
+        for job in jobs:
+            queue = ssn.queues[job.queue]
+            if ssn.overused(queue):
+                continue
+            mine = table.queue_ids.get(job.queue, -2)
+            eligible = open_victims & running & (table.queue != mine)
+            stmt = ssn.statement()
+            evicted: list[Task] = []
+            for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
+                if ssn.job_pipelined(job):
+                    break
+                if not ssn.preemptive(queue, task):
+                    break
+                got = evict_for(
+                    ssn,
+                    stmt,
+                    table,
+                    task,
+                    eligible,
+                    ssn.reclaimable,
+                    "reclaim",
+                    max_candidates=limit,
+                )
+                if got is not None:
+                    evicted.extend(got)
+            if ssn.job_pipelined(job):
+                commit_with_victims(ssn, stmt, job, evicted)
+                continue
+            stmt.discard()
+            for task in evicted:
+                table.held[table.index[task.uid]] = True
+
+
+class GangReclaimAction(ReclaimAction):
+    """Volcano 1.15's ``gangreclaim``: the same gang-aware search."""
+
+    name: ClassVar[str] = "gangreclaim"
