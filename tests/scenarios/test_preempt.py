@@ -21,6 +21,9 @@ from caldera.simulate.runner import Simulation
 PREEMPT = default_policy_with(actions="enqueue, allocate, preempt, backfill")
 RECLAIM = default_policy_with(actions="enqueue, allocate, reclaim, backfill")
 HELM = (Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml").read_text()
+HELM_RECLAIM = HELM.replace(
+    'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, reclaim, backfill"'
+)
 HELM_PREEMPT = HELM.replace(
     'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
 )
@@ -124,3 +127,47 @@ def test_a_queue_under_its_share_reclaims_from_a_queue_over_its_share() -> None:
     gone = evictions(sim)
     assert len(gone) == 2 and {r for _, r in gone} == {"reclaim"}
     assert all(name.startswith("default/a-") for name, _ in gone)
+
+
+def _two_queues(*, qa_running: int = 0) -> list[Obj]:
+    """Three 8-cpu nodes; queue qa (weight 1) and qb (weight 3); 30 one-cpu bare pods in each
+    queue, or ``qa_running`` of qa's already running (each in its own running PodGroup)."""
+    objs: list[Obj] = [node(f"n{i}", cpu="8", memory="32Gi") for i in range(3)]
+    objs += [queue("qa", weight=1), queue("qb", weight=3)]
+    for q in ("qa", "qb"):
+        for i in range(30):
+            if q == "qa" and i < qa_running:
+                objs.append(podgroup(f"{q}-{i}", queue=q, phase="Running"))
+                objs.append(
+                    pod(f"{q}-{i}", group=f"{q}-{i}", cpu="1", memory="1Gi", node_name=f"n{i % 3}")
+                )
+                continue
+            notes = {"scheduling.volcano.sh/queue-name": q}
+            objs.append(pod(f"{q}-{i}", cpu="1", memory="1Gi", annotations=notes))
+    return objs
+
+
+def _cpu(sim: Simulation, cycle: int) -> dict[str, str]:
+    return {q.name: q.allocated["cpu"] for q in sim.cycles[cycle].result.queues if q.name[0] == "q"}
+
+
+def test_with_volcanos_admission_rule_a_small_queue_holds_the_budget_and_cpu_stays_idle() -> None:
+    volcano = HELM.replace("    arguments:\n      proportion.enqueueWithinDeserved: true\n", "")
+    assert volcano != HELM
+    sim = scenario(_two_queues(), policy_yaml=volcano, cycles=3)
+    # qa's jobs are admitted first and sit beyond its share, holding overcommit's budget
+    assert _cpu(sim, 2) == {"qa": "6", "qb": "4"}
+
+
+def test_the_shipped_policy_gives_each_queue_its_share_in_one_cycle_without_reclaim() -> None:
+    sim = scenario(_two_queues(), policy_yaml=HELM, cycles=2)
+    assert _cpu(sim, 0) == {"qa": "6", "qb": "18"}  # 24 of 24 cpu used, by weight
+    assert evictions(sim) == []
+
+
+def test_with_reclaim_a_queue_under_its_share_takes_it_back_within_two_cycles() -> None:
+    # qa already runs 24 pods on the whole cluster when qb's 30 arrive
+    sim = scenario(_two_queues(qa_running=24), policy_yaml=HELM_RECLAIM, cycles=3)
+    assert len(evictions(sim)) == 18
+    assert _cpu(sim, 1) == {"qa": "6", "qb": "18"}
+    assert _cpu(sim, 2) == {"qa": "6", "qb": "18"}  # and it stays there

@@ -70,12 +70,12 @@ def candidate_nodes(args: CandidateArgs, nodes: int) -> int:
     return max(1, min(wanted, args.max_candidate_nodes_absolute, nodes))
 
 
-def starving_jobs(ssn: Session) -> list[Job]:
-    """Valid jobs past Pending with pending tasks that the plugins call starving, in job order
-    within queue order."""
+def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
+    """Valid jobs past Pending (or, with ``pending_too``, not yet admitted as well) with pending
+    tasks that the plugins call starving, in job order within queue order."""
     out = []
     for job in ssn.jobs.values():
-        if job.queue not in ssn.queues or job.is_pending():
+        if job.queue not in ssn.queues or (job.is_pending() and not pending_too):
             continue
         if not job.tasks_in(TaskStatus.PENDING) or ssn.job_valid(job) is not None:
             continue
@@ -86,8 +86,12 @@ def starving_jobs(ssn: Session) -> list[Job]:
 
 
 def commit_with_victims(ssn: Session, stmt: Statement, job: Job, victims: list[Task]) -> None:
-    """Commit ``stmt`` and tell the job's PodGroup which pods it evicted."""
+    """Commit ``stmt`` and tell the job's PodGroup which pods it evicted; a job not admitted yet
+    is admitted by it (what it needs is being freed for it)."""
     stmt.commit()
+    if job.is_pending():
+        ssn.job_enqueued(job)
+        job.phase = "Inqueue"
     if victims:
         names = ", ".join(sorted(f"{v.namespace}/{v.name}" for v in victims))
         ssn.record_event(job, "Normal", "Preempted", f"evicted {len(victims)} pod(s): {names}")

@@ -35,6 +35,10 @@ __all__ = ["GangReclaimAction", "ReclaimAction", "ReclaimArgs"]
 
 class ReclaimArgs(CandidateArgs):
     predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
+    pending_jobs: bool = Field(False, alias="reclaimPendingJobs")
+    """Caldera's: reclaim for jobs not admitted yet too (admitting them when it commits).
+    Volcano reclaims only for admitted jobs, so a full cluster whose admission budget is held
+    by others never reclaims (volcano #4679, #4817); the shipped policies turn this on."""
 
 
 class ReclaimAction(Action[ReclaimArgs]):
@@ -42,7 +46,7 @@ class ReclaimAction(Action[ReclaimArgs]):
     Args = ReclaimArgs
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn)
+        jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
         if not jobs:
             return
         table = VictimTable(ssn)

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from pydantic import Field
 
 from caldera.api.compare import ShareMeter, le_all, le_where, short_names
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
-from caldera.framework.plugin import NoArgs, Plugin
+from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import EventHandler, Session
 
@@ -77,8 +78,17 @@ def water_fill(space: ResourceSpace, total: Vector, shares: Sequence[QueueShare]
             break
 
 
-class ProportionPlugin(Plugin[NoArgs]):
+class ProportionArgs(Args):
+    within_deserved: bool = Field(False, alias="proportion.enqueueWithinDeserved")
+    """Admit a job only while its queue's admitted work stays within its deserved share, unless
+    no other queue wants more (Caldera's; off is Volcano's rule: within the queue's real
+    capability). On, jobs admitted beyond their queue's share cannot hold the admission budget
+    that other queues' jobs need; the shipped policies turn it on."""
+
+
+class ProportionPlugin(Plugin[ProportionArgs]):
     name: ClassVar[str] = "proportion"
+    Args = ProportionArgs
 
     def on_session_open(self, ssn: Session) -> None:
         space = ssn.space
@@ -156,6 +166,20 @@ class ProportionPlugin(Plugin[NoArgs]):
                 return False
             return le_where(space, s.allocated + task.resreq, s.deserved, task.resreq)
 
+        def within_share(s: QueueShare, need: Vector, minimum: Vector) -> bool:
+            """With ``proportion.enqueueWithinDeserved``: a queue whose admitted work would pass
+            its deserved share admits no more while another queue still wants resources, so
+            jobs it could not run anyway do not hold the cluster's admission budget."""
+            if not self.args.within_deserved:
+                return True
+            if le_where(space, need, s.deserved, minimum):
+                return True
+            return not any(
+                other is not s
+                and np.any((other.request > other.allocated + other.inqueue)[space.quota])
+                for other in shares.values()
+            )
+
         def enqueueable(job: Job) -> int:
             s = shares[job.queue]
             if not s.queue.is_open:
@@ -164,7 +188,9 @@ class ProportionPlugin(Plugin[NoArgs]):
             if job.min_resources is None:
                 return PERMIT
             need = job.min_resources + s.allocated + s.inqueue - s.elastic
-            if le_where(space, need, s.real_capability, job.min_resources):
+            if le_where(space, need, s.real_capability, job.min_resources) and (
+                within_share(s, need, job.min_resources)
+            ):
                 return PERMIT
             short = short_names(space, need, s.real_capability, job.min_resources)
             detail = ", ".join(f"insufficient {n}" for n in short)
