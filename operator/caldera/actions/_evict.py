@@ -116,24 +116,31 @@ class VictimTable:
         self.queue = np.array(
             [self.queue_ids.get(_queue_of(ssn, t), -1) for t in tasks], dtype=np.intp
         )
-        self.job = np.array([t.job for t in tasks], dtype=object)
+        self.job_ids = {j: i for i, j in enumerate(sorted({t.job for t in tasks}))}
+        self.job = np.array([self.job_ids[t.job] for t in tasks], dtype=np.intp)
+        """Job of every row, as an index into :attr:`job_ids` (``job_id(uid)`` for a job)."""
         self.priority = np.array([t.priority for t in tasks], dtype=np.int64)
         self.best_effort = np.array([t.best_effort for t in tasks], dtype=bool)
         self.held = np.array([t.preemptable for t in tasks], dtype=bool)
         """Still holding its resources and preemptable (``volcano.sh/preemptable``)."""
         self.n_nodes = len(ssn.nodes)
 
+    def job_id(self, uid: str) -> int:
+        """The row value of job ``uid`` (-1: it has no task here)."""
+        return self.job_ids.get(uid, -1)
+
     def evicted(self, task: Task) -> None:
         i = self.index.get(task.uid)
         if i is not None:
             self.held[i] = False
 
-    def releasable(self, mask: BoolArray) -> npt.NDArray[np.float64]:
-        """Per node, the sum of the requests of the masked tasks (nodes × resources)."""
-        out = np.zeros((self.n_nodes, self.resreq.shape[1]), dtype=np.float64)
+    def releasable(self, mask: BoolArray, cols: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """Per node, the sum of the masked tasks' requests of resources ``cols`` (nodes × cols)."""
         rows = np.flatnonzero(mask)
-        if len(rows):
-            np.add.at(out, self.node[rows], self.resreq[rows])
+        nodes = self.node[rows]
+        out = np.empty((self.n_nodes, len(cols)), dtype=np.float64)
+        for k, c in enumerate(cols.tolist()):
+            out[:, k] = np.bincount(nodes, weights=self.resreq[rows, c], minlength=self.n_nodes)
         return out
 
 
@@ -181,8 +188,8 @@ def evict_for(
     mask = eligible & table.held
     if not mask.any():
         return None
-    freed = table.releasable(mask)
-    could = feasible & ((future + freed)[:, cols] >= req[cols]).all(axis=1)
+    freed = table.releasable(mask, cols)
+    could = feasible & ((future[:, cols] + freed) >= req[cols]).all(axis=1)
     rows = np.flatnonzero(could)
     if not len(rows):
         return None

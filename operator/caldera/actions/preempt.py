@@ -55,6 +55,8 @@ class PreemptAction(Action[PreemptArgs]):
         task_key = ssn.task_order_key()
         for job in jobs:
             queue = table.queue_ids.get(job.queue, -2)
+            same_queue = table.queue == queue
+            job_id = table.job_id(job.uid)
             stmt = ssn.statement()
             evicted: list[Task] = []
             for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
@@ -62,7 +64,7 @@ class PreemptAction(Action[PreemptArgs]):
                     break
                 if task.spec.preemption_policy == "Never":
                     continue
-                eligible = (table.queue == queue) & (table.job != job.uid)
+                eligible = same_queue & (table.job != job_id)
                 if task.best_effort:
                     eligible &= table.best_effort
                 got = evict_for(
@@ -92,7 +94,7 @@ class PreemptAction(Action[PreemptArgs]):
             for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
                 if task.spec.preemption_policy == "Never":
                     continue
-                eligible = (table.job == job.uid) & (table.priority < task.priority)
+                eligible = (table.job == table.job_id(job.uid)) & (table.priority < task.priority)
                 if not eligible.any():
                     continue
                 stmt = ssn.statement()
