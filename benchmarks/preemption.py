@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scheduling_basic
-
 from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState
 from caldera.framework.cycle import run_cycle
