@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders import (
+    NOW,
     Obj,
     binds,
     default_policy_with,
@@ -171,3 +172,28 @@ def test_with_reclaim_a_queue_under_its_share_takes_it_back_within_two_cycles() 
     assert len(evictions(sim)) == 18
     assert _cpu(sim, 1) == {"qa": "6", "qb": "18"}
     assert _cpu(sim, 2) == {"qa": "6", "qb": "18"}  # and it stays there
+
+
+def test_cdp_protects_pods_within_their_cooldown_from_preemption() -> None:
+    cooldown = {"volcano.sh/cooldown-time": "1h"}
+    objs: list[Obj] = [
+        node("n1", cpu="2"),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("low", min_member=1, phase="Running", priority_class="low"),
+        # started a minute before the session: still cooling down
+        pod(
+            "fresh",
+            group="low",
+            node_name="n1",
+            priority_class="low",
+            annotations=cooldown,
+            created=NOW - 60,
+        ),
+        pod("old", group="low", node_name="n1", priority_class="low", created=NOW - 60),
+        podgroup("high", min_member=1, phase="Inqueue", priority_class="high"),
+        pod("high-0", group="high", cpu="1", priority_class="high"),
+    ]
+    with_cdp = HELM_PREEMPT.replace("- name: conformance", "- name: conformance\n  - name: cdp")
+    assert with_cdp != HELM_PREEMPT
+    assert evictions(scenario(objs, policy_yaml=with_cdp)) == [("default/old", "preempt")]

@@ -85,6 +85,8 @@ class Task:
     last_transaction: Transaction | None = None
     bind_annotations: dict[str, str] = field(default_factory=dict)
     """Annotations plugins want on the pod before its binding (e.g. device assignments)."""
+    started: float = 0.0
+    """Seconds since the epoch when the pod started on its node (0: not known)."""
     node_lock: NodeLock | None = None
     """The node lock to hold while those annotations and the binding are written."""
 

@@ -239,6 +239,7 @@ class _Builder:
             preemptable=preemptable != "false",
             role=meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),
             node_name=spec.node_name,
+            started=pod.status.start_time or 0.0,
         )
 
     def implicit_job(

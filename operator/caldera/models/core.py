@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from caldera.models.base import ApiModel, ObjectMeta, ResourceList
+from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp
 from caldera.models.selectors import LabelSelector
 
 __all__ = [
@@ -241,6 +241,8 @@ class PodStatus(ApiModel):
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
+    start_time: Timestamp = None
+    """When the kubelet took the pod (cooldown protection counts from it)."""
 
     def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
