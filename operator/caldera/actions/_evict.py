@@ -171,6 +171,7 @@ def evict_for(
     the ``eligible`` rows; the victims (empty: it fit without any), or None when no node works.
     Nothing is changed when None is returned."""
     nodes = ssn.nodes
+    ssn.result.preemption_attempts += 1
     if ssn.pre_predicate(preemptor) is not None:
         return None
     feasible = np.ones(len(nodes), dtype=bool)

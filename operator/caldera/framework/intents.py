@@ -139,3 +139,5 @@ class CycleResult:
     """Per-queue fair share computed this session (for reports and metrics)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent per phase: ``open``, each action, ``close``."""
+    preemption_attempts: int = 0
+    """Tasks preempt and reclaim tried to make room for."""

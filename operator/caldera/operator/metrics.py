@@ -80,6 +80,12 @@ class Metrics:
         self.evictions = Counter(
             "volcano_eviction_transactions", "Evictions by action", ("action",), registry=registry
         )
+        self.preemption_victims = gauge(
+            "pod_preemption_victims", "Pods chosen as victims by the last session"
+        )
+        self.preemption_attempts = gauge(
+            "total_preemption_attempts", "Tasks preempt and reclaim tried to make room for"
+        )
         self.unschedule_tasks = gauge(
             "unschedule_task_count", "Unschedulable tasks per job", ("job_id",)
         )

@@ -113,6 +113,7 @@ class Scheduler:
         self.sessions += 1
         state = self.cache.state
         in_flight = self.assumed.current(state.pods)
+        evicting = self.assumed.current_evictions(state.pods)
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
@@ -120,7 +121,7 @@ class Scheduler:
         try:
             if self.worker is not None:
                 result, problems = await self.worker.decide(
-                    self.cache, in_flight, policy, session_id
+                    self.cache, in_flight, policy, session_id, evicting
                 )
             else:
                 self.cache.forget_changes()  # the thread reads a copy of the whole state
@@ -138,6 +139,7 @@ class Scheduler:
                     session_id=session_id,
                     memo=self._pods,
                     on_bind=stream.add,
+                    evicting=evicting,
                 )
         finally:
             self._running = ""
@@ -188,8 +190,11 @@ class Scheduler:
             self._bind(bind)
         self._sent.clear()
         for evict in result.evictions:
+            self.assumed.evicting(f"{evict.namespace}/{evict.name}", evict.uid)
             w.evictor.submit(evict)
             self.metrics.evictions.labels(action=evict.reason).inc()
+        self.metrics.preemption_victims.set(len(result.evictions))
+        self.metrics.preemption_attempts.inc(result.preemption_attempts)
         for st in result.podgroups:
             key = f"{st.namespace}/{st.name}"
             if key not in state.podgroups:

@@ -28,7 +28,7 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -68,15 +68,17 @@ def decide(
     session_id: str,
     memo: PodMemo,
     on_bind: Callable[[Bind], None] | None = None,
+    evicting: Sequence[str] = (),
 ) -> Outcome:
     """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
     The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
-    hears of each bind the moment the session decides it."""
-    view = replace(state, pods=apply(state.pods, in_flight))
+    hears of each bind the moment the session decides it; ``evicting`` pods are terminating."""
+    now = time.time()
+    view = replace(state, pods=apply(state.pods, in_flight, evicting, now))
     snapshot, problems = build_snapshot(
         view,
         scheduler_names=config.scheduler_names,
-        now=time.time(),
+        now=now,
         session_id=session_id,
         default_queue=config.default_queue,
         memo=memo,
@@ -151,6 +153,7 @@ def _session(
     policy: Policy,
     config: SessionConfig,
     session_id: str,
+    evicting: Sequence[str] = (),
 ) -> Outcome:
     global _copy
     _copy = changes.apply_to(_copy)
@@ -165,6 +168,7 @@ def _session(
         session_id=session_id,
         memo=_memo,
         on_bind=stream.add,
+        evicting=evicting,
     )
 
 
@@ -212,7 +216,12 @@ class SessionWorker:
             loop.call_soon_threadsafe(self.on_binds, item)
 
     async def decide(
-        self, cache: Cache, in_flight: InFlight, policy: Policy, session_id: str
+        self,
+        cache: Cache,
+        in_flight: InFlight,
+        policy: Policy,
+        session_id: str,
+        evicting: Sequence[str] = (),
     ) -> Outcome:
         self.start()
         assert self._pool is not None
@@ -221,7 +230,14 @@ class SessionWorker:
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(
-                self._pool, _session, changes, in_flight, policy, self._config, session_id
+                self._pool,
+                _session,
+                changes,
+                in_flight,
+                policy,
+                self._config,
+                session_id,
+                tuple(evicting),
             )
         except BrokenProcessPool:
             self.close()  # the next session starts a new worker and sends everything

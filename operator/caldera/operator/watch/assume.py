@@ -11,7 +11,7 @@ make is forgotten by the binder, which knows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.models.core import Pod
@@ -32,6 +32,27 @@ class _Assumed:
 class Assumptions:
     def __init__(self) -> None:
         self._pods: dict[str, _Assumed] = {}
+        self._evicting: dict[str, str] = {}
+        """Pods the evictor has been given, by key → uid, until the API shows them terminating
+        or gone: sessions see them as releasing, so none is chosen as a victim twice."""
+
+    def evicting(self, key: str, uid: str) -> None:
+        self._evicting[key] = uid
+
+    def current_evictions(self, pods: Mapping[str, Pod]) -> list[str]:
+        """Pods whose eviction is under way but not yet visible; the rest are dropped."""
+        out = []
+        for key, uid in list(self._evicting.items()):
+            pod = pods.get(key)
+            if (
+                pod is None
+                or pod.metadata.deletion_timestamp is not None
+                or (uid and pod.metadata.uid and pod.metadata.uid != uid)
+            ):
+                del self._evicting[key]
+            else:
+                out.append(key)
+        return out
 
     def assume(
         self, key: str, node: str, uid: str = "", annotations: dict[str, str] | None = None
@@ -75,9 +96,17 @@ class Assumptions:
         return apply(pods, self.current(pods))
 
 
-def apply(pods: Mapping[str, Pod], assumed: InFlight) -> dict[str, Pod]:
-    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations."""
+def apply(
+    pods: Mapping[str, Pod], assumed: InFlight, evicting: Sequence[str] = (), now: float = 0.0
+) -> dict[str, Pod]:
+    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations, and
+    each pod being evicted is terminating (since ``now``)."""
     out = dict(pods)
+    for key in evicting:
+        pod = out.get(key)
+        if pod is not None and pod.metadata.deletion_timestamp is None:
+            meta = pod.metadata.model_copy(update={"deletion_timestamp": now})
+            out[key] = pod.model_copy(update={"metadata": meta})
     for key, (node, written) in assumed.items():
         pod = out[key]
         update: dict[str, object] = {"spec": pod.spec.model_copy(update={"node_name": node})}

@@ -1,0 +1,95 @@
+"""Preemption end to end: victims are evicted once, through the evictor, and the preemptor's
+gang binds once they are gone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from emulator.handles import K8sHandle
+from integration.harness import node, pod, podgroup, running_operator, wait_bound
+
+HELM = Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml"
+
+
+def policy(tmp_path: Path) -> str:
+    """The shipped policy with preempt (gang and drf take no part in choosing victims there, so
+    single-pod jobs at their minAvailable can be preempted by priority)."""
+    conf = tmp_path / "volcano-scheduler.conf"
+    text = HELM.read_text().replace(
+        'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
+    )
+    assert "preempt" in text
+    conf.write_text(text)
+    return str(conf)
+
+
+def prioritised(obj: dict[str, Any], priority_class: str) -> dict[str, Any]:
+    obj["spec"]["priorityClassName"] = priority_class
+    return obj
+
+
+async def _cluster(k8s: K8sHandle, low: int) -> None:
+    ns = k8s.namespace
+    for name, value in (("low", 10), ("high", 1000)):
+        await k8s.create("priorityclasses", {"metadata": {"name": name}, "value": value})
+    await k8s.create("nodes", node("n1", cpu="4"))
+    for i in range(low):
+        await k8s.create("pods", prioritised(pod(f"low-{i}", namespace=ns), "low"), namespace=ns)
+
+
+async def _gang(k8s: K8sHandle) -> None:
+    ns = k8s.namespace
+    group = podgroup("train", 2, namespace=ns)
+    group["spec"]["priorityClassName"] = "high"
+    await k8s.create("podgroups", group, namespace=ns)
+    for i in range(2):
+        body = prioritised(pod(f"train-{i}", group="train", cpu="2", namespace=ns), "high")
+        await k8s.create("pods", body, namespace=ns)
+
+
+def deletes(k8s: K8sHandle) -> list[str]:
+    return sorted(
+        r.name for r in k8s.find_requests(verb="delete", resource="pods") if r.status == 200
+    )
+
+
+async def test_a_high_priority_gang_evicts_its_victims_once_and_binds_when_they_are_gone(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it counts the deletes in the request log")
+    await _cluster(k8s, low=4)
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path)):
+        await wait_bound(k8s, *(f"low-{i}" for i in range(4)))
+        await _gang(k8s)
+        bound = await wait_bound(k8s, "train-0", "train-1", timeout=30)
+        await asyncio.sleep(0.5)  # later sessions must not evict anything more
+    assert bound == {"train-0": "n1", "train-1": "n1"}
+    assert deletes(k8s) == [f"low-{i}" for i in range(4)]  # each victim once, no more
+
+
+async def test_a_failed_eviction_is_retried_without_choosing_another_victim(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it makes a delete fail")
+    await _cluster(k8s, low=6)
+    async with running_operator(k8s, scheduler_conf=policy(tmp_path)):
+        # six 1-cpu pods on a 4-cpu node: four run, two wait
+        names = [f"low-{i}" for i in range(6)]
+        running: list[str] = []
+        async with asyncio.timeout(20):
+            while len(running) < 4:
+                await asyncio.sleep(0.05)
+                pods = [await k8s.get("pods", n, namespace=k8s.namespace) for n in names]
+                running = [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")]
+        assert len(running) == 4
+        # the victims' deletes fail eight times in all, with backoff: while they are retried the
+        # sessions must count the victims as leaving, not choose other ones
+        k8s.fail_next(500, verb="delete", resource="pods", times=8)
+        await _gang(k8s)
+        await wait_bound(k8s, "train-0", "train-1", timeout=30)
+        await asyncio.sleep(0.5)
+    failed = [r.name for r in k8s.find_requests(verb="delete", resource="pods") if r.status == 500]
+    assert failed and set(failed) <= set(deletes(k8s))  # retried until done, the same pods
+    assert len(deletes(k8s)) == 4  # four victims in all: the failure chose no fifth
