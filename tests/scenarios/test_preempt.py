@@ -6,18 +6,22 @@ from pathlib import Path
 
 from builders import (
     NOW,
+    REGISTRY,
     Obj,
     binds,
     default_policy_with,
     node,
     pod,
     podgroup,
+    policy,
     priority_class,
     queue,
     scenario,
+    state_of,
 )
 from caldera.models.core import Pod
-from caldera.simulate.runner import Simulation
+from caldera.models.policy import PodDisruptionBudget
+from caldera.simulate.runner import Simulation, simulate
 
 PREEMPT = default_policy_with(actions="enqueue, allocate, preempt, backfill")
 RECLAIM = default_policy_with(actions="enqueue, allocate, reclaim, backfill")
@@ -197,3 +201,40 @@ def test_cdp_protects_pods_within_their_cooldown_from_preemption() -> None:
     with_cdp = HELM_PREEMPT.replace("- name: conformance", "- name: conformance\n  - name: cdp")
     assert with_cdp != HELM_PREEMPT
     assert evictions(scenario(objs, policy_yaml=with_cdp)) == [("default/old", "preempt")]
+
+
+def _budget(name: str, selector: dict[str, str], **spec: object) -> PodDisruptionBudget:
+    return PodDisruptionBudget.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": selector}, **spec},
+        }
+    )
+
+
+def test_pdb_never_lets_a_victim_set_break_a_budget() -> None:
+    # four web pods with a budget of minAvailable 3: only one may go; the preemptor needs two
+    # cpu, so the second victim must be the unprotected batch pod
+    objs: list[Obj] = [
+        node("n1", cpu="5"),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("web", min_member=1, phase="Running", priority_class="low"),
+        *[
+            pod(
+                f"web-{i}", group="web", node_name="n1", priority_class="low", labels={"app": "web"}
+            )
+            for i in range(4)
+        ],
+        podgroup("batch", min_member=1, phase="Running", priority_class="low"),
+        pod("batch-0", group="batch", node_name="n1", priority_class="low"),
+        podgroup("high", min_member=1, phase="Inqueue", priority_class="high"),
+        pod("high-0", group="high", cpu="2", priority_class="high"),
+    ]
+    with_pdb = HELM_PREEMPT.replace("- name: conformance", "- name: conformance\n  - name: pdb")
+    state = state_of(objs)
+    state.add(_budget("web", {"app": "web"}, minAvailable=3))
+    sim = simulate(state, policy(with_pdb, REGISTRY), REGISTRY, scheduler_names=["volcano"])
+    gone = sorted(name for name, _ in evictions(sim))
+    assert len(gone) == 2 and "default/batch-0" in gone
+    assert sum(1 for name in gone if name.startswith("default/web-")) == 1

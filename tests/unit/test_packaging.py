@@ -606,6 +606,7 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("", "pods/status"): {"update", "patch"},
     ("", "nodes"): {"get", "list", "watch", "patch"},
     ("", "resourcequotas"): {"get", "list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("", "namespaces"): {"get", "list", "watch"},
     ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
     ("", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},

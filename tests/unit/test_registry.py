@@ -28,6 +28,7 @@ BUILT_IN_PLUGINS = [
     "gang",
     "nodeorder",
     "overcommit",
+    "pdb",
     "predicates",
     "priority",
     "proportion",

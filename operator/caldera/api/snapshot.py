@@ -14,6 +14,7 @@ from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.models.dra import DraObjects
+from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
@@ -38,6 +39,8 @@ class Snapshot:
     dra: DraObjects = field(default_factory=DraObjects)
     """ResourceClaims, DeviceClasses, ResourceSlices and the pods' claim statuses
     (DynamicResources)."""
+    disruption_budgets: list[PodDisruptionBudget] = field(default_factory=list)
+    """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
 

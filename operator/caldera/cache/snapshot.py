@@ -430,6 +430,7 @@ def build_snapshot(
         ),
     )
     snapshot.quotas = _quotas(state)
+    snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
 

@@ -11,6 +11,7 @@ import orjson
 from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.kinds import KINDS, kind_of_model
+from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
@@ -32,6 +33,7 @@ StateObject = (
     | DeviceClass
     | ResourceSlice
     | ResourceQuota
+    | PodDisruptionBudget
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -64,6 +66,8 @@ class ClusterState:
     resource_slices: dict[str, ResourceSlice] = field(default_factory=dict)
     resource_quotas: dict[str, ResourceQuota] = field(default_factory=dict)
     """By ``namespace/name`` (device quota)."""
+    disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)
+    """By ``namespace/name`` (the pdb plugin)."""
     owner_min_members: dict[str, int] = field(default_factory=dict)
     """The ``group-min-member`` of controllers that own bare pods, by controller UID (1 when the
     controller has none); a bare pod whose controller is not here yet waits for it."""

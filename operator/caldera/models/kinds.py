@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
 
@@ -124,6 +125,15 @@ KINDS: dict[str, Kind] = _kinds(
         "resource_slices",
     ),
     Kind("ResourceQuota", "", "v1", "resourcequotas", ResourceQuota, True, "resource_quotas"),
+    Kind(
+        "PodDisruptionBudget",
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        PodDisruptionBudget,
+        True,
+        "disruption_budgets",
+    ),
     Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
 )
 """Every kind the scheduler reads, by kind name."""
