@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from builders import (
     NOW,
@@ -19,6 +22,7 @@ from builders import (
     scenario,
     state_of,
 )
+from caldera.cli import main
 from caldera.models.core import Pod
 from caldera.models.policy import PodDisruptionBudget
 from caldera.simulate.runner import Simulation, simulate
@@ -238,3 +242,73 @@ def test_pdb_never_lets_a_victim_set_break_a_budget() -> None:
     gone = sorted(name for name, _ in evictions(sim))
     assert len(gone) == 2 and "default/batch-0" in gone
     assert sum(1 for name in gone if name.startswith("default/web-")) == 1
+
+
+PREEMPTION_CLUSTER = (
+    """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: low, namespace: default}
+spec: {minMember: 1, queue: default, priorityClassName: low}
+status: {phase: Running}
+"""
+    + "".join(
+        f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: low-{i}, namespace: default, annotations: {{scheduling.k8s.io/group-name: low}}}}
+spec:
+  schedulerName: volcano
+  nodeName: n1
+  priorityClassName: low
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: "2"}}}}}}]
+status: {{phase: Running}}
+"""
+        for i in range(2)
+    )
+    + """---
+apiVersion: v1
+kind: Pod
+metadata: {name: high-0, namespace: default}
+spec:
+  schedulerName: volcano
+  priorityClassName: high
+  containers: [{name: c, image: x, resources: {requests: {cpu: "2"}}}]
+"""
+)
+
+
+def test_explain_names_what_preempt_would_evict_for_a_pending_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(PREEMPTION_CLUSTER)
+    conf = tmp_path / "policy.yaml"
+    conf.write_text(HELM_PREEMPT)
+    assert (
+        main(["explain", "default/high-0", str(cluster), "--policy", str(conf), "--output", "json"])
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["victims"] == ["default/low-1 (preempt)"]  # the younger of two equal pods
+    conf.write_text(HELM)  # no preempt: nothing would be evicted
+    assert (
+        main(["explain", "default/high-0", str(cluster), "--policy", str(conf), "--output", "json"])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["victims"] == []

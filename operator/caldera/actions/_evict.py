@@ -201,7 +201,7 @@ def evict_for(
     if plan is None:
         return None
     for victim in plan.victims:
-        stmt.evict(victim, reason)
+        stmt.evict(victim, reason, preemptor.key)
         table.evicted(victim)
     stmt.pipeline(preemptor, plan.node)
     return plan.victims

@@ -40,6 +40,10 @@ class PreemptArgs(CandidateArgs):
     enable_topology_aware_preemption: bool = Field(False, alias="enableTopologyAwarePreemption")
     topology_aware_preempt_worker_num: int = Field(16, ge=1, alias="topologyAwarePreemptWorkerNum")
     predicate_error_cache_enable: bool = Field(True, alias="predicateErrorCacheEnable")
+    pending_jobs: bool = Field(False, alias="preemptPendingJobs")
+    """Caldera's: preempt for jobs not admitted yet too (admitting them when it commits), so a
+    high-priority job in a full cluster is not kept out by the admission budget that the pods it
+    would preempt hold; the shipped policies turn this on."""
 
 
 class PreemptAction(Action[PreemptArgs]):
@@ -47,7 +51,7 @@ class PreemptAction(Action[PreemptArgs]):
     Args = PreemptArgs
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn)
+        jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
         if not jobs:
             return
         table = VictimTable(ssn)
@@ -90,7 +94,7 @@ class PreemptAction(Action[PreemptArgs]):
     def _within_jobs(self, ssn: Session, table: VictimTable, limit: int) -> None:
         """Phase 2: a job's pending tasks evict its own running tasks of lower priority."""
         task_key = ssn.task_order_key()
-        for job in starving_jobs(ssn):
+        for job in starving_jobs(ssn, pending_too=self.args.pending_jobs):
             for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
                 if task.spec.preemption_policy == "Never":
                     continue

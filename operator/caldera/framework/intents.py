@@ -83,6 +83,8 @@ class Evict:
     name: str
     uid: str
     reason: str
+    preemptor: str = ""
+    """``namespace/name`` of the pod the victim makes room for (empty: none)."""
 
 
 @dataclass(frozen=True, slots=True)

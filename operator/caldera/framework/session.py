@@ -314,8 +314,8 @@ class Session:
         if self.on_bind is not None:
             self.on_bind(bind)
 
-    def evict(self, task: Task, reason: str) -> None:
-        self.result.evictions.append(Evict(task.namespace, task.name, task.uid, reason))
+    def evict(self, task: Task, reason: str, preemptor: str = "") -> None:
+        self.result.evictions.append(Evict(task.namespace, task.name, task.uid, reason, preemptor))
 
     def allocate(self, task: Task, node: int) -> None:
         """Place and bind at once (backfill: no gang to wait for)."""

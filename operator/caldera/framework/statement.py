@@ -32,6 +32,7 @@ class _Entry:
     task: Task
     reason: str = ""
     previous: TaskStatus = TaskStatus.PENDING
+    preemptor: str = ""
 
 
 class Statement:
@@ -52,10 +53,11 @@ class Statement:
         self._ssn.place(task, node, TaskStatus.PIPELINED)
         self._ops.append(_Entry(Op.PIPELINE, task))
 
-    def evict(self, task: Task, reason: str) -> None:
+    def evict(self, task: Task, reason: str, preemptor: str = "") -> None:
+        """Evict ``task`` (for ``preemptor``, ``namespace/name``, if any)."""
         previous = task.status
         self._ssn.release(task)
-        self._ops.append(_Entry(Op.EVICT, task, reason=reason, previous=previous))
+        self._ops.append(_Entry(Op.EVICT, task, reason, previous, preemptor))
 
     def discard(self) -> None:
         """Undo every operation, newest first."""
@@ -76,5 +78,5 @@ class Statement:
             if entry.op is Op.ALLOCATE:
                 ssn.bind(entry.task)
             elif entry.op is Op.EVICT:
-                ssn.evict(entry.task, entry.reason)
+                ssn.evict(entry.task, entry.reason, entry.preemptor)
         self._ops.clear()

@@ -65,6 +65,8 @@ class Explanation:
     pre_filter: str | None
     nodes: list[NodeVerdict]
     weights: dict[str, int]
+    victims: list[str] = field(default_factory=list)
+    """Pods the next session's preempt or reclaim would evict to make room for it."""
 
 
 class ExplainError(ValueError):
@@ -101,7 +103,7 @@ def explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    session = _next_session(state, policy, registry, key, names, default_queue)
+    session, victims = _next_session(state, policy, registry, key, names, default_queue)
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -165,6 +167,7 @@ def explain(
         queue=job.queue,
         verdict=verdict,
         session=session,
+        victims=victims,
         chosen=chosen,
         pre_filter=pre,
         nodes=verdicts,
@@ -179,18 +182,24 @@ def _next_session(
     key: str,
     names: list[str],
     default_queue: str,
-) -> str:
-    """One full session on a copy of ``state``: where it binds the pod, or the pod's message."""
+) -> tuple[str, list[str]]:
+    """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
+    and the pods it evicts to make room for it."""
     copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
     sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
     result = sim.cycles[0].result
+    victims = sorted(
+        f"{e.namespace}/{e.name} ({e.reason})" for e in result.evictions if e.preemptor == key
+    )
     for bind in result.binds:
         if f"{bind.namespace}/{bind.name}" == key:
-            return f"bound to {bind.node}"
+            return f"bound to {bind.node}", victims
     for cond in result.pod_conditions:
         if f"{cond.namespace}/{cond.name}" == key:
-            return f"{cond.reason}: {cond.message}"
-    return "not considered (its PodGroup is not enqueued or not valid)"
+            return f"{cond.reason}: {cond.message}", victims
+    if victims:
+        return "pipelined onto the room its victims free; bound once they are gone", victims
+    return "not considered (its PodGroup is not enqueued or not valid)", victims
 
 
 def to_json(ex: Explanation) -> str:
@@ -200,6 +209,7 @@ def to_json(ex: Explanation) -> str:
         "queue": ex.queue,
         "verdict": ex.verdict,
         "session": ex.session,
+        "victims": ex.victims,
         "node": ex.chosen,
         "preFilter": ex.pre_filter,
         "weights": ex.weights,
@@ -227,6 +237,8 @@ def to_table(ex: Explanation) -> str:
         f"verdict: {ex.verdict}",
         f"next session: {ex.session}",
     ]
+    if ex.victims:
+        lines.append(f"it would evict: {', '.join(ex.victims)}")
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
     scorers = list(ex.weights)

@@ -35,6 +35,8 @@ class Evictor:
     async def _handle(self, key: str, evict: Evict) -> bool:
         now = format_timestamp(time.time())
         message = f"Pod is evicted, because of {evict.reason}"
+        if evict.preemptor:
+            message += f" (to make room for {evict.preemptor})"
         patch = {
             "status": {
                 "conditions": [
