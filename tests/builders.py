@@ -187,8 +187,11 @@ def queue(
     priority: int = 0,
     parent: str = "",
     created: float | None = None,
+    deserved: Mapping[str, str] | None = None,
 ) -> Queue:
     spec: dict[str, Any] = {"weight": weight, "priority": priority}
+    if deserved is not None:
+        spec["deserved"] = dict(deserved)
     if capability is not None:
         spec["capability"] = dict(capability)
     if guarantee is not None:

@@ -135,8 +135,8 @@ def test_the_built_in_default_is_volcanos_default_scheduler_conf() -> None:
         pytest.param(
             one_plugin("  - name: tdm\n"),
             "tiers[1].plugins[1].name",
-            "unknown plugin 'tdm' (known: binpack, cdp, conformance, deviceshare, drf, gang, "
-            "nodeorder, overcommit, pdb",
+            "unknown plugin 'tdm' (known: binpack, capacity, cdp, conformance, deviceshare, drf, "
+            "gang, nodeorder, overcommit, pdb",
             id="an unknown plugin name lists the known ones",
         ),
         pytest.param(

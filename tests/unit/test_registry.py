@@ -21,6 +21,7 @@ from caldera.plugins.priority import PriorityPlugin
 
 BUILT_IN_PLUGINS = [
     "binpack",
+    "capacity",
     "cdp",
     "conformance",
     "deviceshare",

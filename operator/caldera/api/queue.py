@@ -18,6 +18,7 @@ class Queue:
     """Hard cap; +inf in every dimension the spec leaves unset."""
     guarantee: Vector
     deserved_spec: Vector | None
+    """``spec.deserved`` (+inf where it names no amount); None when the spec has none."""
     parent: str
     state: str
     reclaimable: bool

@@ -306,7 +306,9 @@ def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
         weight=max(spec.weight, 1),
         capability=space.vector(spec.capability or {}, missing=np.inf),
         guarantee=space.vector(spec.guarantee.resource),
-        deserved_spec=None if spec.deserved is None else space.vector(spec.deserved),
+        deserved_spec=(
+            None if spec.deserved is None else space.vector(spec.deserved, missing=np.inf)
+        ),
         parent=spec.parent,
         state=q.status.state or "Open",
         reclaimable=spec.reclaimable is not False,
