@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, podgroup, running_operator, wait_bound
+from integration.harness import node, pod, podgroup, running_operator, wait_bound, wait_event
 
 HELM = Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml"
 
@@ -39,14 +39,15 @@ async def _cluster(k8s: K8sHandle, low: int) -> None:
         await k8s.create("pods", prioritised(pod(f"low-{i}", namespace=ns), "low"), namespace=ns)
 
 
-async def _gang(k8s: K8sHandle) -> None:
+async def _gang(k8s: K8sHandle) -> dict[str, Any]:
     ns = k8s.namespace
     group = podgroup("train", 2, namespace=ns)
     group["spec"]["priorityClassName"] = "high"
-    await k8s.create("podgroups", group, namespace=ns)
+    created = await k8s.create("podgroups", group, namespace=ns)
     for i in range(2):
         body = prioritised(pod(f"train-{i}", group="train", cpu="2", namespace=ns), "high")
         await k8s.create("pods", body, namespace=ns)
+    return created
 
 
 def deletes(k8s: K8sHandle) -> list[str]:
@@ -62,9 +63,13 @@ async def test_a_high_priority_gang_evicts_its_victims_once_and_binds_when_they_
     await _cluster(k8s, low=4)
     async with running_operator(k8s, scheduler_conf=policy(tmp_path)):
         await wait_bound(k8s, *(f"low-{i}" for i in range(4)))
-        await _gang(k8s)
+        group = await _gang(k8s)
         bound = await wait_bound(k8s, "train-0", "train-1", timeout=30)
+        event = await wait_event(k8s, "Preempted", group)
         await asyncio.sleep(0.5)  # later sessions must not evict anything more
+    assert event["message"] == "evicted 4 pod(s): " + ", ".join(
+        f"{k8s.namespace}/low-{i}" for i in range(4)
+    )
     assert bound == {"train-0": "n1", "train-1": "n1"}
     assert deletes(k8s) == [f"low-{i}" for i in range(4)]  # each victim once, no more
 

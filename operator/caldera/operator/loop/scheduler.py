@@ -17,6 +17,7 @@ import logging
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from caldera.cache.snapshot import PodMemo, stable_uid
 from caldera.cache.state import copy_state
@@ -205,6 +206,7 @@ class Scheduler:
         for qs in result.queues:
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
+        self._engine_events(result)
         for cond in result.pod_conditions:
             key = f"{cond.namespace}/{cond.name}"
             if key in self.assumed:
@@ -216,6 +218,32 @@ class Scheduler:
                 f"pod/{key}", value
             ):
                 w.status.pod(cond)
+
+    def _engine_events(self, result: CycleResult) -> None:
+        """The events plugins and actions record that are news to a person: a preemptor's
+        victims (on its PodGroup) and an invalid Queue. Each is posted once while it repeats
+        (the poster drops repeats)."""
+        state = self.cache.state
+        for ev in result.events:
+            obj: Any
+            if ev.kind == "Queue":
+                obj = state.queues.get(ev.name)
+            elif ev.reason == "Preempted":
+                obj = state.podgroups.get(f"{ev.namespace}/{ev.name}")
+            else:
+                continue  # enqueue and gang verdicts go out as the PodGroup's own events
+            if obj is None:
+                continue  # an in-memory group of bare pods has no object to carry it
+            self.writers.events.emit(
+                kind=ev.kind,
+                namespace=ev.namespace,
+                name=ev.name,
+                uid=obj.metadata.uid,
+                api_version="scheduling.volcano.sh/v1beta1",
+                type_=ev.type,
+                reason=ev.reason,
+                message=ev.message,
+            )
 
     def _podgroup_events(self, st: PodGroupStatus) -> None:
         """Volcano's PodGroup events, but only when the news is new."""
