@@ -40,6 +40,7 @@ __all__ = [
     "candidate_nodes",
     "commit_with_victims",
     "evict_for",
+    "make_room_for_job",
     "starving_jobs",
 ]
 
@@ -83,6 +84,42 @@ def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
             out.append(job)
     queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
     return sorted(out, key=lambda j: (queue_key(ssn.queues[j.queue]), job_key(j)))
+
+
+def make_room_for_job(
+    ssn: Session,
+    table: VictimTable,
+    job: Job,
+    eligible_for: Callable[[Task], BoolArray | None],
+    choose: Chooser,
+    reason: str,
+    *,
+    max_candidates: int,
+    may_grow: Callable[[Task], bool] = lambda _: True,
+) -> None:
+    """Pipeline ``job``'s pending tasks (task order) with the victims they need, until the job
+    is pipelined; commit the lot if it then is, else undo all of it. ``eligible_for`` gives a
+    task's candidate rows (None: it may not preempt); ``may_grow`` stops at the first task its
+    queue may not take (reclaim's ``Preemptive``)."""
+    stmt = ssn.statement()
+    evicted: list[Task] = []
+    for task in sorted(job.tasks_in(TaskStatus.PENDING), key=ssn.task_order_key()):
+        if ssn.job_pipelined(job) or not may_grow(task):
+            break
+        eligible = eligible_for(task)
+        if eligible is None:
+            continue
+        got = evict_for(
+            ssn, stmt, table, task, eligible, choose, reason, max_candidates=max_candidates
+        )
+        if got is not None:
+            evicted.extend(got)
+    if ssn.job_pipelined(job):
+        commit_with_victims(ssn, stmt, job, evicted)
+        return
+    stmt.discard()
+    for task in evicted:
+        table.held[table.index[task.uid]] = True
 
 
 def commit_with_victims(ssn: Session, stmt: Statement, job: Job, victims: list[Task]) -> None:

@@ -22,11 +22,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from caldera.actions._evict import (
+    BoolArray,
     CandidateArgs,
     VictimTable,
     candidate_nodes,
     commit_with_victims,
     evict_for,
+    make_room_for_job,
     starving_jobs,
 )
 from caldera.api.task import Task, TaskStatus
@@ -56,39 +58,19 @@ class PreemptAction(Action[PreemptArgs]):
             return
         table = VictimTable(ssn)
         limit = candidate_nodes(self.args, len(ssn.nodes))
-        task_key = ssn.task_order_key()
         for job in jobs:
-            queue = table.queue_ids.get(job.queue, -2)
-            same_queue = table.queue == queue
-            job_id = table.job_id(job.uid)
-            stmt = ssn.statement()
-            evicted: list[Task] = []
-            for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
-                if ssn.job_pipelined(job):
-                    break
+            same_queue = table.queue == table.queue_ids.get(job.queue, -2)
+            others = same_queue & (table.job != table.job_id(job.uid))
+
+            def eligible(task: Task, others: BoolArray = others) -> BoolArray | None:
                 if task.spec.preemption_policy == "Never":
-                    continue
-                eligible = same_queue & (table.job != job_id)
-                if task.best_effort:
-                    eligible &= table.best_effort
-                got = evict_for(
-                    ssn,
-                    stmt,
-                    table,
-                    task,
-                    eligible,
-                    ssn.preemptable,
-                    "preempt",
-                    max_candidates=limit,
-                )
-                if got is not None:
-                    evicted.extend(got)
-            if ssn.job_pipelined(job):
-                commit_with_victims(ssn, stmt, job, evicted)
-                continue
-            stmt.discard()
-            for task in evicted:
-                table.held[table.index[task.uid]] = True
+                    return None
+                # a BestEffort preemptor never evicts a pod that requests resources
+                return others & table.best_effort if task.best_effort else others
+
+            make_room_for_job(
+                ssn, table, job, eligible, ssn.preemptable, "preempt", max_candidates=limit
+            )
         self._within_jobs(ssn, table, limit)
 
     def _within_jobs(self, ssn: Session, table: VictimTable, limit: int) -> None:

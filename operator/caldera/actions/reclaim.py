@@ -19,13 +19,14 @@ import numpy as np
 from pydantic import Field
 
 from caldera.actions._evict import (
+    BoolArray,
     CandidateArgs,
     VictimTable,
     candidate_nodes,
-    commit_with_victims,
-    evict_for,
+    make_room_for_job,
     starving_jobs,
 )
+from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Action
 from caldera.framework.session import Session
@@ -57,38 +58,29 @@ class ReclaimAction(Action[ReclaimArgs]):
         open_victims = np.append(reclaimable_queue, False)[table.queue]
         running = np.array([t.status is TaskStatus.RUNNING for t in table.tasks], dtype=bool)
         limit = candidate_nodes(self.args, len(ssn.nodes))
-        task_key = ssn.task_order_key()
         for job in jobs:
             queue = ssn.queues[job.queue]
             if ssn.overused(queue):
                 continue
             mine = table.queue_ids.get(job.queue, -2)
-            eligible = open_victims & running & (table.queue != mine)
-            stmt = ssn.statement()
-            evicted: list[Task] = []
-            for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
-                if ssn.job_pipelined(job):
-                    break
-                if not ssn.preemptive(queue, task):
-                    break
-                got = evict_for(
-                    ssn,
-                    stmt,
-                    table,
-                    task,
-                    eligible,
-                    ssn.reclaimable,
-                    "reclaim",
-                    max_candidates=limit,
-                )
-                if got is not None:
-                    evicted.extend(got)
-            if ssn.job_pipelined(job):
-                commit_with_victims(ssn, stmt, job, evicted)
-                continue
-            stmt.discard()
-            for task in evicted:
-                table.held[table.index[task.uid]] = True
+            others = open_victims & running & (table.queue != mine)
+
+            def eligible(_: Task, others: BoolArray = others) -> BoolArray:
+                return others
+
+            def may_grow(task: Task, queue: Queue = queue) -> bool:
+                return ssn.preemptive(queue, task)
+
+            make_room_for_job(
+                ssn,
+                table,
+                job,
+                eligible,
+                ssn.reclaimable,
+                "reclaim",
+                max_candidates=limit,
+                may_grow=may_grow,
+            )
 
 
 class GangReclaimAction(ReclaimAction):
