@@ -188,6 +188,7 @@ def queue(
     parent: str = "",
     created: float | None = None,
     deserved: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> Queue:
     spec: dict[str, Any] = {"weight": weight, "priority": priority}
     if deserved is not None:
@@ -200,7 +201,7 @@ def queue(
         spec["parent"] = parent
     raw = {
         "kind": "Queue",
-        "metadata": _meta(name, None, created),
+        "metadata": _meta(name, None, created, annotations=dict(annotations or {})),
         "spec": spec,
         "status": {"state": state},
     }

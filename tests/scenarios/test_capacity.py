@@ -100,3 +100,41 @@ def test_a_parent_cycle_is_reported_on_the_queue_and_scheduling_goes_on() -> Non
     events = [(e.kind, e.name, e.reason) for e in sim.cycles[0].result.events if e.kind == "Queue"]
     assert ("Queue", "x", "InvalidQueue") in events
     assert binds(sim) == {"default/p": "n1"}
+
+
+def _hdrf_policy() -> str:
+    text = policy_text(
+        "enqueue, allocate, reclaim, backfill",
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "nodeorder"],
+    )
+    text = text.replace("- name: drf", "- name: drf\n    enableHierarchy: true")
+    assert "enableHierarchy" in text
+    return text
+
+
+def test_hierarchical_drf_reclaims_until_the_subtrees_shares_match_their_weights() -> None:
+    # eng weighs 3, ops 1: eng's queue takes back from ops' until 6 and 2 of 8 cpu
+    eng = {"volcano.sh/hierarchy": "root/eng/a", "volcano.sh/hierarchy-weights": "1/3/1"}
+    ops = {"volcano.sh/hierarchy": "root/ops/b", "volcano.sh/hierarchy-weights": "1/1/1"}
+    objs: list[Obj] = [node("n1", cpu="8", memory="32Gi")]
+    objs += [queue("a", annotations=eng), queue("b", annotations=ops)]
+    for i in range(8):
+        objs += bare(f"b-{i}", "b", node_name="n1")
+        objs += bare(f"a-{i}", "a")
+    sim = scenario(objs, policy_yaml=_hdrf_policy(), cycles=2)
+    evicted = [e.name for rec in sim.cycles for e in rec.result.evictions]
+    assert len(evicted) == 6 and all(name.startswith("b-") for name in evicted)
+    assert placed(sim, "a-") == 6
+
+
+def test_hierarchical_drf_orders_queues_by_their_subtrees_weighted_shares() -> None:
+    eng = {"volcano.sh/hierarchy": "root/eng/a", "volcano.sh/hierarchy-weights": "1/3/1"}
+    ops = {"volcano.sh/hierarchy": "root/ops/b", "volcano.sh/hierarchy-weights": "1/1/1"}
+    objs: list[Obj] = [node("n1", cpu="8", memory="32Gi")]
+    objs += [queue("a", annotations=eng), queue("b", annotations=ops)]
+    for i in range(8):
+        objs += bare(f"a-{i}", "a")
+        objs += bare(f"b-{i}", "b")
+    sim = scenario(objs, policy_yaml=_hdrf_policy().replace("reclaim, ", ""))
+    assert (placed(sim, "a-"), placed(sim, "b-")) == (6, 2)

@@ -548,10 +548,14 @@ def test_enable_hierarchy_on_a_plugin_without_hierarchy_support_is_an_error() ->
 actions: "allocate"
 tiers:
 - plugins:
-  - name: gang
   - name: drf
     enableHierarchy: true
+  - name: gang
+    enableHierarchy: true
 """
+    drf_only = text.replace("  - name: gang\n    enableHierarchy: true\n", "  - name: gang\n")
+    assert drf_only != text
+    assert load_policy(drf_only, REGISTRY)  # hierarchical drf is there
     with pytest.raises(ConfigError) as exc:
         load_policy(text, REGISTRY)
     assert exc.value.key == "tiers[0].plugins[1].enableHierarchy"

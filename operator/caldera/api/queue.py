@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from caldera.api.resources import Vector
 
@@ -26,6 +26,8 @@ class Queue:
     creation: float
     status_allocated: dict[str, float]
     """``status.allocated`` as read from the API, to write only on change."""
+    annotations: dict[str, str] = field(default_factory=dict)
+    """Its annotations (the hierarchical drf's ``volcano.sh/hierarchy``)."""
 
     @property
     def is_open(self) -> bool:

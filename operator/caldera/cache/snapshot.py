@@ -315,6 +315,7 @@ def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
         priority=spec.priority,
         creation=q.metadata.creation_timestamp or 0.0,
         status_allocated=dict(q.status.allocated),
+        annotations=dict(q.metadata.annotations),
     )
 
 

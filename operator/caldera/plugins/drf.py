@@ -5,6 +5,11 @@ and a task may preempt another job's task only if that leaves the victim's job w
 preemptor's share. Shares are kept current through the session's allocate/deallocate events,
 which (as in Volcano) also fire for pipelined tasks, so a task waiting for released resources
 already counts toward its job's share.
+
+With ``enableHierarchy`` (hierarchical drf, Volcano's hdrf) queues are also ordered by the queue
+tree's shares (:mod:`caldera.plugins.hierarchy`), and a reclaimer may take a task from another
+queue only while that queue, even without the task, still comes after the reclaimer's queue with
+the reclaimer's task added (so shares move toward the weights, not past them).
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from typing import ClassVar
 
 from caldera.api.compare import ShareMeter
 from caldera.api.resources import Vector
-from caldera.api.task import Task
+from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
 from caldera.framework.session import EventHandler, Session
+from caldera.plugins.hierarchy import QueueTree
 
 __all__ = ["DrfPlugin"]
 
@@ -26,6 +32,7 @@ SHARE_DELTA = 0.000001
 
 class DrfPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "drf"
+    supports_hierarchy: ClassVar[bool] = True
 
     def on_session_open(self, ssn: Session) -> None:
         share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
@@ -57,6 +64,53 @@ class DrfPlugin(Plugin[NoArgs]):
 
         ssn.job_order_point.add_key(self.name, lambda j: shares[j.uid])
         ssn.preemptable_point.add(self.name, preemptable)
+        ssn.event_handlers.add(
+            self.name,
+            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
+        )
+        if self.option.hierarchy:
+            self._hierarchy(ssn)
+
+    def _hierarchy(self, ssn: Session) -> None:
+        """Hierarchical drf: queue order and reclaim by the queue tree's shares."""
+        queues = ssn.queues
+        tree = QueueTree.build(
+            ssn.space,
+            ssn.snapshot.total_allocatable(),
+            queues,
+            {n: q.annotations for n, q in queues.items()},
+        )
+        for job in ssn.jobs.values():
+            request = job.allocated.copy()
+            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
+                request += task.resreq
+            tree.add(job.queue, job.allocated, request)
+
+        def reclaimable(reclaimer: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
+            mine = ssn.jobs[reclaimer.job].queue
+            taken: dict[str, Vector] = {mine: reclaimer.resreq.copy()}
+            victims = []
+            for task in reclaimees:
+                theirs = ssn.jobs[task.job].queue
+                if theirs == mine:
+                    continue
+                trial = {**taken, theirs: taken.get(theirs, 0.0) - task.resreq}
+                # the victim's queue, even without it, still comes no earlier than the
+                # reclaimer's with the task: shares move toward the weights, never past them
+                if tree.compare(mine, theirs, trial) <= 0:
+                    taken = trial
+                    victims.append(task)
+            return victims, PERMIT
+
+        def update(task: Task, sign: float) -> None:
+            job = ssn.jobs.get(task.job)
+            if job is not None:
+                tree.add(job.queue, sign * task.resreq, ssn.space.zeros())
+
+        ssn.queue_order_point.add_cmp(
+            self.name, lambda left, right: tree.compare(left.name, right.name)
+        )
+        ssn.reclaimable_point.add(self.name, reclaimable)
         ssn.event_handlers.add(
             self.name,
             EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
