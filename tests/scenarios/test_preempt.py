@@ -312,3 +312,14 @@ def test_explain_names_what_preempt_would_evict_for_a_pending_pod(
         == 0
     )
     assert json.loads(capsys.readouterr().out)["victims"] == []
+
+
+def test_a_job_held_back_by_its_queues_share_says_so() -> None:
+    sim = scenario(_two_queues(), policy_yaml=HELM, cycles=1)
+    reasons = {
+        c.message.partition("Origin reason is ")[2] for c in sim.cycles[0].result.pod_conditions
+    }
+    assert reasons == {
+        "queue qa is at its deserved share (cpu: 6, memory: 30Gi) while other queues wait",
+        "queue qb is at its deserved share (cpu: 18, memory: 30Gi) while other queues wait",
+    }

@@ -188,13 +188,18 @@ class ProportionPlugin(Plugin[ProportionArgs]):
             if job.min_resources is None:
                 return PERMIT
             need = job.min_resources + s.allocated + s.inqueue - s.elastic
-            if le_where(space, need, s.real_capability, job.min_resources) and (
-                within_share(s, need, job.min_resources)
-            ):
+            fits = le_where(space, need, s.real_capability, job.min_resources)
+            if fits and within_share(s, need, job.min_resources):
                 return PERMIT
-            short = short_names(space, need, s.real_capability, job.min_resources)
-            detail = ", ".join(f"insufficient {n}" for n in short)
-            msg = "queue resource quota insufficient" + (f": {detail}" if detail else "")
+            if fits:
+                # within its capability but past its deserved share while others wait
+                share = space.describe(s.deserved)
+                msg = f"queue {s.queue.name} is at its deserved share ({share})"
+                msg += " while other queues wait"
+            else:
+                short = short_names(space, need, s.real_capability, job.min_resources)
+                detail = ", ".join(f"insufficient {n}" for n in short)
+                msg = "queue resource quota insufficient" + (f": {detail}" if detail else "")
             job.fit_error = msg
             ssn.record_event(job, "Normal", "Unschedulable", msg)
             return REJECT
