@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from builders import (
     podgroup,
     policy,
     policy_text,
+    priority_class,
     state_of,
 )
 from caldera.api.task import NodeLock
@@ -1354,3 +1356,41 @@ def test_a_device_request_hami_would_drop_keeps_the_pod_waiting_and_says_why(
         "(nvidia.com/gpu must be a positive whole number and nvidia.com/gpumem a whole number "
         "of MiB, not negative)."
     )
+
+
+def test_a_high_priority_gpu_pod_preempts_the_low_priority_pods_holding_its_card() -> None:
+    # one 16000 MiB card held by four low-priority 4000 MiB pods; the preemptor needs 10000
+    objs: list[Obj] = [
+        gpu_node("n1", card("GPU-a")),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("low", min_member=1, phase="Running", priority_class="low"),
+        *[
+            pod(
+                f"low-{i}",
+                group="low",
+                node_name="n1",
+                priority_class="low",
+                annotations={NODE_ANN: "n1", ALLOCATED: "GPU-a,NVIDIA,4000,0:;"},
+                extra=gpu(4000),
+            )
+            for i in range(4)
+        ],
+        podgroup("high", min_member=1, phase="Inqueue", priority_class="high"),
+        pod("high-0", group="high", priority_class="high", extra=gpu(10000)),
+    ]
+    helm = (Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml").read_text()
+    text = helm.replace(
+        'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
+    ).replace(
+        "  - name: binpack\n",
+        "  - name: binpack\n  - name: deviceshare\n"
+        "    arguments:\n      deviceshare.VGPUEnable: true\n",
+    )
+    assert "deviceshare" in text and "preempt," in text
+    sim = run(objs, policy_yaml=text, cycles=2)
+    evicted = [e.name for e in sim.cycles[0].result.evictions]
+    assert len(evicted) == 3  # the fewest that free 10000 MiB of the card
+    assert not sim.cycles[1].result.evictions
+    assert binds(sim) == {"default/high-0": "n1"}
+    assert sim.bind_annotations["default/high-0"][ALLOCATED] == "GPU-a,NVIDIA,10000,0:;"

@@ -49,6 +49,9 @@ Chooser = Callable[[Task, Sequence[Task]], "list[Task] | None"]
 """The plugins' victim tiers: (preemptor, candidates) → the victims they allow (None: none)."""
 
 _VICTIM_STATUSES = (TaskStatus.RUNNING, TaskStatus.BOUND)
+PATIENCE = 2
+"""Examined nodes in a row that were not cheaper than the best so far, before the search
+stops (they score lower, too)."""
 
 
 class CandidateArgs(Args):
@@ -212,12 +215,16 @@ def evict_for(
     if ssn.pre_predicate(preemptor) is not None:
         return None
     feasible = np.ones(len(nodes), dtype=bool)
-    for _, mask in ssn.predicate(preemptor):
-        feasible &= ~mask
+    curable = np.zeros(len(nodes), dtype=bool)
+    for why, mask in ssn.predicate(preemptor):
+        if why in ssn.releasable_reasons:
+            curable |= mask  # evictions may cure it: checked once victims are chosen
+        else:
+            feasible &= ~mask
     req = preemptor.resreq
     cols = np.flatnonzero(req)
     future = nodes.future_idle
-    fits_now = feasible & (future[:, cols] >= req[cols]).all(axis=1)
+    fits_now = feasible & ~curable & (future[:, cols] >= req[cols]).all(axis=1)
     if fits_now.any():
         rows = np.flatnonzero(fits_now)
         best = rows[int(np.argmax(ssn.node_order(preemptor, rows)))] if len(rows) > 1 else rows[0]
@@ -264,7 +271,7 @@ def _cheapest(
                 break  # one victim of no gang: nothing is cheaper
         else:
             stale += 1
-            if stale >= 4:
+            if stale >= PATIENCE:
                 break  # the next nodes score lower and have not been cheaper
     return best
 
@@ -291,8 +298,20 @@ def _on_node(
     taken: list[Task] = []
     weight = 0
     held: dict[str, int] = {}
+
+    verdicts: dict[int, bool] = {}
+
+    def fits() -> bool:
+        """The preemptor fits with ``taken`` gone: room first, then the state filters (asked
+        once per victim set)."""
+        if not (room[cols] >= req[cols]).all():
+            return False
+        if len(taken) not in verdicts:
+            verdicts[len(taken)] = not ssn.simulate_predicate(preemptor, row, removed=taken)
+        return verdicts[len(taken)]
+
     for victim in sorted(allowed, key=lambda t: _victim_key(ssn, t, held)):
-        if (room[cols] >= req[cols]).all():
+        if fits():
             break
         room += victim.resreq
         taken.append(victim)
@@ -300,7 +319,7 @@ def _on_node(
         ready = held.setdefault(victim.job, job.ready_task_num() if job else 0)
         weight += job.min_available if job and ready <= job.min_available else 1
         held[victim.job] = ready - 1
-    if not (room[cols] >= req[cols]).all():
+    if not fits():
         return None
     top = max(t.priority for t in taken) if taken else 0
     return _Plan(row, taken, (weight, top, 0))

@@ -118,6 +118,10 @@ class Session:
         self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
         self.simulate_predicate_point: Point[SimulateFn] = point("simulate_predicate")
         self.event_handlers: Point[EventHandler] = point("event_handler")
+        self.releasable_reasons: set[str] = set()
+        """Filter reasons that evicting tasks from the node can cure (a plugin's own resource
+        fit, such as shared-device capacity): the victim search looks past them and checks the
+        node with ``simulate_predicate`` once it has chosen victims."""
         self._handlers: list[EventHandler] | None = None
         self._scores: ScoreCache | None = None
 

@@ -38,7 +38,7 @@ from caldera.framework.plugin import Args, Plugin
 from caldera.framework.plugin import Args as BaseArgs
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
-from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, DeviceState
+from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, RELEASABLE_REASONS, DeviceState
 
 __all__ = ["DeviceShareArgs", "DeviceSharePlugin"]
 
@@ -129,6 +129,8 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
 
         ssn.pre_predicate_point.add(self.name, state.pre_predicate)
         ssn.predicate_point.add(self.name, self._predicate)
+        ssn.simulate_predicate_point.add(self.name, state.simulate)
+        ssn.releasable_reasons.update(RELEASABLE_REASONS)
         ssn.event_handlers.add(self.name, EventHandler(allocate=reserve, deallocate=unreserve))
         if self.args.schedule_weight > 0:
             ssn.node_order_point.add(self.name, NodeScorer(self._score))

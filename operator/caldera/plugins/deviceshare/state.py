@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
-from caldera.devices.fit import FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
+from caldera.devices.fit import CardUse, FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
@@ -43,6 +43,18 @@ BoolArray = npt.NDArray[np.bool_]
 Rejection = tuple[str, BoolArray]
 Containers = tuple[tuple[bool, CardRequest | None], ...]
 """(is an init container, its request) per container, init containers first."""
+
+RELEASABLE_REASONS = frozenset(
+    {
+        "CardInsufficientMemory",
+        "CardInsufficientCore",
+        "CardTimeSlicingExhausted",
+        "ExclusiveDeviceAllocateConflict",
+        "CardComputeUnitsExhausted",
+        "AllocatedCardsInsufficientRequest",
+    }
+)
+"""The walk's reasons that evicting pods from the node can cure (the cards are there, taken)."""
 
 MAX_NODE_SCORE = 30.0
 """§5.1's score of a node whose cards are all fully used (three shares, times 10)."""
@@ -314,7 +326,35 @@ class DeviceState:
                     mask[row] = True
         return alive
 
-    def fit(self, need: PodNeed, row: int) -> NodeFit:
+    def simulate(
+        self, task: Task, row: int, removed: Sequence[Task], added: Sequence[Task]
+    ) -> list[str]:
+        """Why ``task``'s cards would not fit node ``row`` once ``removed`` gave theirs back
+        (empty: they would). ``added`` is not modelled: victim search adds nothing."""
+        needs = self.needs(task)
+        if isinstance(needs, str) or not needs:
+            return []
+        out = []
+        for need in needs:
+            uses = self.tables[need.vendor].uses(row)
+            at = self.tables[need.vendor].at[row]
+            for gone in removed:
+                for v, where, containers in self.grants.get(gone.uid, ()):
+                    if v != need.vendor or where != row:
+                        continue
+                    inits = len(gone.spec.init_containers)
+                    for uuid, use in pod_usage(inits, containers).items():
+                        j = at.get(uuid)
+                        if j is not None:
+                            uses[j].used -= use.used
+                            uses[j].usedmem -= use.usedmem
+                            uses[j].usedcores -= use.usedcores
+            fit = self.fit(need, row, uses)
+            if fit.grants is None:
+                out.append(fit.reason)
+        return out
+
+    def fit(self, need: PodNeed, row: int, uses: list[CardUse] | None = None) -> NodeFit:
         """HAMi's fit of the pod's containers on node ``row`` as its cards are used now."""
         table = self.tables[need.vendor]
         vendor = self.vendors[need.vendor]
@@ -327,7 +367,8 @@ class DeviceState:
                 cordoned=_cordoned(vendor, annotations),
                 pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
             )
-        return fit_node(table.cards[row], table.uses(row), need.containers, opts, vendor.name)
+        current = uses if uses is not None else table.uses(row)
+        return fit_node(table.cards[row], current, need.containers, opts, vendor.name)
 
     def explain(self, task: Task, row: int) -> tuple[bool, str] | None:
         """For ``caldera explain``: the cards ``task`` would get on node ``row`` (True), or why
