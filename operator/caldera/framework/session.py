@@ -53,6 +53,12 @@ class EventHandler:
     allocate: Callable[[Task], None] | None = None
     deallocate: Callable[[Task], None] | None = None
 
+    @classmethod
+    def counting(cls, update: Callable[[Task, float], None]) -> EventHandler:
+        """A handler that adds a placed task (``update(task, 1.0)``) and takes an unplaced one
+        away (``update(task, -1.0)``): what every running total of holdings needs."""
+        return cls(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0))
+
 
 class Session:
     def __init__(self, snapshot: Snapshot, policy: Policy, registry: Registry) -> None:

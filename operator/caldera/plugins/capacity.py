@@ -197,10 +197,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         ssn.job_enqueueable_point.add(self.name, enqueueable)
         ssn.job_enqueued_point.add(self.name, enqueued)
         ssn.reclaimable_point.add(self.name, reclaimable)
-        ssn.event_handlers.add(
-            self.name,
-            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
-        )
+        ssn.event_handlers.add(self.name, EventHandler.counting(update))
         for name, n in nodes.items():
             ssn.result.deserved[name] = space.to_quantities(n.deserved)
 

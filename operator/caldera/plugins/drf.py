@@ -64,10 +64,7 @@ class DrfPlugin(Plugin[NoArgs]):
 
         ssn.job_order_point.add_key(self.name, lambda j: shares[j.uid])
         ssn.preemptable_point.add(self.name, preemptable)
-        ssn.event_handlers.add(
-            self.name,
-            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
-        )
+        ssn.event_handlers.add(self.name, EventHandler.counting(update))
         if self.option.hierarchy:
             self._hierarchy(ssn)
 
@@ -111,7 +108,4 @@ class DrfPlugin(Plugin[NoArgs]):
             self.name, lambda left, right: tree.compare(left.name, right.name)
         )
         ssn.reclaimable_point.add(self.name, reclaimable)
-        ssn.event_handlers.add(
-            self.name,
-            EventHandler(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0)),
-        )
+        ssn.event_handlers.add(self.name, EventHandler.counting(update))
