@@ -306,12 +306,20 @@ def test_explain_names_what_preempt_would_evict_for_a_pending_pod(
     )
     doc = json.loads(capsys.readouterr().out)
     assert doc["victims"] == ["default/low-1 (preempt)"]  # the younger of two equal pods
-    conf.write_text(HELM)  # no preempt: nothing would be evicted
-    assert (
-        main(["explain", "default/high-0", str(cluster), "--policy", str(conf), "--output", "json"])
-        == 0
+    conf.write_text(HELM)  # no preempt: nothing would be evicted, and nothing tried
+    argv = ["explain", "default/high-0", str(cluster), "--policy", str(conf), "--output", "json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["victims"], doc["noVictims"]) == ([], None)
+    # a preemptor of lower priority than the running pods: preempt tries and says why not
+    conf.write_text(HELM_PREEMPT)
+    cluster.write_text(PREEMPTION_CLUSTER.replace("value: 1000", "value: 5"))
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["victims"] == []
+    assert doc["noVictims"] == (
+        "preempt: the plugins allow no victims that make room on the 1 node(s) examined"
     )
-    assert json.loads(capsys.readouterr().out)["victims"] == []
 
 
 def test_a_job_held_back_by_its_queues_share_says_so() -> None:

@@ -120,6 +120,10 @@ def make_room_for_job(
     if ssn.job_pipelined(job):
         commit_with_victims(ssn, stmt, job, evicted)
         return
+    for task in job.tasks.values():
+        ssn.result.preemption_notes.setdefault(
+            task.key, f"{reason}: the job would still not have enough pods placed to start"
+        )
     stmt.discard()
     for task in evicted:
         table.held[table.index[task.uid]] = True
@@ -212,7 +216,14 @@ def evict_for(
     Nothing is changed when None is returned."""
     nodes = ssn.nodes
     ssn.result.preemption_attempts += 1
-    if ssn.pre_predicate(preemptor) is not None:
+    notes = ssn.result.preemption_notes
+
+    def nothing(why: str) -> None:
+        notes[preemptor.key] = f"{reason}: {why}"
+
+    message = ssn.pre_predicate(preemptor)
+    if message is not None:
+        nothing(f"the pod fits no node at all ({message})")
         return None
     feasible = np.ones(len(nodes), dtype=bool)
     curable = np.zeros(len(nodes), dtype=bool)
@@ -232,18 +243,23 @@ def evict_for(
         return []
     mask = eligible & table.held
     if not mask.any():
+        nothing("no running pod it may evict (see the rules of this action)")
         return None
     freed = table.releasable(mask, cols)
     could = feasible & ((future[:, cols] + freed) >= req[cols]).all(axis=1)
     rows = np.flatnonzero(could)
     if not len(rows):
+        nothing("no node where evicting the pods it may evict would make enough room")
         return None
     if len(rows) > 1:
         scores = ssn.node_order(preemptor, rows)
         rows = rows[np.argsort(-scores, kind="stable")]
     plan = _cheapest(ssn, table, preemptor, rows[:max_candidates], mask, choose)
     if plan is None:
+        examined = min(len(rows), max_candidates)
+        nothing(f"the plugins allow no victims that make room on the {examined} node(s) examined")
         return None
+    notes.pop(preemptor.key, None)
     for victim in plan.victims:
         stmt.evict(victim, reason, preemptor.key)
         table.evicted(victim)

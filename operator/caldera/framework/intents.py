@@ -143,3 +143,5 @@ class CycleResult:
     """Seconds spent per phase: ``open``, each action, ``close``."""
     preemption_attempts: int = 0
     """Tasks preempt and reclaim tried to make room for."""
+    preemption_notes: dict[str, str] = field(default_factory=dict)
+    """Pod → why preempt or reclaim evicted nothing for it (``caldera explain`` says it)."""

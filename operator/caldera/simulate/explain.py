@@ -67,6 +67,8 @@ class Explanation:
     weights: dict[str, int]
     victims: list[str] = field(default_factory=list)
     """Pods the next session's preempt or reclaim would evict to make room for it."""
+    no_victims: str = ""
+    """Why preempt or reclaim would evict nothing for it (empty: they did not try)."""
 
 
 class ExplainError(ValueError):
@@ -103,7 +105,7 @@ def explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    session, victims = _next_session(state, policy, registry, key, names, default_queue)
+    session, victims, no_victims = _next_session(state, policy, registry, key, names, default_queue)
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -168,6 +170,7 @@ def explain(
         verdict=verdict,
         session=session,
         victims=victims,
+        no_victims=no_victims,
         chosen=chosen,
         pre_filter=pre,
         nodes=verdicts,
@@ -182,24 +185,26 @@ def _next_session(
     key: str,
     names: list[str],
     default_queue: str,
-) -> tuple[str, list[str]]:
+) -> tuple[str, list[str], str]:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
-    and the pods it evicts to make room for it."""
+    the pods it evicts to make room for it; and, when it evicts none, why (if preempt or
+    reclaim tried)."""
     copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
     sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
     result = sim.cycles[0].result
     victims = sorted(
         f"{e.namespace}/{e.name} ({e.reason})" for e in result.evictions if e.preemptor == key
     )
+    note = "" if victims else result.preemption_notes.get(key, "")
     for bind in result.binds:
         if f"{bind.namespace}/{bind.name}" == key:
-            return f"bound to {bind.node}", victims
+            return f"bound to {bind.node}", victims, note
     for cond in result.pod_conditions:
         if f"{cond.namespace}/{cond.name}" == key:
-            return f"{cond.reason}: {cond.message}", victims
+            return f"{cond.reason}: {cond.message}", victims, note
     if victims:
-        return "pipelined onto the room its victims free; bound once they are gone", victims
-    return "not considered (its PodGroup is not enqueued or not valid)", victims
+        return "pipelined onto the room its victims free; bound once they are gone", victims, note
+    return "not considered (its PodGroup is not enqueued or not valid)", victims, note
 
 
 def to_json(ex: Explanation) -> str:
@@ -210,6 +215,7 @@ def to_json(ex: Explanation) -> str:
         "verdict": ex.verdict,
         "session": ex.session,
         "victims": ex.victims,
+        "noVictims": ex.no_victims or None,
         "node": ex.chosen,
         "preFilter": ex.pre_filter,
         "weights": ex.weights,
@@ -239,6 +245,8 @@ def to_table(ex: Explanation) -> str:
     ]
     if ex.victims:
         lines.append(f"it would evict: {', '.join(ex.victims)}")
+    elif ex.no_victims:
+        lines.append(f"it would evict nothing: {ex.no_victims}")
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
     scorers = list(ex.weights)
