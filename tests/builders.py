@@ -189,8 +189,11 @@ def queue(
     created: float | None = None,
     deserved: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
+    reclaimable: bool | None = None,
 ) -> Queue:
     spec: dict[str, Any] = {"weight": weight, "priority": priority}
+    if reclaimable is not None:
+        spec["reclaimable"] = reclaimable
     if deserved is not None:
         spec["deserved"] = dict(deserved)
     if capability is not None:

@@ -331,3 +331,72 @@ def test_a_job_held_back_by_its_queues_share_says_so() -> None:
         "queue qa is at its deserved share (cpu: 6, memory: 30Gi) while other queues wait",
         "queue qb is at its deserved share (cpu: 18, memory: 30Gi) while other queues wait",
     }
+
+
+def _running(name: str, *, prio: str = "low", cpu: str = "1", **extra: object) -> list[Obj]:
+    """A one-pod running job on n1."""
+    return [
+        podgroup(name, min_member=1, phase="Running", priority_class=prio),
+        pod(name, group=name, cpu=cpu, node_name="n1", priority_class=prio, **extra),  # type: ignore[arg-type]
+    ]
+
+
+def _waiting(name: str, *, prio: str = "high", cpu: str = "1", **extra: object) -> list[Obj]:
+    return [
+        podgroup(name, min_member=1, phase="Inqueue", priority_class=prio),
+        pod(name, group=name, cpu=cpu, priority_class=prio, **extra),  # type: ignore[arg-type]
+    ]
+
+
+CLASSES: list[Obj] = [priority_class("low", 10), priority_class("high", 1000)]
+
+
+@pytest.mark.parametrize(
+    ("objects", "evicted"),
+    [
+        pytest.param(
+            [*_running("a", namespace="kube-system"), *_running("b"), *_waiting("hi")],
+            ["default/b"],
+            id="conformance: a kube-system pod is never a victim",
+        ),
+        pytest.param(
+            [
+                *_running("a", annotations={"volcano.sh/preemptable": "false"}),
+                *_running("b"),
+                *_waiting("hi"),
+            ],
+            ["default/b"],
+            id="a pod marked volcano.sh/preemptable: false is never a victim",
+        ),
+        pytest.param(
+            [*_running("a"), *_running("b"), *_waiting("hi", preemption_policy="Never")],
+            [],
+            id="preemptionPolicy Never takes nothing",
+        ),
+        pytest.param(
+            [*_running("b", prio="high"), *_running("a"), *_waiting("hi")],
+            ["default/a"],
+            id="only lower priority: the equal-priority pod stays",
+        ),
+    ],
+)
+def test_who_may_be_preempted(objects: list[Obj], evicted: list[str]) -> None:
+    objs: list[Obj] = [node("n1", cpu="2", pods="2"), *CLASSES, *objects]
+    sim = scenario(objs, policy_yaml=HELM_PREEMPT)
+    assert sorted(name for name, _ in evictions(sim)) == evicted
+
+
+def test_a_queue_that_is_not_reclaimable_keeps_its_pods() -> None:
+    def objs(reclaimable: bool) -> list[Obj]:
+        out: list[Obj] = [node("n1", cpu="2", memory="32Gi")]
+        out += [queue("qa", reclaimable=reclaimable), queue("qb")]
+        for i in range(2):
+            out += [
+                podgroup(f"a-{i}", queue="qa", phase="Running"),
+                pod(f"a-{i}", group=f"a-{i}", node_name="n1"),
+            ]
+        out += [podgroup("b", queue="qb", phase="Inqueue"), pod("b-0", group="b")]
+        return out
+
+    assert evictions(scenario(objs(False), policy_yaml=HELM_RECLAIM)) == []
+    assert len(evictions(scenario(objs(True), policy_yaml=HELM_RECLAIM))) == 1
