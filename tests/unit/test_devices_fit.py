@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
 import pytest
 
-from caldera.devices.fit import CardUse, FitOptions, card_order, fit_node, node_score, usage_of
+from caldera.devices.fit import CardUse, FitOptions, card_order, fit_node, pod_usage
 from caldera.devices.hami import encode_allocation
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
+from caldera.devices.table import DeviceTable
 
 T4 = "NVIDIA-Tesla T4"
 
@@ -26,6 +30,11 @@ def card(
 
 def req(nums: int = 1, mem: int = 1000, cores: int = 0, pct: int = UNSET_PERCENTAGE) -> CardRequest:
     return CardRequest("NVIDIA", nums, mem, pct, cores)
+
+
+def one_node(cards: Sequence[Card]) -> DeviceTable:
+    """A device table holding one node with these cards, none in use."""
+    return DeviceTable("NVIDIA", [cards], [frozenset()])
 
 
 def app(request: CardRequest | None) -> tuple[bool, CardRequest | None]:
@@ -58,7 +67,9 @@ def init(request: CardRequest | None) -> tuple[bool, CardRequest | None]:
 def test_the_node_score_is_hamis(
     case: str, cards: list[Card], uses: list[CardUse], score: float
 ) -> None:
-    assert node_score(cards, uses) == pytest.approx(score), case
+    table = one_node(cards)
+    table.apply(0, {c.id: u for c, u in zip(cards, uses, strict=True)})
+    assert table.node_scores(np.array([0]))[0] == pytest.approx(score), case
 
 
 def test_two_idle_cards_tie_and_the_last_registered_wins() -> None:
@@ -233,7 +244,10 @@ def test_usage_sums_app_containers_and_takes_the_init_peak() -> None:
         # a grant on a card the node does not register is ignored
         (0, [[Grant("gone", "NVIDIA", 999, 9), Grant("b", "NVIDIA", 100, 1)]]),
     ]
-    uses = usage_of(cards, pods)
+    table = one_node(cards)
+    for inits, containers in pods:
+        table.apply(0, pod_usage(inits, containers))
+    uses = table.uses(0)
     assert uses[0] == CardUse(used=2, usedmem=3000, usedcores=25)
     assert uses[1] == CardUse(used=1, usedmem=100, usedcores=1)
 

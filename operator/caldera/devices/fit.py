@@ -34,11 +34,9 @@ __all__ = [
     "card_score",
     "fit_node",
     "kind_ok",
-    "node_score",
     "pod_usage",
     "policy_words",
     "reason_text",
-    "usage_of",
 ]
 
 
@@ -98,20 +96,6 @@ class NodeFit:
     grants: list[list[Grant]] | None
     reason: str = ""
     counts: Counter[str] = field(default_factory=Counter)
-
-
-def node_score(cards: Sequence[Card], uses: Sequence[CardUse]) -> float:
-    """§5.1: 10 × (slots used + cores used + memory used, each as a share of the node's)."""
-    count = sum(c.count for c in cards)
-    cores = sum(c.devcore for c in cards)
-    mem = sum(c.devmem for c in cards)
-    if not count or not cores or not mem:
-        return 0.0
-    return 10 * (
-        sum(u.used for u in uses) / count
-        + sum(u.usedcores for u in uses) / cores
-        + sum(u.usedmem for u in uses) / mem
-    )
 
 
 def card_score(
@@ -359,21 +343,3 @@ def pod_usage(inits: int, containers: Sequence[Sequence[Grant]]) -> dict[str, Ca
             max(a.used, p.used), max(a.usedmem, p.usedmem), max(a.usedcores, p.usedcores)
         )
     return out
-
-
-def usage_of(
-    cards: Sequence[Card], pods: Sequence[tuple[int, Sequence[Sequence[Grant]]]]
-) -> list[CardUse]:
-    """§3.5: each card's usage from what pods were given; ``pods`` holds, per running pod, its
-    number of init containers and its grants per container (init containers first). Grants on
-    cards the node does not register are ignored."""
-    at = {c.id: i for i, c in enumerate(cards)}
-    uses = [CardUse() for _ in cards]
-    for inits, containers in pods:
-        for uuid, use in pod_usage(inits, containers).items():
-            i = at.get(uuid)
-            if i is not None:
-                uses[i].used += use.used
-                uses[i].usedmem += use.usedmem
-                uses[i].usedcores += use.usedcores
-    return uses

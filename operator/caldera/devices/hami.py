@@ -143,9 +143,11 @@ def go_int(raw: str, where: str) -> int:
         raise RegistrationError(f"{where}: not an integer: {raw!r}") from None
 
 
-def cordoned(annotations: Mapping[str, str]) -> frozenset[str]:
+def cordoned(annotations: Mapping[str, str], key: str = CORDON_ANNOTATION) -> frozenset[str]:
     """The cards a node's operator took out of new allocations (comma-separated UUIDs)."""
-    raw = annotations.get(CORDON_ANNOTATION, "")
+    raw = annotations.get(key, "")
+    if not raw:
+        return frozenset()
     return frozenset(part.strip() for part in raw.split(",") if part.strip())
 
 

@@ -242,7 +242,3 @@ class DeviceTable:
             reasons["NodeInsufficientDevice"] = too_few.astype(np.int64)
             fits &= ~too_few
         return fits, reasons
-
-    def type_ok(self, ok: Mapping[tuple[str, str], bool]) -> BoolArray:
-        """The per-kind verdicts as an array aligned with :attr:`kinds`."""
-        return np.array([ok[k] for k in self.kinds], dtype=bool)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import FitOptions
+from caldera.devices.hami import CORDON_ANNOTATION
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
 __all__ = ["BindKeys", "Vendor"]
@@ -39,6 +40,11 @@ class BindKeys:
     bind_time: str
     lock: str
     """The node annotation holding the node lock."""
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """The pod annotations one assignment writes (all but the node lock)."""
+        return (self.node, self.time, self.to_allocate, self.allocated, self.phase, self.bind_time)
 
 
 HAMI_KEYS = BindKeys(
@@ -76,7 +82,7 @@ class Vendor:
     score_annotation: str = ""
     """The node annotation with the cards' pair scores (topology-aware), if the vendor has one."""
     read_pair_scores: Callable[[str], dict[str, dict[str, int]]] | None = None
-    cordon_annotation: str = "hami.io/device-cordon"
+    cordon_annotation: str = CORDON_ANNOTATION
 
     def bind_annotations(
         self, node: str, containers: Sequence[Sequence[Grant]], now: float
@@ -84,12 +90,5 @@ class Vendor:
         """What the pod gets before its binding: HAMi's Filter and Bind writes in one patch."""
         encoded = self.encode(containers)
         seconds = str(int(now))
-        k = self.keys
-        return {
-            k.node: node,
-            k.time: seconds,
-            k.to_allocate: encoded,
-            k.allocated: encoded,
-            k.phase: "allocating",
-            k.bind_time: seconds,
-        }
+        values = (node, seconds, encoded, encoded, "allocating", seconds)
+        return dict(zip(self.keys.written, values, strict=True))

@@ -51,18 +51,7 @@ NODE_ANNOTATIONS = frozenset(
     if key
 )
 """The node annotations a session reads: the shared-device registrations."""
-ASSIGNMENT_ANNOTATIONS = frozenset(
-    key
-    for vendor in VENDORS
-    for key in (
-        vendor.keys.node,
-        vendor.keys.time,
-        vendor.keys.to_allocate,
-        vendor.keys.allocated,
-        vendor.keys.phase,
-        vendor.keys.bind_time,
-    )
-)
+ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.keys.written)
 """Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 
 

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.devices.fit import CardUse, FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
+from caldera.devices.hami import cordoned
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
@@ -97,7 +98,7 @@ class DeviceState:
                 _stale(r, withheld.get(vendor.count_resource)) if isinstance(r, tuple) else ()
                 for r, withheld in zip(rows, nodes.withheld, strict=True)
             ]
-            cordon = [_cordoned(vendor, a) for a in nodes.annotations]
+            cordon = [cordoned(a, vendor.cordon_annotation) for a in nodes.annotations]
             self.tables.append(DeviceTable(vendor.name, cards, cordon))
         self.quota_limits = {
             ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
@@ -364,7 +365,7 @@ class DeviceState:
             annotations = self.nodes.annotations[row]
             opts = self._node_opts[key] = dataclasses.replace(
                 need.opts,
-                cordoned=_cordoned(vendor, annotations),
+                cordoned=cordoned(annotations, vendor.cordon_annotation),
                 pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
             )
         current = uses if uses is not None else table.uses(row)
@@ -423,7 +424,7 @@ class DeviceState:
     def unreserve(self, task: Task) -> None:
         for v, row, containers in self.grants.pop(task.uid, ()):
             self._hold(v, row, task, containers, sign=-1)
-            for key in _bind_keys(self.vendors[v]):
+            for key in self.vendors[v].keys.written:
                 task.bind_annotations.pop(key, None)
 
     # -- score --------------------------------------------------------------------------------
@@ -464,11 +465,6 @@ def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card,
     return tuple(dataclasses.replace(c, health=False) for c in cards)
 
 
-def _bind_keys(vendor: Vendor) -> tuple[str, ...]:
-    k = vendor.keys
-    return (k.node, k.time, k.to_allocate, k.allocated, k.phase, k.bind_time)
-
-
 @functools.lru_cache(maxsize=1024)
 def _pair_scores(vendor: Vendor, text: str) -> dict[str, dict[str, int]]:
     if not text or vendor.read_pair_scores is None:
@@ -477,10 +473,3 @@ def _pair_scores(vendor: Vendor, text: str) -> dict[str, dict[str, int]]:
         return vendor.read_pair_scores(text)
     except ValueError:
         return {}
-
-
-def _cordoned(vendor: Vendor, annotations: dict[str, str]) -> frozenset[str]:
-    raw = annotations.get(vendor.cordon_annotation, "")
-    if not raw:
-        return frozenset()
-    return frozenset(p.strip() for p in raw.split(",") if p.strip())
