@@ -27,14 +27,15 @@ from caldera.framework.registry import Registry
 from caldera.framework.session import Session
 from caldera.models.core import Node, Pod, PriorityClass, effective_requests, nonzero_requests
 from caldera.models.parse import parse_object
+from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.plugins.nodeorder.resources import GPU
 from caldera.simulate.report import report
 from caldera.simulate.runner import Simulation, simulate
 
 REGISTRY = Registry.from_entry_points()
-Obj = Pod | Node | PodGroup | Queue | PriorityClass
-ObjT = TypeVar("ObjT", Pod, Node, PodGroup, Queue, PriorityClass)
+Obj = Pod | Node | PodGroup | Queue | PriorityClass | HyperNode
+ObjT = TypeVar("ObjT", Pod, Node, PodGroup, Queue, PriorityClass, HyperNode)
 
 
 def _meta(name: str, namespace: str | None, created: float | None, **extra: Any) -> dict[str, Any]:
@@ -160,8 +161,14 @@ def podgroup(
     created: float | None = None,
     annotations: Mapping[str, str] | None = None,
     min_task_member: Mapping[str, int] | None = None,
+    network_topology: Mapping[str, Any] | None = None,
+    sub_group_policy: Iterable[Mapping[str, Any]] = (),
 ) -> PodGroup:
     spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
+    if network_topology is not None:
+        spec["networkTopology"] = dict(network_topology)
+    if sub_group_policy:
+        spec["subGroupPolicy"] = [dict(p) for p in sub_group_policy]
     if min_resources is not None:
         spec["minResources"] = dict(min_resources)
     if priority_class:
@@ -209,6 +216,37 @@ def queue(
         "status": {"state": state},
     }
     return _parse(Queue, raw)
+
+
+def hypernode(
+    name: str,
+    *,
+    tier: int,
+    nodes: Iterable[str] = (),
+    hypernodes: Iterable[str] = (),
+    regex: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    tier_name: str = "",
+    members: Iterable[Mapping[str, Any]] = (),
+) -> HyperNode:
+    """A HyperNode whose members are ``nodes`` and ``hypernodes`` by exact name, plus nodes
+    matching ``regex`` or ``labels``, plus raw ``members``."""
+    listed: list[dict[str, Any]] = [
+        {"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes
+    ]
+    listed += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes]
+    if regex is not None:
+        listed.append({"type": "Node", "selector": {"regexMatch": {"pattern": regex}}})
+    if labels is not None:
+        listed.append(
+            {"type": "Node", "selector": {"labelMatch": {"matchLabels": dict(labels)}}}
+        )
+    listed += [dict(m) for m in members]
+    spec: dict[str, Any] = {"tier": tier, "members": listed}
+    if tier_name:
+        spec["tierName"] = tier_name
+    raw = {"kind": "HyperNode", "metadata": {"name": name}, "spec": spec}
+    return _parse(HyperNode, raw)
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> PriorityClass:

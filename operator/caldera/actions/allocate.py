@@ -30,10 +30,11 @@ from caldera.api.fiterror import FitErrors
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.placement import choose_node
+from caldera.framework.placement import BoolArray, choose_node
 from caldera.framework.plugin import Action, Args
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
+from caldera.framework.topology import TopologyRule, TopologySearch, rule_of
 
 __all__ = ["AllocateAction", "AllocateArgs"]
 
@@ -84,15 +85,59 @@ class AllocateAction(Action[AllocateArgs]):
             if not jobs:
                 continue
             job = jobs.pop()
-            stmt = ssn.statement()
-            failed = failed_roles.setdefault(job.uid, set())
-            if self._place(ssn, queue, job, remaining[job.uid], stmt, failed):
-                jobs.push(job)
+            rule = rule_of(job.network_topology, ssn.hypernodes)
+            if isinstance(rule, str) or rule.highest >= 0:
+                stmt = self._place_in_topology(ssn, queue, job, remaining, rule)
+            else:
+                stmt = ssn.statement()
+                failed = failed_roles.setdefault(job.uid, set())
+                if self._place(ssn, queue, job, remaining[job.uid], stmt, failed):
+                    jobs.push(job)
             if ssn.job_ready(job):
                 stmt.commit()
             elif not ssn.job_pipelined(job):
                 stmt.discard()
             queues.push(queue)
+
+    def _place_in_topology(
+        self,
+        ssn: Session,
+        queue: Queue,
+        job: Job,
+        remaining: dict[str, deque[Task]],
+        rule: TopologyRule | str,
+    ) -> Statement:
+        """Place ``job`` inside one HyperNode its rule allows (see
+        :mod:`caldera.framework.topology`); the statement holding the placement."""
+        tasks = remaining[job.uid]
+        kept: list[tuple[Statement, deque[Task]]] = []
+
+        def attempt(within: BoolArray | None) -> tuple[Statement, str]:
+            stmt = ssn.statement()
+            left = deque(tasks)
+            for t in left:
+                job.nodes_fit_errors.pop(t.uid, None)
+            self._place(ssn, queue, job, left, stmt, set(), within=within)
+            kept[:] = [(stmt, left)]
+            if ssn.job_ready(job):
+                return stmt, "ready"
+            if ssn.job_pipelined(job):
+                return stmt, "pipelined"
+            return stmt, _first_reason(job, tasks)
+
+        if isinstance(rule, str):
+            verdict = rule
+        else:
+            tree, usage = ssn.hypernodes, ssn.hypernode_usage
+            assert tree is not None and usage is not None  # a bounded rule needs HyperNodes
+            verdict = TopologySearch(ssn, tree, usage).place(job, rule, list(tasks), attempt)
+            if verdict in ("ready", "pipelined"):
+                stmt, remaining[job.uid] = kept[0]
+                return stmt
+        total = len(ssn.nodes)
+        for t in tasks:
+            job.nodes_fit_errors[t.uid] = FitErrors(total=total, message=verdict, plain=True)
+        return ssn.statement()
 
     def _place(
         self,
@@ -102,10 +147,13 @@ class AllocateAction(Action[AllocateArgs]):
         tasks: deque[Task],
         stmt: Statement,
         failed_roles: set[str],
+        *,
+        within: BoolArray | None = None,
     ) -> bool:
         """Place ``job``'s tasks in order; True when the job is ready with tasks left over.
 
-        ``failed_roles`` collects the roles of tasks that fit no node in this session."""
+        ``failed_roles`` collects the roles of tasks that fit no node in this session. With
+        ``within`` (a HyperNode's nodes) the tasks go only there, all of them in one go."""
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
@@ -123,7 +171,7 @@ class AllocateAction(Action[AllocateArgs]):
                     plain=True,
                 )
                 continue
-            choice = choose_node(ssn, task)
+            choice = choose_node(ssn, task, within=within)
             if isinstance(choice, FitErrors):
                 job.nodes_fit_errors[task.uid] = choice
                 if choice.message and not choice.counts:
@@ -136,9 +184,18 @@ class AllocateAction(Action[AllocateArgs]):
                 stmt.allocate(task, choice.node)
             else:
                 stmt.pipeline(task, choice.node)
-            if tasks and ssn.job_ready(job):
+            if tasks and within is None and ssn.job_ready(job):
                 return True
         return False
+
+
+def _first_reason(job: Job, tasks: Iterable[Task]) -> str:
+    """Why the first task of ``tasks`` that found no node did not."""
+    for t in tasks:
+        fit = job.nodes_fit_errors.get(t.uid)
+        if fit is not None:
+            return fit.error()
+    return "the job is not ready"
 
 
 def _counted(ssn: Session, tasks: Iterable[Task]) -> bool:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from caldera.api.fiterror import FitErrors
+from caldera.api.hypernode import TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
-from caldera.models.volcano import PodGroupCondition, PodGroupStatus
+from caldera.models.volcano import NetworkTopologySpec, PodGroupCondition, PodGroupStatus
 
 __all__ = ["READY_STATUSES", "VALID_STATUSES", "Job", "ValidateResult"]
 
@@ -49,6 +50,10 @@ class Job:
     """Sum of requests of tasks in an allocated state (Allocated, Binding, Bound, Running)."""
     api_status: PodGroupStatus
     """The PodGroup status as the API holds it, to write only what changed."""
+    network_topology: NetworkTopologySpec | None = None
+    """Where in the HyperNode tree the job may be placed (``spec.networkTopology``)."""
+    topology_trace: TopologyTrace | None = None
+    """The HyperNode search of this session (placed, or why not)."""
     has_object: bool = True
     """False for the in-memory group of bare pods: there is no PodGroup to write status to."""
     tasks: dict[str, Task] = field(default_factory=dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
@@ -43,6 +44,8 @@ class Snapshot:
     """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
+    hypernodes: HyperNodeTree | None = None
+    """The network topology, when the cluster has HyperNodes."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

@@ -7,7 +7,8 @@ their PriorityClass value; PersistentVolumes, claims, StorageClasses and CSINode
 are, for the volume filters, and ResourceClaims, DeviceClasses and ResourceSlices (with the pods'
 ``resourceClaimStatuses``) for DynamicResources. What is left out is reported, never silently
 dropped: a pod naming a PodGroup that does not exist, a PodGroup naming a queue that does not
-exist, a pod bound to an unknown node, a node that is not Ready.
+exist, a pod bound to an unknown node, a node that is not Ready, a HyperNode (or one of its
+members) that the tree must ignore.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from pydantic import ValidationError
 
+from caldera.api.hypernode import HyperNodeTree, build_tree
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
@@ -38,6 +41,9 @@ from caldera.models.volcano import (
     PREEMPTABLE_KEY,
     QUEUE_NAME_ANNOTATION,
     TASK_SPEC_KEY,
+    TOPOLOGY_MODE_ANNOTATION,
+    TOPOLOGY_TIER_ANNOTATION,
+    NetworkTopologySpec,
     PodGroup,
     PodGroupStatus,
 )
@@ -183,6 +189,36 @@ class _Builder:
         ]
         return table
 
+    def topology_of(self, pod: Pod) -> NetworkTopologySpec | None:
+        """A bare pod's ``networkTopology``, from its annotations (as pg-controller reads them)."""
+        notes = pod.metadata.annotations
+        mode = notes.get(TOPOLOGY_MODE_ANNOTATION)
+        tier = notes.get(TOPOLOGY_TIER_ANNOTATION)
+        if mode is None and tier is None:
+            return None
+        try:
+            return NetworkTopologySpec.model_validate(
+                {"mode": mode or "hard", "highestTierAllowed": tier}
+            )
+        except ValidationError:
+            self.problem(
+                "Pod",
+                f"{pod.metadata.namespace}/{pod.metadata.name}",
+                f"metadata.annotations[{TOPOLOGY_MODE_ANNOTATION}/{TOPOLOGY_TIER_ANNOTATION}]: "
+                f"mode must be hard or soft and the tier a number ≥ 0 (got {mode!r}, {tier!r}); "
+                "network topology ignored",
+            )
+            return None
+
+    def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
+        if not self.state.hypernodes:
+            return None
+        labels = {name: node.metadata.labels for name, node in self.state.nodes.items()}
+        tree, problems = build_tree(self.state.hypernodes, labels, table.index, len(table))
+        for name, message in problems:
+            self.problem("HyperNode", name, message)
+        return tree
+
     def queues(self, space: ResourceSpace) -> dict[str, Queue]:
         out = {}
         for name, q in sorted(self.state.queues.items()):
@@ -209,6 +245,7 @@ class _Builder:
             conditions=list(pg.status.conditions),
             allocated=space.zeros(),
             api_status=pg.status,
+            network_topology=spec.network_topology,
         )
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: _Priorities) -> Task:
@@ -287,6 +324,7 @@ class _Builder:
             allocated=space.zeros(),
             api_status=_NO_STATUS,
             has_object=False,
+            network_topology=self.topology_of(pod),
         )
         if job.queue not in queues:
             self.problem(
@@ -434,6 +472,7 @@ def build_snapshot(
     )
     snapshot.quotas = _quotas(state)
     snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
+    snapshot.hypernodes = b.hypernodes(table)
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -13,6 +12,7 @@ from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from caldera.models.kinds import KINDS, kind_of_model
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "table_of"]
@@ -34,6 +34,7 @@ StateObject = (
     | ResourceSlice
     | ResourceQuota
     | PodDisruptionBudget
+    | HyperNode
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -50,9 +51,8 @@ class ClusterState:
     namespaces: dict[str, Namespace] = field(default_factory=dict)
     """Namespaces the API holds (for their labels); a pod's namespace missing here is taken to
     exist with only the ``kubernetes.io/metadata.name`` label the API server gives every one."""
-    hypernodes: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    """HyperNode objects as the API holds them (network topology; used once HyperNode-aware
-    placement lands)."""
+    hypernodes: dict[str, HyperNode] = field(default_factory=dict)
+    """HyperNodes (network topology)."""
     persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)
     persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
     """By ``namespace/name``."""

@@ -64,17 +64,23 @@ def _fits(avail: Matrix, req: Vector, cols: npt.NDArray[np.intp]) -> BoolArray:
     return np.asarray((avail[:, cols] >= req[cols]).all(axis=1), dtype=np.bool_)
 
 
-def choose_node(ssn: Session, task: Task, *, future: bool = True) -> Choice | FitErrors:
+def choose_node(
+    ssn: Session, task: Task, *, future: bool = True, within: BoolArray | None = None
+) -> Choice | FitErrors:
     """The best node for ``task``, or why there is none.
 
     With ``future`` the task may also be pipelined onto resources that evicted tasks will free.
+    ``within`` limits the choice (and the reasons) to the masked nodes (one HyperNode).
     """
     nodes = ssn.nodes
-    n = len(nodes)
+    n = len(nodes) if within is None else int(np.count_nonzero(within))
     message = ssn.pre_predicate(task)
     if message is not None:
         return FitErrors(total=n, message=message)
     rejections = ssn.predicate(task)
+    if within is not None:
+        rejections = [(reason, mask & within) for reason, mask in rejections]
+        rejections.append(("", ~within))
     blocked: BoolArray | None = None
     for _, mask in rejections:
         blocked = mask if blocked is None else (blocked | mask)
@@ -94,7 +100,10 @@ def choose_node(ssn: Session, task: Task, *, future: bool = True) -> Choice | Fi
         idle = False
     if len(candidates) == 0:
         avail = nodes.future_idle if future else nodes.idle
-        return fit_errors(n, rejections + resource_rejections(ssn.space, req, avail))
+        found = rejections + resource_rejections(ssn.space, req, avail)
+        if within is not None:
+            found = [(reason, mask & within) for reason, mask in found if reason]
+        return fit_errors(n, found)
     if len(candidates) == 1:
         return Choice(int(candidates[0]), idle)
     scores = ssn.node_order(task, candidates)

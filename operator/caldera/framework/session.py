@@ -10,13 +10,14 @@ plugins' event handlers in step; decisions accumulate in :attr:`Session.result`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from caldera.api.hypernode import HyperNodeUsage
 from caldera.api.job import Job, ValidateResult
 from caldera.api.queue import Queue
 from caldera.api.resources import Vector
@@ -42,8 +43,8 @@ Rejection = tuple[str, BoolArray]
 VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
 SimulateFn = Callable[[Task, int, Sequence[Task], Sequence[Task]], Sequence[str]]
 """(task, node row, tasks removed, tasks added) → reasons the task would not fit that node."""
-HyperNodeScorer = Callable[[Job, Mapping[str, Sequence[int]]], Mapping[str, float]]
-"""Scores HyperNodes (name → member node rows) for a job."""
+HyperNodeScorer = Callable[[Job, IntArray], Vector]
+"""Scores HyperNodes (indices into the session's HyperNode tree) for a job, weighted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,8 @@ class Session:
         self.nodes = snapshot.nodes
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
+        self.hypernodes = snapshot.hypernodes
+        self._hypernode_usage: HyperNodeUsage | None = None
         self.result = CycleResult(session_id=self.uid)
         self.on_bind: Callable[[Bind], None] | None = None
         """Told of each bind the moment it is decided (the operator starts binding before the
@@ -230,16 +233,20 @@ class Session:
                 return choice
         return None
 
-    def hypernode_order(
-        self, job: Job, hypernodes: Mapping[str, Sequence[int]]
-    ) -> dict[str, float]:
-        """Summed plugin scores per HyperNode (weighted sum, like node order)."""
-        scores = dict.fromkeys(hypernodes, 0.0)
+    def hypernode_order(self, job: Job, hypernodes: IntArray) -> Vector:
+        """Summed plugin scores of the HyperNodes ``hypernodes`` (indices into
+        :attr:`hypernodes`), each already weighted, like node order."""
+        scores: Vector = np.zeros(len(hypernodes))
         for fn in self.hypernode_order_point:
-            for name, value in fn(job, hypernodes).items():
-                if name in scores:
-                    scores[name] += value
+            scores += fn(job, hypernodes)
         return scores
+
+    @property
+    def hypernode_usage(self) -> HyperNodeUsage | None:
+        """Per-HyperNode allocatable and free resources, kept current (None: no HyperNodes)."""
+        if self._hypernode_usage is None and self.hypernodes is not None:
+            self._hypernode_usage = HyperNodeUsage(self.hypernodes, self.nodes)
+        return self._hypernode_usage
 
     # -- jobs: targets, reservations, sub-jobs ---------------------------------------------
 

@@ -16,6 +16,7 @@ from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuo
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
+from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 
 __all__ = ["KINDS", "Kind", "kind_of_model"]
@@ -134,7 +135,9 @@ KINDS: dict[str, Kind] = _kinds(
         True,
         "disruption_budgets",
     ),
-    Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
+    Kind(
+        "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", HyperNode, False, "hypernodes"
+    ),
 )
 """Every kind the scheduler reads, by kind name."""
 

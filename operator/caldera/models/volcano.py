@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp, format_timestamp
+from caldera.models.selectors import LabelSelector
 
 __all__ = [
     "GROUP_NAME_ANNOTATION",
@@ -35,6 +36,10 @@ GROUP_OWNER_KINDS = frozenset(
 """Controllers whose ``group-min-member`` annotation sizes the group of the bare pods they own."""
 TASK_SPEC_KEY = "volcano.sh/task-spec"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TOPOLOGY_MODE_ANNOTATION = "volcano.sh/network-topology-mode"
+TOPOLOGY_TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
+"""Pod annotations that give a bare pod's group its ``networkTopology`` (pg-controller)."""
+ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
 
 PodGroupPhase = Literal["Pending", "Running", "Unknown", "Inqueue", "Completed", ""]
 QueueState = Literal["Open", "Closed", "Closing", "Unknown", ""]
@@ -60,12 +65,40 @@ class PodGroupCondition(ApiModel):
         }
 
 
+class NetworkTopologySpec(ApiModel):
+    """Where a job (or a sub-group) may be placed in the HyperNode tree."""
+
+    mode: Literal["hard", "soft"] = "hard"
+    highest_tier_allowed: int | None = Field(default=None, ge=0)
+    highest_tier_name: str = Field(default="", max_length=253)
+
+    @model_validator(mode="after")
+    def _one_tier_bound(self) -> NetworkTopologySpec:
+        if self.highest_tier_allowed is not None and self.highest_tier_name:
+            raise ValueError("highestTierAllowed and highestTierName are mutually exclusive")
+        return self
+
+
+class SubGroupPolicy(ApiModel):
+    """Pods of one role (``labelSelector``), split into sub-groups by the values of
+    ``matchLabelKeys``; each sub-group is placed under its own ``networkTopology``."""
+
+    name: str = Field(min_length=1, max_length=253)
+    network_topology: NetworkTopologySpec | None = None
+    sub_group_size: int = Field(default=1, ge=1)
+    min_sub_groups: int = Field(default=0, ge=0)
+    label_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+
+
 class PodGroupSpec(ApiModel):
     min_member: int = Field(default=0, ge=0)
     min_task_member: dict[str, int] = Field(default_factory=dict)
     queue: str = ""
     priority_class_name: str = ""
     min_resources: ResourceList | None = None
+    network_topology: NetworkTopologySpec | None = None
+    sub_group_policy: tuple[SubGroupPolicy, ...] = ()
 
 
 class PodGroupStatus(ApiModel):

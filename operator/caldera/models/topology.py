@@ -1,0 +1,61 @@
+"""Volcano's network topology kind: HyperNode (``topology.volcano.sh/v1alpha1``).
+
+A HyperNode is one network domain (a leaf switch, a spine, a NVLink island): a tier (lower is
+better locality) and members that are nodes or other HyperNodes. Field names and validation follow
+Volcano's CRD (shared/reference/volcano.md §1.4), so topologies written for Volcano load unchanged.
+What the CRD cannot check (a member kind we do not know, a regex that does not compile, a node in
+two HyperNodes of one tier, a cycle) is left to the tree builder, which reports it on the HyperNode
+and ignores what is at fault instead of refusing the object.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from caldera.models.base import ApiModel, ObjectMeta
+from caldera.models.selectors import LabelSelector
+
+__all__ = ["HyperNode", "HyperNodeMember", "MemberSelector"]
+
+
+class ExactMatch(ApiModel):
+    name: str = Field(min_length=1, max_length=253)
+
+
+class RegexMatch(ApiModel):
+    pattern: str = Field(min_length=1)
+
+
+class MemberSelector(ApiModel):
+    exact_match: ExactMatch | None = None
+    regex_match: RegexMatch | None = None
+    label_match: LabelSelector | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MemberSelector:
+        given = [s for s in (self.exact_match, self.regex_match, self.label_match) if s is not None]
+        if len(given) != 1:
+            raise ValueError("must have exactly one of exactMatch, regexMatch or labelMatch")
+        return self
+
+
+class HyperNodeMember(ApiModel):
+    type: str = Field(min_length=1)
+    """``Node`` or ``HyperNode``; anything else is reported by the tree builder and ignored."""
+    selector: MemberSelector
+
+
+class HyperNodeSpec(ApiModel):
+    tier: int = Field(ge=0)
+    tier_name: str = Field(default="", max_length=253)
+    members: tuple[HyperNodeMember, ...] = Field(min_length=1)
+
+
+class HyperNodeStatus(ApiModel):
+    node_count: int | None = Field(default=None, ge=0)
+
+
+class HyperNode(ApiModel):
+    metadata: ObjectMeta
+    spec: HyperNodeSpec
+    status: HyperNodeStatus = Field(default_factory=HyperNodeStatus)
