@@ -238,9 +238,7 @@ def hypernode(
     if regex is not None:
         listed.append({"type": "Node", "selector": {"regexMatch": {"pattern": regex}}})
     if labels is not None:
-        listed.append(
-            {"type": "Node", "selector": {"labelMatch": {"matchLabels": dict(labels)}}}
-        )
+        listed.append({"type": "Node", "selector": {"labelMatch": {"matchLabels": dict(labels)}}})
     listed += [dict(m) for m in members]
     spec: dict[str, Any] = {"tier": tier, "members": listed}
     if tier_name:

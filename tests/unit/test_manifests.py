@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from caldera.simulate.manifests import EPOCH, LATER_KINDS, load_manifests
+from caldera.simulate.manifests import EPOCH, load_manifests
 
 POD_A = """\
 apiVersion: v1
@@ -177,21 +177,6 @@ def test_documents_that_are_not_objects_are_skipped_with_a_warning(tmp_path: Pat
     loaded = load_manifests([path])
     assert loaded.warnings == [f"{path}: skipped a document that is not an object"] * 2
     assert list(loaded.state.pods) == ["default/a"]
-
-
-@pytest.mark.parametrize("kind", sorted(LATER_KINDS))
-def test_kinds_for_later_features_are_kept_without_warnings(tmp_path: Path, kind: str) -> None:
-    text = docs(
-        f"kind: {kind}\nmetadata: {{name: one}}\n", f"kind: {kind}\nmetadata: {{name: two}}\n"
-    )
-    loaded = load_manifests([write(tmp_path, "later.yaml", text)])
-    assert loaded.warnings == []
-    assert [doc["metadata"]["name"] for doc in loaded.pending_kinds[kind]] == ["one", "two"]
-
-
-def test_the_later_kinds_are_the_ones_support_is_planned_for() -> None:
-    # the storage kinds are used by the volume filters now (tests/unit/test_volumes.py)
-    assert {"HyperNode"} == LATER_KINDS
 
 
 def test_malformed_yaml_is_reported_with_its_line_and_other_files_still_load(

@@ -47,6 +47,8 @@ class HyperNodeTree:
     """Per tier, the index of the HyperNode of that tier holding each node row, or -1."""
     node_counts: dict[str, int] = field(default_factory=dict)
     """Per HyperNode kept in the tree, the nodes under it among every node of the cluster."""
+    stale_counts: dict[str, int] = field(default_factory=dict)
+    """The node counts that differ from the HyperNodes' ``status.nodeCount``."""
     index: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -272,6 +274,11 @@ def build_tree(
         domain=domain,
         node_counts={name: len(members[name]) for name in kept},
     )
+    tree.stale_counts = {
+        name: count
+        for name, count in tree.node_counts.items()
+        if hypernodes[name].status.node_count != count
+    }
     return tree, problems
 
 

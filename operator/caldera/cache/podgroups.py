@@ -3,8 +3,9 @@
 A pod handled by Caldera that has no ``scheduling.k8s.io/group-name`` annotation gets a PodGroup
 ``podgroup-<controller owner UID, else pod UID>`` with minMember 1 (or the owner's
 ``scheduling.volcano.sh/group-min-member``), the queue from the pod's
-``scheduling.volcano.sh/queue-name`` annotation, the pod's priority class, and the pod's requests as
-minResources; the pod is then annotated with the group name.
+``scheduling.volcano.sh/queue-name`` annotation, the pod's priority class, the pod's requests as
+minResources and the ``networkTopology`` of its ``volcano.sh/network-topology-*`` annotations;
+the pod is then annotated with the group name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from caldera.models.core import Pod, effective_requests
-from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, PodGroup
+from caldera.models.volcano import (
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    PodGroup,
+    topology_from_annotations,
+)
 from caldera.quantity import format_resource
 
 __all__ = [
@@ -68,6 +74,9 @@ def implicit_podgroup_manifest(pod: Pod, *, min_member: int = 1) -> dict[str, An
         manifest["spec"]["queue"] = queue
     if pod.spec.priority_class_name:
         manifest["spec"]["priorityClassName"] = pod.spec.priority_class_name
+    topology = topology_from_annotations(meta.annotations)
+    if topology is not None and not isinstance(topology, str):
+        manifest["spec"]["networkTopology"] = topology.model_dump(by_alias=True, exclude_none=True)
     return manifest
 
 

@@ -18,7 +18,6 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import ValidationError
 
 from caldera.api.hypernode import HyperNodeTree, build_tree
 from caldera.api.job import Job
@@ -41,11 +40,10 @@ from caldera.models.volcano import (
     PREEMPTABLE_KEY,
     QUEUE_NAME_ANNOTATION,
     TASK_SPEC_KEY,
-    TOPOLOGY_MODE_ANNOTATION,
-    TOPOLOGY_TIER_ANNOTATION,
     NetworkTopologySpec,
     PodGroup,
     PodGroupStatus,
+    topology_from_annotations,
 )
 from caldera.models.volcano import Queue as QueueModel
 
@@ -190,25 +188,12 @@ class _Builder:
         return table
 
     def topology_of(self, pod: Pod) -> NetworkTopologySpec | None:
-        """A bare pod's ``networkTopology``, from its annotations (as pg-controller reads them)."""
-        notes = pod.metadata.annotations
-        mode = notes.get(TOPOLOGY_MODE_ANNOTATION)
-        tier = notes.get(TOPOLOGY_TIER_ANNOTATION)
-        if mode is None and tier is None:
+        """A bare pod's ``networkTopology`` (a bad one is reported and ignored)."""
+        spec = topology_from_annotations(pod.metadata.annotations)
+        if isinstance(spec, str):
+            self.problem("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}", spec)
             return None
-        try:
-            return NetworkTopologySpec.model_validate(
-                {"mode": mode or "hard", "highestTierAllowed": tier}
-            )
-        except ValidationError:
-            self.problem(
-                "Pod",
-                f"{pod.metadata.namespace}/{pod.metadata.name}",
-                f"metadata.annotations[{TOPOLOGY_MODE_ANNOTATION}/{TOPOLOGY_TIER_ANNOTATION}]: "
-                f"mode must be hard or soft and the tier a number ≥ 0 (got {mode!r}, {tier!r}); "
-                "network topology ignored",
-            )
-            return None
+        return spec
 
     def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
         if not self.state.hypernodes:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import orjson
-
 from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.kinds import KINDS, kind_of_model
@@ -140,8 +138,6 @@ def _decode(table: str, stored: dict[str, Any]) -> dict[str, Any]:
     kind = _KIND_OF_TABLE.get(table)
     if kind is None:
         return stored  # not an API kind (owner_min_members): sent as it is
-    if kind.model is None:
-        return {key: orjson.loads(raw) for key, raw in stored.items()}
     validate = kind.model.model_validate_json
     return {key: validate(raw) for key, raw in stored.items()}
 

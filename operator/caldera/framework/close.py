@@ -10,14 +10,15 @@ the writer sends only changes.
 from __future__ import annotations
 
 import time
+from collections.abc import Container
 
 from caldera.api.job import Job
 from caldera.api.reasons import task_scheduling_reason
 from caldera.api.resources import Vector
 from caldera.api.task import TaskStatus
-from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
+from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
 from caldera.framework.session import Session
-from caldera.models.volcano import PodGroupCondition
+from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, PodGroupCondition
 
 __all__ = ["close_session", "podgroup_phase"]
 
@@ -44,18 +45,22 @@ def _condition_key(c: PodGroupCondition) -> tuple[str, str, str, str]:
     return (c.type, c.status, c.reason, c.message)
 
 
-def _podgroup_status(job: Job, session_id: str) -> PodGroupStatus:
+def _podgroup_status(job: Job, session_id: str, ssn_hypernodes: Container[str]) -> PodGroupStatus:
     phase = podgroup_phase(job, session_id)
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
     old = job.api_status
-    changed = (phase, running, succeeded, failed) != (
-        old.phase,
-        old.running,
-        old.succeeded,
-        old.failed,
-    ) or [_condition_key(c) for c in job.conditions] != [_condition_key(c) for c in old.conditions]
+    trace = job.topology_trace
+    hypernode = trace.chosen if trace is not None and trace.chosen in ssn_hypernodes else ""
+    moved = bool(hypernode) and hypernode != job.annotations.get(ALLOCATED_HYPERNODE_ANNOTATION)
+    counts = (phase, running, succeeded, failed)
+    changed = (
+        moved
+        or counts != (old.phase, old.running, old.succeeded, old.failed)
+        or [_condition_key(c) for c in job.conditions]
+        != [_condition_key(c) for c in old.conditions]
+    )
     return PodGroupStatus(
         namespace=job.namespace,
         name=job.name,
@@ -65,6 +70,7 @@ def _podgroup_status(job: Job, session_id: str) -> PodGroupStatus:
         failed=failed,
         conditions=tuple(job.conditions),
         changed=changed,
+        hypernode=hypernode,
     )
 
 
@@ -86,9 +92,13 @@ def close_session(ssn: Session) -> None:
     for plugin in ssn.plugins:
         plugin.on_session_close(ssn)
     result = ssn.result
+    tree = ssn.hypernodes
+    hypernodes = tree.index if tree is not None else {}
+    if tree is not None:
+        result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
         if job.has_object:
-            result.podgroups.append(_podgroup_status(job, ssn.uid))
+            result.podgroups.append(_podgroup_status(job, ssn.uid, hypernodes))
         for status in _WAITING:
             for task in sorted(job.by_status.get(status, {}).values(), key=lambda t: t.key):
                 reason, message = task_scheduling_reason(job, task)

@@ -98,6 +98,17 @@ class PodGroupStatus:
     conditions: tuple[PodGroupCondition, ...]
     changed: bool
     """Differs from what the API holds (ignoring condition times and transition IDs)."""
+    hypernode: str = ""
+    """The HyperNode the job was placed in, for the ``volcano.sh/job-allocated-hypernode``
+    annotation ("" leaves the annotation alone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HyperNodeStatus:
+    """A HyperNode's ``status.nodeCount``, written when it differs from the API's."""
+
+    name: str
+    node_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +147,7 @@ class CycleResult:
     podgroups: list[PodGroupStatus] = field(default_factory=list)
     queues: list[QueueStatus] = field(default_factory=list)
     pod_conditions: list[PodCondition] = field(default_factory=list)
+    hypernodes: list[HyperNodeStatus] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     deserved: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per-queue fair share computed this session (for reports and metrics)."""

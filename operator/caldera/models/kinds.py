@@ -28,8 +28,7 @@ class Kind:
     group: str
     version: str
     plural: str
-    model: type[BaseModel] | None
-    """None for kinds kept as the API holds them, until a feature uses them."""
+    model: type[BaseModel]
     namespaced: bool
     table: str
     """The ClusterState attribute holding this kind, keyed ``namespace/name`` when namespaced."""
@@ -141,7 +140,7 @@ KINDS: dict[str, Kind] = _kinds(
 )
 """Every kind the scheduler reads, by kind name."""
 
-_BY_MODEL = {k.model: k for k in KINDS.values() if k.model is not None}
+_BY_MODEL = {k.model: k for k in KINDS.values()}
 
 
 def kind_of_model(model: type) -> Kind:

@@ -16,9 +16,7 @@ from pydantic_core import ErrorDetails
 
 from caldera.models.kinds import KINDS as _KINDS
 
-KINDS: dict[str, type[BaseModel]] = {
-    name: kind.model for name, kind in _KINDS.items() if kind.model is not None
-}
+KINDS: dict[str, type[BaseModel]] = {name: kind.model for name, kind in _KINDS.items()}
 NAMESPACED = frozenset(name for name, kind in _KINDS.items() if kind.namespaced)
 
 

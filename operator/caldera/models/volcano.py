@@ -6,9 +6,10 @@ objects written for Volcano load unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp, format_timestamp
 from caldera.models.selectors import LabelSelector
@@ -89,6 +90,25 @@ class SubGroupPolicy(ApiModel):
     min_sub_groups: int = Field(default=0, ge=0)
     label_selector: LabelSelector | None = None
     match_label_keys: tuple[str, ...] = ()
+
+
+def topology_from_annotations(notes: Mapping[str, str]) -> NetworkTopologySpec | str | None:
+    """A bare pod's ``networkTopology`` from its annotations, as pg-controller reads them: None
+    when it has none, a message naming the annotations when they do not make one."""
+    mode = notes.get(TOPOLOGY_MODE_ANNOTATION)
+    tier = notes.get(TOPOLOGY_TIER_ANNOTATION)
+    if mode is None and tier is None:
+        return None
+    try:
+        return NetworkTopologySpec.model_validate(
+            {"mode": mode or "hard", "highestTierAllowed": tier}
+        )
+    except ValidationError:
+        return (
+            f"metadata.annotations[{TOPOLOGY_MODE_ANNOTATION}/{TOPOLOGY_TIER_ANNOTATION}]: "
+            f"mode must be hard or soft and the tier a number ≥ 0 (got {mode!r}, {tier!r}); "
+            "network topology ignored"
+        )
 
 
 class PodGroupSpec(ApiModel):

@@ -3,25 +3,82 @@
 For each resource the task requests and that has a weight, a node scores
 ``(used + request) / allocatable × weight``; the weighted mean is scaled to 0–100 and multiplied by
 ``binpack.weight``. A node the task would overflow scores 0. Vectorised over the candidates.
+
+The fill ratio (:func:`fill`) and the open-ended ``<prefix><resource>: <weight>`` arguments
+(:func:`prefixed_weights`, :func:`resource_weights`) are shared with the network-topology-aware
+plugin, which scores HyperNodes with the same formula over their summed resources.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field, model_validator
 
+from caldera.api.node import Matrix
 from caldera.api.resources import CPU, MEMORY, Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 
-__all__ = ["BinpackArgs", "BinpackPlugin"]
+__all__ = ["BinpackArgs", "BinpackPlugin", "fill", "prefixed_weights", "resource_weights"]
 
 MAX_NODE_SCORE = 100.0
 _PREFIX = "binpack.resources."
+
+
+def prefixed_weights(data: Any, prefix: str) -> Any:
+    """Argument data with the open-ended ``<prefix><name>: <weight>`` keys gathered into one
+    ``<prefix>*`` map (each weight a non-negative integer)."""
+    if not isinstance(data, dict):
+        return data
+    out = {k: v for k, v in data.items() if not k.startswith(prefix)}
+    weights = {}
+    for key, value in data.items():
+        if key.startswith(prefix):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{key} must be a non-negative integer, not {value!r}")
+            weights[key[len(prefix) :]] = value
+    out[f"{prefix}*"] = weights
+    return out
+
+
+def resource_weights(listed: str, given: dict[str, int], cpu: int, memory: int) -> dict[str, int]:
+    """Resource → weight: the ``listed`` extended resources (weight 1 unless ``given``), then cpu
+    and memory (set last, so listing them changes nothing, as in Volcano)."""
+    out: dict[str, int] = {}
+    for name in (n.strip() for n in listed.split(",")):
+        if name:
+            out[name] = given.get(name, 1)
+    out[CPU] = cpu
+    out[MEMORY] = memory
+    return out
+
+
+def fill(
+    alloc: Matrix, used: Matrix, req: Vector, cols: Sequence[tuple[int, float]]
+) -> tuple[Vector, npt.NDArray[np.bool_]]:
+    """Per row, the weighted mean over requested ``cols`` of ``(used + req) / allocatable``
+    (0–1), and whether ``req`` would overflow the row."""
+    total = np.zeros(len(alloc), dtype=np.float64)
+    overflow = np.zeros(len(alloc), dtype=bool)
+    weight_sum = 0.0
+    for col, weight in cols:
+        r = req[col]
+        if r == 0:
+            continue
+        a = alloc[:, col]
+        final = used[:, col] + r
+        overflow |= final > a
+        total += np.where(a > 0, final * weight / np.where(a > 0, a, 1), 0)
+        weight_sum += weight
+    if weight_sum:
+        total /= weight_sum
+    return total, overflow
 
 
 class BinpackArgs(Args):
@@ -34,30 +91,10 @@ class BinpackArgs(Args):
     @model_validator(mode="before")
     @classmethod
     def _collect(cls, data: Any) -> Any:
-        """Gather the open-ended ``binpack.resources.<name>: <weight>`` keys."""
-        if not isinstance(data, dict):
-            return data
-        out = {k: v for k, v in data.items() if not k.startswith(_PREFIX)}
-        weights = {}
-        for key, value in data.items():
-            if key.startswith(_PREFIX):
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise ValueError(f"{key} must be a non-negative integer, not {value!r}")
-                weights[key[len(_PREFIX) :]] = value
-        out["binpack.resources.*"] = weights
-        return out
+        return prefixed_weights(data, _PREFIX)
 
     def weights(self) -> dict[str, int]:
-        """Resource → weight: the listed extended resources (weight 1 unless given), then cpu and
-        memory with ``binpack.cpu``/``binpack.memory`` (set last, so listing them changes
-        nothing, as in Volcano)."""
-        out: dict[str, int] = {}
-        for name in (n.strip() for n in self.resources.split(",")):
-            if name:
-                out[name] = self.resource_weights.get(name, 1)
-        out[CPU] = self.cpu
-        out[MEMORY] = self.memory
-        return out
+        return resource_weights(self.resources, self.resource_weights, self.cpu, self.memory)
 
 
 class BinpackPlugin(Plugin[BinpackArgs]):
@@ -76,22 +113,8 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         scale = MAX_NODE_SCORE * self.args.weight
 
         def score(task: Task, idx: IntArray) -> Vector:
-            total = np.zeros(len(idx), dtype=np.float64)
-            overflow = np.zeros(len(idx), dtype=bool)
-            weight_sum = 0.0
-            for col, weight in cols:
-                req = task.resreq[col]
-                if req == 0:
-                    continue
-                alloc = nodes.allocatable[idx, col]
-                final = nodes.used[idx, col] + req
-                overflow |= final > alloc
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    total += np.where(alloc > 0, final * weight / np.where(alloc > 0, alloc, 1), 0)
-                weight_sum += weight
-            if weight_sum == 0:
-                return total
-            total = total / weight_sum * scale
+            total, overflow = fill(nodes.allocatable[idx], nodes.used[idx], task.resreq, cols)
+            total *= scale
             total[overflow] = 0.0
             return total
 

@@ -17,24 +17,18 @@ from typing import Any
 import yaml
 
 from caldera.cache.state import ClusterState, StateObject
-from caldera.models.kinds import KINDS as ALL_KINDS
 from caldera.models.parse import KINDS, describe, parse_object
 
-__all__ = ["EPOCH", "LATER_KINDS", "Loaded", "load_manifests"]
+__all__ = ["EPOCH", "Loaded", "load_manifests"]
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 """Creation time given, in file order (1 ms apart), to objects that state none."""
-
-LATER_KINDS = frozenset(name for name, kind in ALL_KINDS.items() if kind.model is None)
-"""Kinds accepted now and used as support for them lands."""
 
 
 @dataclass(slots=True)
 class Loaded:
     state: ClusterState = field(default_factory=ClusterState)
     warnings: list[str] = field(default_factory=list)
-    pending_kinds: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
-    """Objects of :data:`LATER_KINDS`, kept for the features that will use them."""
 
 
 def _expand(sources: Sequence[str]) -> Iterator[str]:
@@ -105,9 +99,6 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
             out.warnings.append(f"{source}: skipped a document that is not an object")
             continue
         kind = doc.get("kind")
-        if kind in LATER_KINDS:
-            out.pending_kinds.setdefault(str(kind), []).append(doc)
-            continue
         if kind not in KINDS:
             out.warnings.append(
                 f"{source}: ignored {kind or 'an object without kind'} "

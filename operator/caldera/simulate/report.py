@@ -14,6 +14,7 @@ from typing import Any
 from caldera.cache.devices import device_usage
 from caldera.devices.usage import CardState
 from caldera.devices.vendors import VENDORS
+from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION
 from caldera.quantity import format_resource
 from caldera.simulate.runner import CycleRecord, Simulation
 
@@ -47,6 +48,11 @@ def report(sim: Simulation) -> dict[str, Any]:
                 "succeeded": pg.status.succeeded,
                 "failed": pg.status.failed,
                 "conditions": [c.to_api() for c in pg.status.conditions],
+                **(
+                    {"hyperNode": pg.metadata.annotations[ALLOCATED_HYPERNODE_ANNOTATION]}
+                    if ALLOCATED_HYPERNODE_ANNOTATION in pg.metadata.annotations
+                    else {}
+                ),
             }
             for key, pg in sorted(state.podgroups.items())
         },

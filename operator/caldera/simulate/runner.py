@@ -30,7 +30,7 @@ from caldera.models.storage import (
     SELECTED_NODE_ANNOTATION,
     ClaimReference,
 )
-from caldera.models.volcano import GROUP_NAME_ANNOTATION
+from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, GROUP_NAME_ANNOTATION
 from caldera.quantity import to_engine_units
 
 __all__ = ["CycleRecord", "Simulation", "adopt_bare_pods", "simulate"]
@@ -164,7 +164,16 @@ def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
                 "conditions": st.conditions,
             }
         )
-        state.podgroups[key] = pg.model_copy(update={"status": status})
+        update: dict[str, object] = {"status": status}
+        if st.hypernode:
+            notes = {**pg.metadata.annotations, ALLOCATED_HYPERNODE_ANNOTATION: st.hypernode}
+            update["metadata"] = pg.metadata.model_copy(update={"annotations": notes})
+        state.podgroups[key] = pg.model_copy(update=update)
+    for hs in result.hypernodes:
+        hn = state.hypernodes.get(hs.name)
+        if hn is not None:
+            hn_status = hn.status.model_copy(update={"node_count": hs.node_count})
+            state.hypernodes[hs.name] = hn.model_copy(update={"status": hn_status})
     for qs in result.queues:
         queue = state.queues.get(qs.name)
         if queue is None or not qs.changed:

@@ -185,8 +185,6 @@ class Cache:
             )
             if key not in self._whole:
                 self._annotated[key] = notes
-        elif kind.model is None:
-            obj = dict(raw)
         else:
             self.parsed += 1
             parsed = parse_object(kind.name, raw)

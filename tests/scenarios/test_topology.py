@@ -1,0 +1,296 @@
+"""Network-topology-aware gangs: HyperNode trees in, placements inside one HyperNode out.
+
+The cluster of most cases is two leaf switches of four 4-cpu nodes under one spine
+(volcano.md §1.4): ``leaf-a`` holds n0–n3, ``leaf-b`` n4–n7, ``spine`` both leaves. A job's
+``networkTopology`` (§1.3) keeps it inside one HyperNode no higher than its tier bound (hard) or
+prefers the lowest tier that fits (soft).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from builders import Obj, binds, hypernode, node, pod, podgroup, scenario, state_of, summary
+from caldera.api.hypernode import build_tree
+from caldera.cache.snapshot import build_snapshot
+from caldera.simulate.runner import Simulation
+
+NTA_POLICY = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins:
+  - {name: overcommit}
+  - {name: drf}
+  - {name: predicates}
+  - {name: proportion}
+  - {name: nodeorder}
+  - {name: binpack}
+  - {name: network-topology-aware}
+"""
+
+LEAF_A = [f"n{i}" for i in range(4)]
+LEAF_B = [f"n{i}" for i in range(4, 8)]
+
+
+def two_leaves(*, cpu: str = "4") -> list[Obj]:
+    """Two leaves of four ``cpu``-cpu nodes under one spine."""
+    return [
+        *(node(n, cpu=cpu) for n in LEAF_A + LEAF_B),
+        hypernode("leaf-a", tier=1, nodes=LEAF_A, tier_name="leaf"),
+        hypernode("leaf-b", tier=1, nodes=LEAF_B, tier_name="leaf"),
+        hypernode("spine", tier=2, hypernodes=["leaf-a", "leaf-b"], tier_name="spine"),
+    ]
+
+
+def gang(
+    name: str, size: int, *, cpu: str = "3", topology: dict[str, Any] | None = None
+) -> list[Obj]:
+    topo = {"mode": "hard", "highestTierAllowed": 1} if topology is None else topology
+    return [
+        podgroup(name, min_member=size, network_topology=topo),
+        *(pod(f"{name}-{i}", group=name, cpu=cpu) for i in range(size)),
+    ]
+
+
+def placed(sim: Simulation, job: str) -> dict[str, str]:
+    return {p: n for p, n in binds(sim).items() if p.startswith(f"default/{job}-")}
+
+
+def unschedulable(sim: Simulation, pg: str) -> str:
+    conds = {c["type"]: c for c in summary(sim)["podGroups"][f"default/{pg}"]["conditions"]}
+    message: str = conds["Unschedulable"]["message"]
+    return message
+
+
+def test_a_hard_tier_1_gang_lands_inside_one_leaf() -> None:
+    sim = scenario([*two_leaves(), pod("busy", cpu="3", node_name="n0"), *gang("g", 4)])
+    assert set(placed(sim, "g").values()) == set(LEAF_B)
+
+
+def test_a_gang_that_no_leaf_can_hold_waits_and_says_which_tier_failed() -> None:
+    sim = scenario([*two_leaves(), *gang("g", 5)])
+    assert placed(sim, "g") == {}
+    message = unschedulable(sim, "g")
+    assert "network topology (hard, tier ≤ 1)" in message
+    assert "tier 1 (leaf): 2 HyperNodes, none fits (2 × room for 4 of 5 pods)" in message
+
+
+def test_a_leaf_without_the_free_resources_is_named_for_the_resource() -> None:
+    sim = scenario([*two_leaves(), *gang("g", 6, cpu="3")])
+    message = unschedulable(sim, "g")
+    assert "2 × free cpu below the gang's request" in message
+
+
+def test_a_gang_allowed_up_to_the_spine_spans_both_leaves() -> None:
+    sim = scenario([*two_leaves(), *gang("g", 5, topology={"highestTierAllowed": 2})])
+    assert len(placed(sim, "g")) == 5
+
+
+def test_highest_tier_name_bounds_the_search_like_the_tier_number() -> None:
+    by_name = scenario([*two_leaves(), *gang("g", 5, topology={"highestTierName": "leaf"})])
+    assert placed(by_name, "g") == {}
+    spine = scenario([*two_leaves(), *gang("g", 5, topology={"highestTierName": "spine"})])
+    assert len(placed(spine, "g")) == 5
+
+
+def test_an_unknown_tier_name_is_the_reason_the_gang_waits() -> None:
+    sim = scenario([*two_leaves(), *gang("g", 2, topology={"highestTierName": "pod"})])
+    assert placed(sim, "g") == {}
+    assert "no HyperNode tier is named 'pod'" in unschedulable(sim, "g")
+
+
+def test_a_hard_gang_waits_when_the_cluster_has_no_hypernodes() -> None:
+    sim = scenario([*(node(n) for n in LEAF_A), *gang("g", 2)])
+    assert placed(sim, "g") == {}
+    assert "no HyperNode of such a tier exists" in unschedulable(sim, "g")
+
+
+def test_a_soft_gang_prefers_a_leaf_that_fits() -> None:
+    objs = [*two_leaves(), pod("busy", cpu="1", node_name="n0")]
+    sim = scenario([*objs, *gang("g", 3, topology={"mode": "soft"})])
+    nodes = set(placed(sim, "g").values())
+    assert len(nodes) == 3 and (nodes <= set(LEAF_A) or nodes <= set(LEAF_B))
+
+
+def test_a_soft_gang_falls_back_to_the_whole_cluster() -> None:
+    objs = [*two_leaves(), hypernode("spine", tier=2, hypernodes=["leaf-a"])]
+    sim = scenario([*objs, *gang("g", 6, topology={"mode": "soft", "highestTierAllowed": 1})])
+    assert len(placed(sim, "g")) == 6
+
+
+def test_a_fragmented_leaf_is_ruled_out_before_any_trial() -> None:
+    # leaf-a has 10 cpu free in all (enough for three 3-cpu pods by the sum) but 2 per node
+    busy = [pod(f"busy{i}", cpu="2", node_name=n) for i, n in enumerate(LEAF_A[:3])]
+    sim = scenario([*two_leaves(), *busy, *gang("g", 3), *gang("h", 3)])
+    assert set(placed(sim, "g").values()) <= set(LEAF_B)
+    assert placed(sim, "h") == {}
+    message = unschedulable(sim, "h")
+    assert "room for 1 of 3 pods" in message
+
+
+def test_a_gang_is_all_or_nothing_when_its_leaf_rejects_a_pod() -> None:
+    # leaf-a has the room by numbers, but one of its nodes is cordoned: leaf-b takes the gang
+    objs: list[Obj] = [
+        *(node(n, unschedulable=(n == "n0")) for n in LEAF_A),
+        *(node(n) for n in LEAF_B),
+        hypernode("leaf-a", tier=1, nodes=LEAF_A),
+        hypernode("leaf-b", tier=1, nodes=LEAF_B),
+    ]
+    sim = scenario([*objs, *gang("g", 4)])
+    assert set(placed(sim, "g").values()) == set(LEAF_B)
+
+
+def test_a_running_gang_grows_only_inside_the_leaf_it_runs_in() -> None:
+    running: list[Obj] = [
+        podgroup("g", min_member=1, phase="Running", network_topology={"highestTierAllowed": 1}),
+        pod("g-0", group="g", cpu="3", node_name="n0"),
+        pod("g-1", group="g", cpu="3"),
+        pod("g-2", group="g", cpu="3"),
+    ]
+    sim = scenario([*two_leaves(), *running])
+    assert set(placed(sim, "g").values()) <= set(LEAF_A)
+    assert len(placed(sim, "g")) == 2
+
+
+def test_the_binpack_score_chooses_the_fuller_leaf() -> None:
+    objs = [*two_leaves(), pod("busy", cpu="1", node_name="n5")]
+    sim = scenario([*objs, *gang("g", 2)], policy_yaml=NTA_POLICY)
+    assert set(placed(sim, "g").values()) <= set(LEAF_B)
+
+
+def test_gang_pods_fill_the_leaf_of_their_first_pod_before_another() -> None:
+    objs = [*two_leaves(), *gang("g", 4, cpu="1", topology={"highestTierAllowed": 2})]
+    sim = scenario(objs, policy_yaml=NTA_POLICY)
+    nodes = set(placed(sim, "g").values())
+    assert nodes <= set(LEAF_A) or nodes <= set(LEAF_B)
+
+
+def test_ordinary_pods_pack_into_the_busier_hypernode() -> None:
+    objs = [*two_leaves(), pod("busy", cpu="2", node_name="n6"), pod("p", cpu="1")]
+    sim = scenario(objs, policy_yaml=NTA_POLICY)
+    assert binds(sim)["default/p"] in LEAF_B
+
+
+def test_bare_pods_take_their_topology_from_annotations() -> None:
+    notes = {
+        "volcano.sh/network-topology-mode": "hard",
+        "volcano.sh/network-topology-highest-tier": "1",
+    }
+    objs: list[Obj] = [*(node(n) for n in LEAF_A), pod("p", cpu="1", annotations=notes)]
+    sim = scenario(objs)
+    assert binds(sim) == {}
+
+
+def test_the_chosen_hypernode_is_in_the_json_report() -> None:
+    sim = scenario([*two_leaves(), *gang("g", 2)])
+    assert summary(sim)["podGroups"]["default/g"]["hyperNode"] in ("leaf-a", "leaf-b")
+
+
+# -- the tree ------------------------------------------------------------------------------------
+
+
+def tree_of(objs: list[Obj]) -> tuple[Any, list[tuple[str, str]]]:
+    state = state_of(objs)
+    names = sorted(state.nodes)
+    labels = {n: state.nodes[n].metadata.labels for n in names}
+    return build_tree(state.hypernodes, labels, {n: i for i, n in enumerate(names)}, len(names))
+
+
+def test_members_resolve_by_name_regex_labels_and_nesting() -> None:
+    objs: list[Obj] = [
+        node("gpu-0", labels={"rack": "r1"}),
+        node("gpu-1", labels={"rack": "r1"}),
+        node("cpu-0", labels={"rack": "r2"}),
+        hypernode("by-regex", tier=1, regex="^gpu-"),
+        hypernode("by-label", tier=1, labels={"rack": "r2"}),
+        hypernode("top", tier=2, hypernodes=["by-regex", "by-label"]),
+    ]
+    tree, problems = tree_of(objs)
+    assert problems == []
+    assert tree.node_counts == {"by-label": 1, "by-regex": 2, "top": 3}
+    assert tree.tiers == [1, 2]
+
+
+def test_a_node_in_two_hypernodes_of_one_tier_drops_the_later_one() -> None:
+    objs: list[Obj] = [
+        node("n0"),
+        hypernode("a", tier=1, nodes=["n0"]),
+        hypernode("b", tier=1, nodes=["n0"]),
+    ]
+    tree, problems = tree_of(objs)
+    assert tree.names == ["a"]
+    assert problems == [
+        ("b", "node n0 is also in HyperNode a of tier 1; this HyperNode is ignored")
+    ]
+
+
+def test_a_membership_cycle_is_reported_on_each_hypernode_and_ignored() -> None:
+    objs: list[Obj] = [
+        node("n0"),
+        hypernode("a", tier=2, hypernodes=["b"], nodes=["n0"]),
+        hypernode("b", tier=3, hypernodes=["a"]),
+    ]
+    tree, problems = tree_of(objs)
+    assert tree.names == []
+    assert {name for name, _ in problems} == {"a", "b"}
+    assert all("form a cycle (a → b → a)" in text for _, text in problems)
+
+
+@pytest.mark.parametrize(
+    ("member", "reason"),
+    [
+        ({"type": "Switch", "selector": {"exactMatch": {"name": "x"}}}, "type 'Switch' is not"),
+        ({"type": "Node", "selector": {"regexMatch": {"pattern": "("}}}, "does not compile"),
+        (
+            {"type": "HyperNode", "selector": {"labelMatch": {"matchLabels": {"a": "b"}}}},
+            "labelMatch applies only to members of type Node",
+        ),
+        ({"type": "HyperNode", "selector": {"exactMatch": {"name": "nope"}}}, "does not exist"),
+    ],
+)
+def test_a_bad_member_is_reported_and_the_rest_of_the_hypernode_kept(
+    member: dict[str, Any], reason: str
+) -> None:
+    objs: list[Obj] = [node("n0"), hypernode("h", tier=1, nodes=["n0"], members=[member])]
+    tree, problems = tree_of(objs)
+    assert tree.node_counts == {"h": 1}
+    assert len(problems) == 1 and problems[0][0] == "h" and reason in problems[0][1]
+    assert problems[0][1].startswith("spec.members[1]: ")
+
+
+def test_a_member_hypernode_of_a_tier_not_below_its_parent_is_ignored() -> None:
+    objs: list[Obj] = [
+        node("n0"),
+        hypernode("leaf", tier=2, nodes=["n0"]),
+        hypernode("top", tier=2, hypernodes=["leaf"]),
+    ]
+    tree, problems = tree_of(objs)
+    assert tree.node_counts == {"leaf": 1, "top": 0}
+    assert problems == [
+        (
+            "top",
+            "member HyperNode leaf has tier 2, not below this HyperNode's tier 2; member ignored",
+        )
+    ]
+
+
+def test_tree_problems_reach_the_snapshot_problems() -> None:
+    objs: list[Obj] = [
+        node("n0"),
+        hypernode("a", tier=1, nodes=["n0"]),
+        hypernode("b", tier=1, nodes=["n0"]),
+    ]
+    _, problems = build_snapshot(state_of(objs), scheduler_names=["volcano"], now=0, session_id="t")
+    assert [(p.kind, p.name) for p in problems] == [("HyperNode", "b")]
+
+
+def test_not_ready_nodes_count_in_the_status_but_take_no_pods() -> None:
+    objs: list[Obj] = [node("n0"), node("n1", ready=False), hypernode("h", tier=1, regex="n")]
+    snapshot, _ = build_snapshot(state_of(objs), scheduler_names=["volcano"], now=0, session_id="t")
+    tree = snapshot.hypernodes
+    assert tree is not None
+    assert tree.node_counts == {"h": 2}
+    assert tree.rows[0].tolist() == [0]
