@@ -10,12 +10,14 @@ the writer sends only changes.
 from __future__ import annotations
 
 import time
-from collections.abc import Container
 
+import numpy as np
+
+from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.reasons import task_scheduling_reason
 from caldera.api.resources import Vector
-from caldera.api.task import TaskStatus
+from caldera.api.task import ALLOCATED_STATUSES, TaskStatus
 from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
 from caldera.framework.session import Session
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, PodGroupCondition
@@ -45,14 +47,13 @@ def _condition_key(c: PodGroupCondition) -> tuple[str, str, str, str]:
     return (c.type, c.status, c.reason, c.message)
 
 
-def _podgroup_status(job: Job, session_id: str, ssn_hypernodes: Container[str]) -> PodGroupStatus:
+def _podgroup_status(job: Job, session_id: str, tree: HyperNodeTree | None) -> PodGroupStatus:
     phase = podgroup_phase(job, session_id)
     running = job.count(TaskStatus.RUNNING)
     succeeded = job.count(TaskStatus.SUCCEEDED)
     failed = job.count(TaskStatus.FAILED)
     old = job.api_status
-    trace = job.topology_trace
-    hypernode = trace.chosen if trace is not None and trace.chosen in ssn_hypernodes else ""
+    hypernode = _allocated_hypernode(job, tree)
     moved = bool(hypernode) and hypernode != job.annotations.get(ALLOCATED_HYPERNODE_ANNOTATION)
     counts = (phase, running, succeeded, failed)
     changed = (
@@ -74,6 +75,32 @@ def _podgroup_status(job: Job, session_id: str, ssn_hypernodes: Container[str]) 
     )
 
 
+def _allocated_hypernode(job: Job, tree: HyperNodeTree | None) -> str:
+    """The lowest HyperNode holding every placed task of a job with network topology ("" for
+    other jobs): Volcano's ``volcano.sh/job-allocated-hypernode``. Derived from the placements,
+    not remembered, so every session says the same until the job moves."""
+    if tree is None or job.network_topology is None:
+        return ""
+    rows = np.array(
+        sorted(
+            {
+                t.node
+                for s in ALLOCATED_STATUSES
+                for t in job.by_status.get(s, {}).values()
+                if t.node >= 0
+            }
+        ),
+        dtype=np.intp,
+    )
+    if not len(rows):
+        return ""
+    for tier in tree.tiers:
+        holder = tree.holding(rows, tier)
+        if holder >= 0:
+            return tree.names[holder]
+    return ""
+
+
 def _queue_allocated(ssn: Session) -> dict[str, Vector]:
     allocated = {name: ssn.space.zeros() for name in ssn.queues}
     for job in ssn.jobs.values():
@@ -93,12 +120,11 @@ def close_session(ssn: Session) -> None:
         plugin.on_session_close(ssn)
     result = ssn.result
     tree = ssn.hypernodes
-    hypernodes = tree.index if tree is not None else {}
     if tree is not None:
         result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
         if job.has_object:
-            result.podgroups.append(_podgroup_status(job, ssn.uid, hypernodes))
+            result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
         for status in _WAITING:
             for task in sorted(job.by_status.get(status, {}).values(), key=lambda t: t.key):
                 reason, message = task_scheduling_reason(job, task)

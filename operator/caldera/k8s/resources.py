@@ -32,6 +32,7 @@ def resource_of(kind: Kind) -> Resource:
 PODS = resource_of(KINDS["Pod"])
 PODGROUPS = resource_of(KINDS["PodGroup"])
 QUEUES = resource_of(KINDS["Queue"])
+HYPERNODES = resource_of(KINDS["HyperNode"])
 PVS = resource_of(KINDS["PersistentVolume"])
 PVCS = resource_of(KINDS["PersistentVolumeClaim"])
 RESOURCE_CLAIMS = resource_of(KINDS["ResourceClaim"])

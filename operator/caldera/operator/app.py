@@ -244,6 +244,7 @@ async def _start(runtime: Runtime) -> None:
         writers.evictor.queue,
         status.podgroups,
         status.queues,
+        status.hypernodes,
         status.pods,
         events.queue,
     ):
@@ -329,7 +330,13 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
         await runtime.leader.release(runtime.rest, name=s.lock, namespace=s.lock_namespace)
     if runtime.writers is not None:
         w = runtime.writers
-        queues = (w.binder.queue, w.status.podgroups, w.status.queues, w.events.queue)
+        queues = (
+            w.binder.queue,
+            w.status.podgroups,
+            w.status.queues,
+            w.status.hypernodes,
+            w.events.queue,
+        )
         try:
             await asyncio.wait_for(asyncio.gather(*(q.join() for q in queues)), timeout=grace)
         except TimeoutError:

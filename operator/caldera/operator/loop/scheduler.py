@@ -206,6 +206,9 @@ class Scheduler:
         for qs in result.queues:
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
+        for hs in result.hypernodes:
+            if self._writes.fresh(f"hypernode/{hs.name}", hs.node_count):
+                w.status.hypernode(hs)
         self._engine_events(result)
         for cond in result.pod_conditions:
             key = f"{cond.namespace}/{cond.name}"
@@ -328,6 +331,7 @@ def _status_value(st: PodGroupStatus) -> tuple[object, ...]:
         st.succeeded,
         st.failed,
         tuple((c.type, c.status, c.reason, c.message) for c in st.conditions),
+        st.hypernode,
     )
 
 

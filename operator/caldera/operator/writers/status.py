@@ -1,4 +1,5 @@
-"""Status writer: PodGroup status, Queue ``status.allocated`` and pods' ``PodScheduled``.
+"""Status writer: PodGroup status, Queue ``status.allocated``, HyperNode ``status.nodeCount`` and
+pods' ``PodScheduled``.
 
 Each write happens only when the value changed and goes through a keyed retry queue, where a
 newer status for the same object replaces one still waiting; PodGroup and Queue writes also wait
@@ -9,7 +10,10 @@ write per object:
   no status subresource). The scheduler owns that status, so the patch carries no
   resourceVersion: it cannot conflict with other writers' changes to the spec or metadata, and
   it needs no read first.
-- Queue ``status.allocated`` is a merge patch of the status subresource.
+  When the session placed the job inside a HyperNode, the same patch sets the PodGroup's
+  ``volcano.sh/job-allocated-hypernode`` annotation, as Volcano does: no extra request.
+- Queue ``status.allocated`` and HyperNode ``status.nodeCount`` are merge patches of the status
+  subresource.
 - A pod's ``PodScheduled`` condition (only ever written when the pod could not be scheduled; a
   binding sets it on success) is a strategic-merge patch of ``pods/status`` (conditions are
   merged by type), posted with a ``FailedScheduling`` event carrying the same text.
@@ -20,11 +24,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from caldera.framework.intents import PodCondition, PodGroupStatus, QueueStatus
+from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
 from caldera.k8s.errors import API_ERRORS, gives_up
-from caldera.k8s.resources import PODGROUPS, PODS, QUEUES
+from caldera.k8s.resources import HYPERNODES, PODGROUPS, PODS, QUEUES
 from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Resource, Rest
 from caldera.models.base import format_timestamp
+from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.retry import WorkQueue
 
@@ -49,6 +54,9 @@ class StatusWriter:
             "podgroup-status", self._podgroup, workers=workers
         )
         self.queues: WorkQueue[str, QueueStatus] = WorkQueue("queue-status", self._queue, workers=2)
+        self.hypernodes: WorkQueue[str, HyperNodeStatus] = WorkQueue(
+            "hypernode-status", self._hypernode, workers=2
+        )
         self.pods: WorkQueue[str, PodCondition] = WorkQueue(
             "pod-condition", self._pod, workers=workers
         )
@@ -59,6 +67,9 @@ class StatusWriter:
 
     def queue(self, status: QueueStatus) -> None:
         self.queues.put(status.name, status, delay=self._queue_coalesce)
+
+    def hypernode(self, status: HyperNodeStatus) -> None:
+        self.hypernodes.put(status.name, status, delay=self._queue_coalesce)
 
     def pod(self, condition: PodCondition) -> None:
         self.pods.put(f"{condition.namespace}/{condition.name}", condition)
@@ -73,12 +84,19 @@ class StatusWriter:
                 "conditions": [c.to_api() for c in st.conditions],
             }
         }
+        if st.hypernode:
+            patch["metadata"] = {"annotations": {ALLOCATED_HYPERNODE_ANNOTATION: st.hypernode}}
         failed = await self._patch(PODGROUPS, st.name, patch, namespace=st.namespace)
         return failed is None or gives_up(failed)
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
         patch = {"status": {"allocated": st.allocated}}
         failed = await self._patch(QUEUES, name, patch, subresource="status")
+        return failed is None or gives_up(failed)
+
+    async def _hypernode(self, name: str, st: HyperNodeStatus) -> bool:
+        patch = {"status": {"nodeCount": st.node_count}}
+        failed = await self._patch(HYPERNODES, name, patch, subresource="status")
         return failed is None or gives_up(failed)
 
     async def _pod(self, key: str, cond: PodCondition) -> bool:
