@@ -16,8 +16,13 @@ With ``--gpus-per-node N`` every node registers N shared GPUs the HAMi way (16 G
 each), the policy adds ``deviceshare`` (``VGPUEnable``), every pending pod asks one GPU for a
 fraction of its memory and cores (1000–8000 MiB, 10–30 %), and a fifth of them come in gangs of 8.
 
+With ``--leaf-size L`` the nodes form a three-tier HyperNode tree (leaves of L nodes at tier 1,
+16 leaves per tier-2 HyperNode, one tier-3 root), every PodGroup asks ``networkTopology`` hard
+with ``highestTierAllowed: 1`` (each gang inside one leaf), and the policy adds
+``network-topology-aware``.
+
     python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--affinity]
-        [--gpus-per-node 8] [--operator-gc] [--json]
+        [--gpus-per-node 8] [--leaf-size 16] [--operator-gc] [--json]
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from caldera.framework.cycle import run_cycle
 from caldera.framework.policy import DEFAULT_POLICY_YAML, default_policy, load_policy
 from caldera.framework.registry import Registry
 from caldera.models.core import Node, Pod
+from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.operator.loop.worker import fewer_collections
 
@@ -130,10 +136,42 @@ def _node(i: int, affinity: bool, gpus: int = 0) -> Node:
 GPU_GANG = 8
 
 
+LEAVES_PER_SPINE = 16
+
+
+def _hypernode(name: str, tier: int, kind: str, members: list[str]) -> HyperNode:
+    return HyperNode.model_validate(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "tier": tier,
+                "members": [
+                    {"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members
+                ],
+            },
+        }
+    )
+
+
+def add_tree(state: ClusterState, nodes: int, leaf: int) -> None:
+    """Leaves of ``leaf`` nodes, spines of 16 leaves, one root."""
+    names = [f"node-{i:05d}" for i in range(nodes)]
+    leaves = [f"leaf-{j:04d}" for j in range((nodes + leaf - 1) // leaf)]
+    for j, name in enumerate(leaves):
+        state.add(_hypernode(name, 1, "Node", names[j * leaf : (j + 1) * leaf]))
+    spines = []
+    for k in range(0, len(leaves), LEAVES_PER_SPINE):
+        spines.append(f"spine-{k // LEAVES_PER_SPINE:03d}")
+        state.add(_hypernode(spines[-1], 2, "HyperNode", leaves[k : k + LEAVES_PER_SPINE]))
+    state.add(_hypernode("root", 3, "HyperNode", spines))
+
+
 def build_state(
-    nodes: int, pods: int, gang: int, affinity: bool = False, gpus: int = 0
+    nodes: int, pods: int, gang: int, affinity: bool = False, gpus: int = 0, leaf: int = 0
 ) -> ClusterState:
     state = ClusterState()
+    if leaf:
+        add_tree(state, nodes, leaf)
     apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
         state.add(_node(i, affinity, gpus))
@@ -161,6 +199,11 @@ def build_state(
                             "cpu": f"{100 * members}m",
                             "memory": f"{500 * members}Mi",
                         },
+                        **(
+                            {"networkTopology": {"mode": "hard", "highestTierAllowed": 1}}
+                            if leaf
+                            else {}
+                        ),
                     },
                     "status": {"phase": "Pending"},
                 }
@@ -194,6 +237,7 @@ GPU_POLICY = (
     DEFAULT_POLICY_YAML
     + "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
 )
+TOPOLOGY_POLICY = DEFAULT_POLICY_YAML + "  - name: network-topology-aware\n"
 
 
 def run(
@@ -203,12 +247,18 @@ def run(
     affinity: bool = False,
     max_sessions: int = 20,
     gpus: int = 0,
+    leaf: int = 0,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang, affinity, gpus)
+    state = build_state(nodes, pods, gang, affinity, gpus, leaf)
     objects_s = time.perf_counter() - t0
     registry = Registry.from_entry_points()
-    policy = load_policy(GPU_POLICY, registry) if gpus else default_policy(registry)
+    if gpus:
+        policy = load_policy(GPU_POLICY, registry)
+    elif leaf:
+        policy = load_policy(TOPOLOGY_POLICY, registry)
+    else:
+        policy = default_policy(registry)
     bound = 0
     sessions: list[dict[str, float]] = []
     snapshot_s = 0.0
@@ -239,6 +289,7 @@ def run(
         "gang_size": gang,
         "affinity": affinity,
         "gpus_per_node": gpus,
+        "leaf_size": leaf,
         "bound": bound,
         "sessions": len(sessions),
         "session_seconds": round(session_s, 4),
@@ -267,6 +318,12 @@ def main() -> None:
         help="shared GPUs per node (HAMi registration); pods ask a fraction of one",
     )
     parser.add_argument(
+        "--leaf-size",
+        type=int,
+        default=0,
+        help="HyperNode leaves of this many nodes (3 tiers); gangs must fit one leaf",
+    )
+    parser.add_argument(
         "--operator-gc",
         action="store_true",
         help="collect cyclic garbage as the operator's session process does (fewer collections)",
@@ -275,7 +332,14 @@ def main() -> None:
     args = parser.parse_args()
     if args.operator_gc:
         fewer_collections()
-    out = run(args.nodes, args.pods, args.gang_size, args.affinity, gpus=args.gpus_per_node)
+    out = run(
+        args.nodes,
+        args.pods,
+        args.gang_size,
+        args.affinity,
+        gpus=args.gpus_per_node,
+        leaf=args.leaf_size,
+    )
     if args.json:
         print(json.dumps(out))
         return
@@ -284,6 +348,7 @@ def main() -> None:
         + (f" in gangs of {out['gang_size']}" if out["gang_size"] else "")
         + (" with anti-affinity and zone spread" if out["affinity"] else "")
         + (f", {out['gpus_per_node']} shared GPUs per node" if out["gpus_per_node"] else "")
+        + (f", hard tier-1 in leaves of {out['leaf_size']}" if out["leaf_size"] else "")
         + f": {out['bound']} bound in {out['sessions']} session(s)"
     )
     print(f"  decision-only throughput: {out['pods_per_second']:.0f} pods/s")

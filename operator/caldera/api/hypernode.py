@@ -20,7 +20,7 @@ over every node the cluster has, Ready or not, as Volcano's controller counts th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -181,6 +181,7 @@ def build_tree(
     problems: list[Problem] = []
     node_names = sorted(node_labels)
     hn_names = sorted(hypernodes)
+    hn_set = frozenset(hn_names)
     regex_cache: dict[tuple[str, str], list[str] | None] = {}
 
     def by_regex(kind: str, pattern: str) -> list[str] | None:
@@ -203,7 +204,7 @@ def build_tree(
         nodes: set[str] = set()
         kids: list[str] = []
         for i, member in enumerate(hypernodes[name].spec.members):
-            found = _resolve(member, node_names, node_labels, hn_names, by_regex)
+            found = _resolve(member, node_names, node_labels, hn_names, hn_set, by_regex)
             if isinstance(found, str):
                 problems.append((name, f"spec.members[{i}]: {found}; member ignored"))
             elif member.type == "Node":
@@ -292,14 +293,15 @@ def _resolve(
     node_names: Sequence[str],
     node_labels: Mapping[str, Mapping[str, str]],
     hn_names: Sequence[str],
+    hn_set: Container[str],
     by_regex: Callable[[str, str], list[str] | None],
 ) -> list[str] | str:
     """The names a member selects, or why it selects nothing usable."""
     sel = member.selector
     if member.type == "Node":
-        known = set(node_labels)
+        known: Container[str] = node_labels
     elif member.type == "HyperNode":
-        known = set(hn_names)
+        known = hn_set
         if sel.label_match is not None:
             return "labelMatch applies only to members of type Node"
     else:

@@ -25,6 +25,8 @@ __all__ = ["NodeScorer", "ScoreCache"]
 
 IntArray = npt.NDArray[np.intp]
 _MAX_ENTRIES = 256
+_FEW = 32
+"""Candidates fewer than 1/_FEW of the nodes (one HyperNode's) are scored directly."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +75,10 @@ class ScoreCache:
         return scores
 
     def score(self, task: Task, candidates: IntArray) -> Vector:
-        if self._local:
-            total: Vector = self._cached(task)[candidates]
+        if self._local and len(candidates) * _FEW < len(self._all):
+            total: Vector = self._local_scores(task, candidates)  # a few rows: no cache needed
+        elif self._local:
+            total = self._cached(task)[candidates]
         else:
             total = np.zeros(len(candidates), dtype=np.float64)
         for fn in self._other:
