@@ -16,6 +16,7 @@ from caldera.api.resources import ResourceSpace, Vector
 from caldera.models.dra import DraObjects
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
+from caldera.models.workloads import SpreadOwners
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
 
@@ -43,6 +44,9 @@ class Snapshot:
     """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
+    spread_owners: SpreadOwners = field(default_factory=SpreadOwners)
+    """Services and controllers, whose selectors make PodTopologySpread's system default
+    constraints."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

@@ -17,6 +17,7 @@ from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 __all__ = ["KINDS", "Kind", "kind_of_model"]
 
@@ -134,6 +135,18 @@ KINDS: dict[str, Kind] = _kinds(
         True,
         "disruption_budgets",
     ),
+    Kind("Service", "", "v1", "services", Service, True, "services"),
+    Kind(
+        "ReplicationController",
+        "",
+        "v1",
+        "replicationcontrollers",
+        ReplicationController,
+        True,
+        "replication_controllers",
+    ),
+    Kind("ReplicaSet", "apps", "v1", "replicasets", ReplicaSet, True, "replica_sets"),
+    Kind("StatefulSet", "apps", "v1", "statefulsets", StatefulSet, True, "stateful_sets"),
     Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
 )
 """Every kind the scheduler reads, by kind name."""
