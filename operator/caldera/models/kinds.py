@@ -33,6 +33,10 @@ class Kind:
     namespaced: bool
     table: str
     """The ClusterState attribute holding this kind, keyed ``namespace/name`` when namespaced."""
+    selector_only: bool = False
+    """Read only for its ``spec.selector``, for scoring (PodTopologySpread's default
+    constraints): the operator's cache drops an event that leaves the selector alone, and no
+    change is news, since a score never lets a pending pod fit."""
 
     @property
     def api_version(self) -> str:
@@ -135,7 +139,7 @@ KINDS: dict[str, Kind] = _kinds(
         True,
         "disruption_budgets",
     ),
-    Kind("Service", "", "v1", "services", Service, True, "services"),
+    Kind("Service", "", "v1", "services", Service, True, "services", selector_only=True),
     Kind(
         "ReplicationController",
         "",
@@ -144,9 +148,28 @@ KINDS: dict[str, Kind] = _kinds(
         ReplicationController,
         True,
         "replication_controllers",
+        selector_only=True,
     ),
-    Kind("ReplicaSet", "apps", "v1", "replicasets", ReplicaSet, True, "replica_sets"),
-    Kind("StatefulSet", "apps", "v1", "statefulsets", StatefulSet, True, "stateful_sets"),
+    Kind(
+        "ReplicaSet",
+        "apps",
+        "v1",
+        "replicasets",
+        ReplicaSet,
+        True,
+        "replica_sets",
+        selector_only=True,
+    ),
+    Kind(
+        "StatefulSet",
+        "apps",
+        "v1",
+        "statefulsets",
+        StatefulSet,
+        True,
+        "stateful_sets",
+        selector_only=True,
+    ),
     Kind("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", None, False, "hypernodes"),
 )
 """Every kind the scheduler reads, by kind name."""
