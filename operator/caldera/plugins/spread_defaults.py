@@ -28,13 +28,14 @@ from caldera.models.core import TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement
 from caldera.models.workloads import ReplicaSet, SpreadOwners, StatefulSet
 
-__all__ = ["SYSTEM_DEFAULTS", "ZONE", "DefaultSelectors"]
+__all__ = ["HOSTNAME", "SYSTEM_DEFAULTS", "ZONE", "DefaultSelectors"]
 
+HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 
 SYSTEM_DEFAULTS: tuple[TopologySpreadConstraint, ...] = (
     TopologySpreadConstraint(
-        max_skew=3, topology_key="kubernetes.io/hostname", when_unsatisfiable="ScheduleAnyway"
+        max_skew=3, topology_key=HOSTNAME, when_unsatisfiable="ScheduleAnyway"
     ),
     TopologySpreadConstraint(max_skew=5, topology_key=ZONE, when_unsatisfiable="ScheduleAnyway"),
 )

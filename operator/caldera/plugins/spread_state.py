@@ -45,11 +45,10 @@ from caldera.models.core import Toleration, TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
 from caldera.plugins.node_match import RequiredAffinity, affinity_key, untolerated_mask
 from caldera.plugins.placed import PlacedPods
-from caldera.plugins.spread_defaults import SYSTEM_DEFAULTS, DefaultSelectors
+from caldera.plugins.spread_defaults import HOSTNAME, SYSTEM_DEFAULTS, DefaultSelectors
 
 __all__ = ["HOSTNAME", "Constraint", "MatchCounts", "SpreadState"]
 
-HOSTNAME = "kubernetes.io/hostname"
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
 Counts = npt.NDArray[np.int64]
