@@ -29,13 +29,37 @@ from caldera.models.core import Node, Pod, PriorityClass, effective_requests, no
 from caldera.models.parse import parse_object
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from caldera.plugins.nodeorder.resources import GPU
 from caldera.simulate.report import report
 from caldera.simulate.runner import Simulation, simulate
 
 REGISTRY = Registry.from_entry_points()
-Obj = Pod | Node | PodGroup | Queue | PriorityClass | HyperNode
-ObjT = TypeVar("ObjT", Pod, Node, PodGroup, Queue, PriorityClass, HyperNode)
+Obj = (
+    Pod
+    | Node
+    | PodGroup
+    | Queue
+    | PriorityClass
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
+    | HyperNode
+)
+ObjT = TypeVar(
+    "ObjT",
+    Pod,
+    Node,
+    PodGroup,
+    Queue,
+    PriorityClass,
+    Service,
+    ReplicationController,
+    ReplicaSet,
+    StatefulSet,
+    HyperNode,
+)
 
 
 def _meta(name: str, namespace: str | None, created: float | None, **extra: Any) -> dict[str, Any]:
@@ -103,6 +127,7 @@ def pod(
     volumes: Iterable[Mapping[str, Any]] = (),
     uid: str = "",
     preemption_policy: str | None = None,
+    owners: Iterable[Mapping[str, Any]] = (),
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -141,12 +166,70 @@ def pod(
     raw = {
         "kind": "Pod",
         "metadata": _meta(
-            name, namespace, created, labels=dict(labels or {}), annotations=ann, uid=uid
+            name,
+            namespace,
+            created,
+            labels=dict(labels or {}),
+            annotations=ann,
+            uid=uid,
+            ownerReferences=[dict(o) for o in owners],
         ),
         "spec": spec,
         "status": {"phase": phase or ("Running" if node_name else "Pending")},
     }
     return _parse(Pod, raw)
+
+
+def owner(
+    kind: str, name: str, *, api_version: str | None = None, controller: bool = True
+) -> dict[str, Any]:
+    """An owner reference for ``pod(owners=...)``; the API version defaults to the kind's own
+    (``v1`` for a ReplicationController, ``apps/v1`` otherwise)."""
+    version = api_version or ("v1" if kind == "ReplicationController" else "apps/v1")
+    return {
+        "apiVersion": version,
+        "kind": kind,
+        "name": name,
+        "uid": f"uid-{kind}-{name}",
+        "controller": controller,
+    }
+
+
+def service(
+    name: str, selector: Mapping[str, str] | None, *, namespace: str = "default"
+) -> Service:
+    """A Service selecting pods by ``selector`` (None: a Service without a selector)."""
+    spec = {} if selector is None else {"selector": dict(selector)}
+    raw = {"kind": "Service", "metadata": _meta(name, namespace, None), "spec": spec}
+    return _parse(Service, raw)
+
+
+def replication_controller(
+    name: str, selector: Mapping[str, str], *, namespace: str = "default"
+) -> ReplicationController:
+    raw = {
+        "kind": "ReplicationController",
+        "metadata": _meta(name, namespace, None),
+        "spec": {"selector": dict(selector)},
+    }
+    return _parse(ReplicationController, raw)
+
+
+def replica_set(
+    name: str, selector: Mapping[str, Any] | None, *, namespace: str = "default"
+) -> ReplicaSet:
+    """A ReplicaSet whose ``spec.selector`` is the LabelSelector ``selector`` as written."""
+    spec = {} if selector is None else {"selector": dict(selector)}
+    raw = {"kind": "ReplicaSet", "metadata": _meta(name, namespace, None), "spec": spec}
+    return _parse(ReplicaSet, raw)
+
+
+def stateful_set(
+    name: str, selector: Mapping[str, Any] | None, *, namespace: str = "default"
+) -> StatefulSet:
+    spec = {} if selector is None else {"selector": dict(selector)}
+    raw = {"kind": "StatefulSet", "metadata": _meta(name, namespace, None), "spec": spec}
+    return _parse(StatefulSet, raw)
 
 
 def podgroup(

@@ -544,6 +544,37 @@ async def test_every_kind_the_scheduler_needs_is_watched(k8s: K8sHandle) -> None
     assert {"pods", "nodes", "podgroups", "queues", "priorityclasses", "hypernodes"} <= watched
 
 
+async def test_the_spread_selectors_are_watched_and_a_service_spreads_its_pods(
+    k8s: K8sHandle,
+) -> None:
+    k8s.needs_emulator("it reads the operator's watches from the request log")
+    for rt in (
+        ResourceType("", "v1", "services", "Service", True),
+        ResourceType("", "v1", "replicationcontrollers", "ReplicationController", True),
+        ResourceType("apps", "v1", "replicasets", "ReplicaSet", True),
+        ResourceType("apps", "v1", "statefulsets", "StatefulSet", True),
+    ):
+        k8s.emulator.registry.register(rt)
+    for name in ("n1", "n2"):
+        await k8s.create("nodes", node(name, **{"kubernetes.io/hostname": name}))
+    service = {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}}
+    await k8s.create("services", service, namespace="default")
+    # one running pod on each node, so resources tie and n1 (first by name) would win
+    for name, app, on in (("web-0", "web", "n1"), ("other-0", "other", "n2")):
+        running = pod(name, scheduler="default-scheduler")
+        running["metadata"]["labels"] = {"app": app}
+        running["spec"]["nodeName"] = on
+        await k8s.create("pods", running, namespace="default")
+    pending = pod("web-1")
+    pending["metadata"]["labels"] = {"app": "web"}
+    await k8s.create("pods", pending, namespace="default")
+    async with running_operator(k8s):
+        assert await wait_bound(k8s, "web-1", namespace="default") == {"web-1": "n2"}
+    for resource in ("services", "replicationcontrollers", "replicasets", "statefulsets"):
+        verbs = {r.verb for r in k8s.requests if r.resource == resource}
+        assert {"list", "watch"} <= verbs, resource
+
+
 def _serve_storage(k8s: K8sHandle) -> None:
     """The emulator serves what the other tests need; the storage kinds are added here (a real
     cluster serves them, but the test helpers only know the emulator's default kinds)."""

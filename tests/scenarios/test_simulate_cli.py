@@ -188,3 +188,32 @@ def test_bad_arguments_exit_with_usage_error(capsys: pytest.CaptureFixture[str])
         main(["simulate", "--cycles", "0", str(EXAMPLES)])
     assert exc.value.code == 2
     assert "--cycles" in capsys.readouterr().err
+
+
+def test_a_service_in_the_manifests_spreads_the_pods_it_selects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = [
+        f"\napiVersion: v1\nkind: Node\nmetadata:\n  name: {n}\n"
+        f"  labels: {{kubernetes.io/hostname: {n}}}\n"
+        'status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}\n'
+        for n in ("n1", "n2")
+    ]
+    # one running pod on each node, so resources tie and n1 (first by name) wins unless spreading
+    running = [
+        pod_yaml(f"{app}-0", scheduler="default-scheduler", extra=f", labels: {{app: {app}}}")
+        + f"  nodeName: {n}\n"
+        for app, n in (("web", "n1"), ("other", "n2"))
+    ]
+    pending = pod_yaml("web-1", extra=", labels: {app: web}")
+    web = "\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n"
+    doc, _ = run_json(capsys, write(tmp_path, *nodes, *running, pending))
+    assert doc["binds"] == [{"pod": "default/web-1", "node": "n1", "cycle": 1}]
+    selecting = web + "spec: {selector: {app: web}}\n"
+    doc, err = run_json(capsys, write(tmp_path, *nodes, *running, pending, selecting))
+    assert doc["binds"] == [{"pod": "default/web-1", "node": "n2", "cycle": 1}]
+    assert err == ""
+    malformed = web + "spec: {selector: [app, web]}\n"
+    doc, err = run_json(capsys, write(tmp_path, *nodes, *running, pending, malformed))
+    assert doc["binds"] == [{"pod": "default/web-1", "node": "n1", "cycle": 1}]
+    assert "Service default/web: spec.selector" in err

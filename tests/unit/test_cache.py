@@ -261,3 +261,28 @@ def test_a_card_assignment_patched_on_a_pending_pod_or_a_node_lock_is_not_news()
     registered["metadata"]["annotations"]["hami.io/node-nvidia-register"] = "[{}]"
     cache.apply(NODE, "MODIFIED", registered)
     assert r.news == news + 2
+
+
+def _replica_set(app: str, ready: int = 0) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": "default", "uid": "rs1"},
+        "spec": {"selector": {"matchLabels": {"app": app}}, "replicas": 3},
+        "status": {"readyReplicas": ready},
+    }
+
+
+def test_a_selector_kind_keeps_its_selector_current_and_is_never_news() -> None:
+    r = Recorder()
+    cache = r.cache()
+    rs = KINDS["ReplicaSet"]
+    cache.apply(rs, "ADDED", _replica_set("web"))
+    parsed, news = cache.parsed, r.news
+    assert news == 0  # a score never lets a pending pod fit
+    cache.take_changes()
+    cache.apply(rs, "MODIFIED", _replica_set("web", ready=2))  # status churn: dropped unparsed
+    assert (cache.parsed, len(cache.take_changes())) == (parsed, 0)
+    cache.apply(rs, "MODIFIED", _replica_set("shop"))
+    selector = cache.state.replica_sets["default/web"].spec.selector
+    assert selector is not None and selector.match_labels == (("app", "shop"),)
+    cache.apply(rs, "DELETED", _replica_set("shop"))
+    assert cache.state.replica_sets == {} and r.news == 0

@@ -150,9 +150,9 @@ def test_stdin_and_files_combine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 
 def test_warnings_from_stdin_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Service\nmetadata: {name: web}\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: ConfigMap\nmetadata: {name: web}\n"))
     loaded = load_manifests(["-"])
-    assert loaded.warnings == ["<stdin>: ignored Service web: kind not used by the scheduler"]
+    assert loaded.warnings == ["<stdin>: ignored ConfigMap web: kind not used by the scheduler"]
 
 
 def test_unknown_kinds_are_ignored_with_a_warning(tmp_path: Path) -> None:

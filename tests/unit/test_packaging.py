@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from caldera.framework.policy import load_policy
 from caldera.framework.registry import Registry
+from caldera.models.kinds import KINDS
 from caldera.models.volcano import PodGroup, Queue
 
 Obj = dict[str, Any]
@@ -617,8 +618,10 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("resource.k8s.io", "deviceclasses"): {"get", "list", "watch"},
     ("resource.k8s.io", "resourceslices"): {"get", "list", "watch"},
     ("", "events"): {"create", "patch"},
-    ("apps", "replicasets"): {"get"},
-    ("apps", "statefulsets"): {"get"},
+    ("apps", "replicasets"): {"get", "list", "watch"},
+    ("apps", "statefulsets"): {"get", "list", "watch"},
+    ("", "services"): {"list", "watch"},
+    ("", "replicationcontrollers"): {"list", "watch"},
     ("apps", "deployments"): {"get"},
     ("batch", "jobs"): {"get"},
     ("resource.k8s.io", "resourceclaimtemplates"): {"get", "list", "watch"},
@@ -648,6 +651,16 @@ def test_cluster_role_grants_exactly_what_the_scheduler_uses() -> None:
             assert "*" not in rule[key], rule
         assert "resourceNames" not in rule, rule
     assert grants(role["rules"]) == CLUSTER_GRANTS
+
+
+def test_every_kind_the_scheduler_reads_may_be_listed_and_watched() -> None:
+    granted = grants(find("ClusterRole", "caldera-scheduler")["rules"])
+    missing = [
+        kind.name
+        for kind in KINDS.values()
+        if not {"list", "watch"} <= granted.get((kind.group, kind.plural), set())
+    ]
+    assert missing == []
 
 
 def leader_election_arguments() -> tuple[str, str]:

@@ -17,6 +17,7 @@ from caldera.api.resources import ResourceSpace, Vector
 from caldera.models.dra import DraObjects
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
+from caldera.models.workloads import SpreadOwners
 
 __all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
 
@@ -46,6 +47,9 @@ class Snapshot:
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
     hypernodes: HyperNodeTree | None = None
     """The network topology, when the cluster has HyperNodes."""
+    spread_owners: SpreadOwners = field(default_factory=SpreadOwners)
+    """Services and controllers, whose selectors make PodTopologySpread's system default
+    constraints."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

@@ -11,6 +11,7 @@ import enum
 from dataclasses import dataclass, field
 
 from caldera.api.resources import Vector
+from caldera.models.base import OwnerReference
 from caldera.models.core import PodSpec
 
 __all__ = ["ALLOCATED_STATUSES", "NodeLock", "Task", "TaskStatus", "Transaction"]
@@ -89,6 +90,8 @@ class Task:
     """Seconds since the epoch when the pod started on its node (0: not known)."""
     node_lock: NodeLock | None = None
     """The node lock to hold while those annotations and the binding are written."""
+    controller: OwnerReference | None = None
+    """The pod's controller (its owner reference marked ``controller``), if any."""
 
     @property
     def key(self) -> str:

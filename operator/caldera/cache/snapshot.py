@@ -46,6 +46,7 @@ from caldera.models.volcano import (
     topology_from_annotations,
 )
 from caldera.models.volcano import Queue as QueueModel
+from caldera.models.workloads import SpreadOwners
 
 __all__ = ["PodFacts", "PodMemo", "build_snapshot", "stable_uid"]
 
@@ -262,6 +263,7 @@ class _Builder:
             role=meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),
             node_name=spec.node_name,
             started=pod.status.start_time or 0.0,
+            controller=next((o for o in meta.owner_references if o.controller), None),
         )
 
     def implicit_job(
@@ -458,8 +460,23 @@ def build_snapshot(
     snapshot.quotas = _quotas(state)
     snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
+    snapshot.spread_owners = _spread_owners(state)
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
+
+
+def _spread_owners(state: ClusterState) -> SpreadOwners:
+    services: dict[str, list[dict[str, str]]] = {}
+    for _, service in sorted(state.services.items()):
+        if service.spec.selector is not None:  # a Service without a selector selects nothing
+            ns = service.metadata.namespace or "default"
+            services.setdefault(ns, []).append(service.spec.selector)
+    return SpreadOwners(
+        services=services,
+        replication_controllers=dict(state.replication_controllers),
+        replica_sets=dict(state.replica_sets),
+        stateful_sets=dict(state.stateful_sets),
+    )
 
 
 def _quotas(state: ClusterState) -> dict[str, dict[str, float]]:

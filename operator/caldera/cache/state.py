@@ -12,6 +12,7 @@ from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 __all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "table_of"]
 
@@ -33,6 +34,10 @@ StateObject = (
     | ResourceQuota
     | PodDisruptionBudget
     | HyperNode
+    | Service
+    | ReplicationController
+    | ReplicaSet
+    | StatefulSet
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -66,6 +71,12 @@ class ClusterState:
     """By ``namespace/name`` (device quota)."""
     disruption_budgets: dict[str, PodDisruptionBudget] = field(default_factory=dict)
     """By ``namespace/name`` (the pdb plugin)."""
+    services: dict[str, Service] = field(default_factory=dict)
+    """By ``namespace/name``; with the three controller kinds below, the selectors of
+    PodTopologySpread's system default constraints."""
+    replication_controllers: dict[str, ReplicationController] = field(default_factory=dict)
+    replica_sets: dict[str, ReplicaSet] = field(default_factory=dict)
+    stateful_sets: dict[str, StatefulSet] = field(default_factory=dict)
     owner_min_members: dict[str, int] = field(default_factory=dict)
     """The ``group-min-member`` of controllers that own bare pods, by controller UID (1 when the
     controller has none); a bare pod whose controller is not here yet waits for it."""

@@ -18,6 +18,7 @@ from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 __all__ = ["KINDS", "Kind", "kind_of_model"]
 
@@ -32,6 +33,10 @@ class Kind:
     namespaced: bool
     table: str
     """The ClusterState attribute holding this kind, keyed ``namespace/name`` when namespaced."""
+    selector_only: bool = False
+    """Read only for its ``spec.selector``, for scoring (PodTopologySpread's default
+    constraints): the operator's cache drops an event that leaves the selector alone, and no
+    change is news, since a score never lets a pending pod fit."""
 
     @property
     def api_version(self) -> str:
@@ -133,6 +138,37 @@ KINDS: dict[str, Kind] = _kinds(
         PodDisruptionBudget,
         True,
         "disruption_budgets",
+    ),
+    Kind("Service", "", "v1", "services", Service, True, "services", selector_only=True),
+    Kind(
+        "ReplicationController",
+        "",
+        "v1",
+        "replicationcontrollers",
+        ReplicationController,
+        True,
+        "replication_controllers",
+        selector_only=True,
+    ),
+    Kind(
+        "ReplicaSet",
+        "apps",
+        "v1",
+        "replicasets",
+        ReplicaSet,
+        True,
+        "replica_sets",
+        selector_only=True,
+    ),
+    Kind(
+        "StatefulSet",
+        "apps",
+        "v1",
+        "statefulsets",
+        StatefulSet,
+        True,
+        "stateful_sets",
+        selector_only=True,
     ),
     Kind(
         "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", HyperNode, False, "hypernodes"

@@ -8,10 +8,10 @@ build on this module:
 - :meth:`SpreadState.constraints` reads a pod's constraints for one ``whenUnsatisfiable``
   action as kube's ``filterTopologySpreadConstraints`` does: ``matchLabelKeys`` add the pod's
   own values as requirements (keys the pod lacks are ignored), ``minDomains`` defaults to 1,
-  ``nodeAffinityPolicy`` to Honor and ``nodeTaintsPolicy`` to Ignore. Cluster-level default
-  constraints (kube's ``defaultConstraints``/system defaulting) are not applied: Volcano builds
-  them from Service/ReplicaSet/StatefulSet selectors this scheduler does not watch, so they would
-  always come out empty.
+  ``nodeAffinityPolicy`` to Honor and ``nodeTaintsPolicy`` to Ignore. A pod without
+  constraints of its own gets the system default constraints with its default selector
+  (:mod:`caldera.plugins.spread_defaults`) when the state is given the snapshot's Services and
+  controllers (the scorer; the defaults are all ScheduleAnyway, so the filter needs none).
 - :class:`MatchCounts` keeps, per tracked (namespace, selector), the number of matching pods on
   every node. A selector is tracked from the first pod that asks for it (one pass over the pods
   that carry its first ``matchLabels`` pair); afterwards the allocate/deallocate event handler
@@ -33,7 +33,7 @@ first label pair.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -45,10 +45,10 @@ from caldera.models.core import Toleration, TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
 from caldera.plugins.node_match import RequiredAffinity, affinity_key, untolerated_mask
 from caldera.plugins.placed import PlacedPods
+from caldera.plugins.spread_defaults import HOSTNAME, SYSTEM_DEFAULTS, DefaultSelectors
 
 __all__ = ["HOSTNAME", "Constraint", "MatchCounts", "SpreadState"]
 
-HOSTNAME = "kubernetes.io/hostname"
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
 Counts = npt.NDArray[np.int64]
@@ -165,32 +165,54 @@ class SpreadState:
     __slots__ = (
         "_affinity",
         "_by_task",
+        "_defaults",
         "_has",
         "_nodes",
         "_untolerated",
         "pods",
     )
 
-    def __init__(self, nodes: NodeTable) -> None:
+    def __init__(self, nodes: NodeTable, defaults: DefaultSelectors | None = None) -> None:
         self._nodes = nodes
         self.pods = MatchCounts(nodes)
+        self._defaults = defaults
         self._affinity: RequiredAffinity | None = None
         self._untolerated: Callable[[tuple[Toleration, ...]], BoolArray] | None = None
         self._has: dict[tuple[str, ...], BoolArray] = {}
         self._by_task: dict[tuple[str, str], tuple[Constraint, ...]] = {}
 
     def constraints(self, task: Task, action: str) -> tuple[Constraint, ...]:
-        """The pod's constraints whose ``whenUnsatisfiable`` is ``action``, in the pod's order
-        (read once per task and session)."""
+        """The pod's constraints whose ``whenUnsatisfiable`` is ``action``, in the pod's order,
+        or the system default ones for a pod without any (read once per task and session)."""
         specs = task.spec.topology_spread_constraints
-        if not specs:
+        if not specs and self._defaults is None:
             return ()
         hit = self._by_task.get((task.uid, action))
         if hit is None:
-            hit = self._by_task[task.uid, action] = tuple(
-                _constraint(c, task.labels) for c in specs if c.when_unsatisfiable == action
-            )
+            if specs:
+                hit = tuple(
+                    _constraint(c, task.labels) for c in specs if c.when_unsatisfiable == action
+                )
+            else:
+                hit = self._default_constraints(task, action)
+            self._by_task[task.uid, action] = hit
         return hit
+
+    def _default_constraints(self, task: Task, action: str) -> tuple[Constraint, ...]:
+        chosen = [c for c in SYSTEM_DEFAULTS if c.when_unsatisfiable == action]
+        if not chosen or self._defaults is None:
+            return ()
+        selector = self._defaults.of(task)
+        if selector is None:
+            return ()
+        return tuple(replace(_constraint(c, {}), selector=selector) for c in chosen)
+
+    @staticmethod
+    def requires_all_keys(task: Task) -> bool:
+        """Whether candidates lacking a constraint's key are left out of scoring: yes for the
+        pod's own constraints; no for the system defaults, so a node without a zone label is
+        still spread by hostname (kube's ``requireAllTopologies``)."""
+        return bool(task.spec.topology_spread_constraints)
 
     def domains(self, key: str) -> tuple[IntArray, int]:
         """(domain id per node, number of domains D); nodes without the label get id D."""
@@ -227,11 +249,12 @@ class SpreadState:
         self, task: Task, c: Constraint, eligible: BoolArray
     ) -> tuple[Counts, BoolArray]:
         """Per domain of ``c.key``: the matching pods on eligible nodes, and whether any eligible
-        node is in that domain."""
+        node is in that domain (nodes without the key count for none)."""
         dom, size = self.domains(c.key)
-        rows = dom[eligible]
-        per_node = self.pods.counts(task.namespace, c.selector)
-        counts = np.bincount(rows, weights=per_node[eligible], minlength=size).astype(np.int64)
+        keyed = eligible & (dom < size)
+        rows = dom[keyed]
+        weights = self.pods.counts(task.namespace, c.selector)[keyed]
+        counts = np.bincount(rows, weights=weights, minlength=size).astype(np.int64)
         present = np.bincount(rows, minlength=size) > 0
         return counts, present
 

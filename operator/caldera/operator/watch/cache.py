@@ -55,11 +55,14 @@ ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.k
 """Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 
 
-def fingerprint(kind: str, raw: Raw) -> tuple[Any, ...] | None:
-    """What the scheduler reads of a pod or a node (None for other kinds: always parsed)."""
+def fingerprint(kind: Kind, raw: Raw) -> tuple[Any, ...] | None:
+    """What the scheduler reads of a pod, a node or a selector-only kind (None for other kinds:
+    always parsed)."""
     meta = raw.get("metadata") or {}
     status = raw.get("status") or {}
-    if kind == "Pod":
+    if kind.selector_only:  # a ReplicaSet's status churn, a Service's ports: nothing read
+        return (meta.get("uid"), (raw.get("spec") or {}).get("selector"))
+    if kind.name == "Pod":
         return (
             meta.get("uid"),
             meta.get("labels"),
@@ -71,7 +74,7 @@ def fingerprint(kind: str, raw: Raw) -> tuple[Any, ...] | None:
             _condition(status.get("conditions"), "PodScheduled"),
             status.get("resourceClaimStatuses"),
         )
-    if kind == "Node":
+    if kind.name == "Node":
         notes = meta.get("annotations") or {}
         return (
             meta.get("uid"),
@@ -162,7 +165,7 @@ class Cache:
             self._drop(kind, key)
             return
         prints = self._prints[kind.name]
-        mark = fingerprint(kind.name, raw)
+        mark = fingerprint(kind, raw)
         if mark is not None and key in prints and prints[key] == mark:
             return  # nothing the scheduler reads changed
         table: dict[str, Any] = getattr(self.state, kind.table)
@@ -208,7 +211,7 @@ class Cache:
                 notes is not None and old is not None and _only(old, notes, ASSIGNMENT_ANNOTATIONS)
             )
             self._pod_news(raw, obj, old, previous, prints[key], quiet=ours)
-        elif previous is None or previous != prints[key]:
+        elif not kind.selector_only and (previous is None or previous != prints[key]):
             self._on_news()
 
     def _pod_news(
@@ -254,7 +257,11 @@ class Cache:
     def _drop(self, kind: Kind, key: str) -> None:
         self._malformed.pop(f"{kind.name}/{key}", None)
         old = self._forget(kind, key)
-        if old is not None and (kind.name != "Pod" or old.spec.node_name):
+        if (
+            old is not None
+            and not kind.selector_only
+            and (kind.name != "Pod" or old.spec.node_name)
+        ):
             self._on_news()  # capacity or a constraint went away
 
     def _malformed_object(self, kind: Kind, key: str, raw: Raw, error: ObjectError) -> None:

@@ -15,9 +15,14 @@ candidate nodes (those that passed the filters) in three steps:
   ignored, each such candidate scores ``100 · (max + min − raw) // max``, or 100 when ``max`` is
   0; ignored candidates score 0.
 
-Pods without ScheduleAnyway constraints score 0 everywhere (PreScore Skip); cluster-level default
-constraints are not applied (see :mod:`caldera.plugins.spread_state`). The counts are kept current
-within the session by an event handler registered for the nodeorder plugin.
+A pod without constraints of its own is scored by the system default constraints when something
+selects it (:mod:`caldera.plugins.spread_defaults`), with kube's one difference for them: no
+candidate is ignored. A candidate without a constraint's key adds nothing for that constraint
+(it is still spread by the others), and the candidates without it together count as one more
+domain in that constraint's ``size``; the counts come from the nodes that have the key.
+
+Pods without ScheduleAnyway constraints score 0 everywhere (PreScore Skip). The counts are kept
+current within the session by an event handler registered for the nodeorder plugin.
 
 Complexity per task: O(C·N) numpy work for C ScheduleAnyway constraints and N nodes; O(C) for a
 pod without them.
@@ -33,6 +38,7 @@ import numpy as np
 from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.framework.session import IntArray, Session
+from caldera.plugins.spread_defaults import DefaultSelectors
 from caldera.plugins.spread_state import HOSTNAME, SpreadState
 
 __all__ = ["pod_topology_spread"]
@@ -50,7 +56,7 @@ def _round(x: Vector) -> Vector:
 
 def pod_topology_spread(ssn: Session, plugin: str) -> Callable[[Task, IntArray], Vector | float]:
     """The scorer over candidate rows; its counts' event handler is registered for ``plugin``."""
-    state = SpreadState(ssn.nodes)
+    state = SpreadState(ssn.nodes, DefaultSelectors(ssn.snapshot.spread_owners))
     ssn.event_handlers.add(plugin, state.pods.handler)
 
     def score(task: Task, idx: IntArray) -> Vector | float:
@@ -58,8 +64,9 @@ def pod_topology_spread(ssn: Session, plugin: str) -> Callable[[Task, IntArray],
         if not cons:
             return 0.0  # kube's PreScore skips the plugin
         out = np.zeros(len(idx), dtype=np.float64)
-        has_all = state.has_all(cons)
-        scored = has_all[idx]
+        # the nodes not ignored: those with every key, or all of them (``has_all`` of no key)
+        required = state.has_all(cons if state.requires_all_keys(task) else ())
+        scored = required[idx]
         if not scored.any():
             return out
         raw = np.zeros(len(idx), dtype=np.float64)
@@ -69,10 +76,12 @@ def pod_topology_spread(ssn: Session, plugin: str) -> Callable[[Task, IntArray],
                 domains = int(np.count_nonzero(scored))
                 count = state.pods.counts(task.namespace, c.selector)[idx]
             else:
+                # a scored candidate without the key has domain id ``size``: one more domain
                 domains = int(np.count_nonzero(np.bincount(dom[idx[scored]], minlength=size)))
-                counts, _ = state.domain_counts(task, c, state.eligible(task, c, has_all))
+                counts, _ = state.domain_counts(task, c, state.eligible(task, c, required))
                 count = np.append(counts, 0)[dom[idx]]
-            raw += count * math.log(domains + 2) + float(c.max_skew - 1)
+            term = count * math.log(domains + 2) + float(c.max_skew - 1)
+            raw += np.where(dom[idx] < size, term, 0.0)
         values = _round(raw[scored]).astype(np.int64)
         high = max(int(values.max()), 0)
         low = int(values.min())
