@@ -6,14 +6,15 @@ harness leaves unset switches) on one node of 5 CPUs and 5G. A
 queue is taken from the priority queue, one of its jobs is placed, and the queue is pushed back
 *with its share as it is now*, so a queue that has just been given resources may have to let
 another queue go first. The cases below are those, rebuilt with our builders, plus the job-level
-counterpart for drf inside one queue.
+counterpart for drf inside one queue, and the same re-keying in reclaim's turns.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from builders import Obj, binds, node, pod, podgroup, queue, scenario
+from builders import Obj, binds, node, open_session, pod, podgroup, queue, scenario
+from caldera.actions._evict import turns_by_queue_share
 from caldera.simulate.runner import Simulation
 
 FAIR_SHARE = textwrap.dedent(
@@ -115,3 +116,28 @@ def test_a_job_pushed_back_after_a_task_is_ordered_by_its_new_drf_share() -> Non
     # pg-a (share 0) places a-1 and is ready with a task left; pushed back with its share now
     # (2/5) it comes after pg-b (1/5), which takes the last 2 CPUs before a-2 can
     assert bound(sim) == [f"{NS}/a-1", f"{NS}/b-1"]
+
+
+def test_reclaim_turns_put_a_queue_back_in_line_by_its_share_after_each_job() -> None:
+    # reclaim's turns (Volcano: pop a queue, serve a job, push the queue back): once q-1's first
+    # job has taken resources, q-2 (share still 0) comes before q-1's second job
+    ssn = open_session(
+        [
+            node("node-1", cpu="5", memory="5G"),
+            queue("q-1"),
+            queue("q-2"),
+            group("pg-1a", "q-1"),
+            group("pg-1b", "q-1"),
+            group("pg-2a", "q-2"),
+            task("p-1a", "pg-1a", "1", "1G"),
+            task("p-1b", "pg-1b", "1", "1G"),
+            task("p-2a", "pg-2a", "1", "1G"),
+        ],
+        FAIR_SHARE,
+    )
+    order = []
+    for job in turns_by_queue_share(ssn, list(ssn.jobs.values())):
+        order.append(job.name)
+        (pending,) = job.tasks.values()
+        ssn.statement().allocate(pending, 0)
+    assert order == ["pg-1a", "pg-2a", "pg-1b"]
