@@ -505,6 +505,36 @@ SHORT_NAME_BIG = 'device.capacity["gpu.example.com"].memory.isGreaterThan(quanti
         ),
         pytest.param(
             [
+                device_class(),
+                rslice(
+                    "rack",
+                    [gpu("g0")],
+                    selector={
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "rack", "operator": "NotIn", "values": ["$"]}
+                                ]
+                            },
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "kubernetes.io/hostname",
+                                        "operator": "In",
+                                        "values": ["n2", "n3"],
+                                    }
+                                ]
+                            },
+                        ]
+                    },
+                ),
+                claim("c"),
+            ],
+            {CANNOT_ALLOCATE: ["n1", "n2", "n3"]},
+            id="a-slice-selector-with-a-term-that-does-not-parse-matches-no-node",
+        ),
+        pytest.param(
+            [
                 *GPUS,
                 claim(
                     "c",

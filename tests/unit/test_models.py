@@ -502,17 +502,69 @@ def test_valid_node_selector_requirements(operator: str, values: list[str]) -> N
         pytest.param("DoesNotExist", ["a"], "takes no values", id="DoesNotExist with a value"),
         pytest.param("Gt", [], "exactly one value", id="Gt without a value"),
         pytest.param("Lt", ["1", "2"], "exactly one value", id="Lt with two values"),
-        pytest.param("Gt", ["x"], "integer", id="Gt with a word"),
-        pytest.param("Lt", ["1.5"], "integer", id="Lt with a decimal"),
-        pytest.param("Gt", [" 5"], "integer", id="Gt with a padded integer"),
-        pytest.param("Gt", ["1_000"], "integer", id="Gt with digit separators"),
-        pytest.param("Gt", ["\u0665"], "integer", id="Gt with a non-ASCII digit"),
         pytest.param("Like", ["a"], "Input should be", id="an unknown operator"),
     ],
 )
 def test_invalid_node_selector_requirements(operator: str, values: list[str], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         NodeSelectorRequirement.model_validate({"key": "k", "operator": operator, "values": values})
+
+
+@pytest.mark.parametrize(
+    ("key", "operator", "values"),
+    [
+        pytest.param("k", "Gt", ["x"], id="Gt with a word"),
+        pytest.param("k", "Lt", ["1.5"], id="Lt with a decimal"),
+        pytest.param("k", "Gt", [" 5"], id="Gt with a padded integer"),
+        pytest.param("k", "Gt", ["1_000"], id="Gt with digit separators"),
+        pytest.param("k", "Gt", ["\u0665"], id="Gt with a non-ASCII digit"),
+        pytest.param("k", "Gt", ["9223372036854775808"], id="Gt beyond int64"),
+        pytest.param("k", "NotIn", ["$"], id="a value with a symbol"),
+        pytest.param("k", "In", ["ok", "-a"], id="a value starting with a dash"),
+        pytest.param("k", "In", ["a" * 64], id="a value of 64 characters"),
+        pytest.param("k k", "Exists", [], id="a key with a space"),
+        pytest.param("Example.com/k", "Exists", [], id="a key with an upper-case prefix"),
+        pytest.param("a/b/c", "Exists", [], id="a key with two slashes"),
+        pytest.param("/k", "Exists", [], id="a key with an empty prefix"),
+    ],
+)
+def test_requirements_the_api_server_stores_but_the_scheduler_cannot_parse_still_load(
+    key: str, operator: str, values: list[str]
+) -> None:
+    req = NodeSelectorRequirement.model_validate(
+        {"key": key, "operator": operator, "values": values}
+    )
+    assert req.label_ok is False
+
+
+@pytest.mark.parametrize(
+    ("key", "values"),
+    [
+        pytest.param("example.com/k_1", ["", "A-b.c_9"], id="a prefixed key, empty and mixed"),
+        pytest.param("k", ["a" * 63], id="a value of 63 characters"),
+    ],
+)
+def test_label_syntax_the_scheduler_accepts(key: str, values: list[str]) -> None:
+    req = NodeSelectorRequirement(key=key, operator="In", values=tuple(values))
+    assert req.label_ok is True
+
+
+@pytest.mark.parametrize(
+    ("operator", "values", "ok"),
+    [
+        pytest.param("In", ["n1"], True, id="In with one value"),
+        pytest.param("NotIn", ["n1"], True, id="NotIn with one value"),
+        pytest.param("In", ["n1", "n2"], False, id="In with two values"),
+        pytest.param("Exists", [], False, id="Exists"),
+    ],
+)
+def test_match_fields_take_in_or_not_in_with_one_value(
+    operator: str, values: list[str], ok: bool
+) -> None:
+    req = NodeSelectorRequirement.model_validate(
+        {"key": "metadata.name", "operator": operator, "values": values}
+    )
+    assert req.field_ok is ok
 
 
 def test_a_node_selector_requirement_needs_a_key() -> None:
@@ -525,7 +577,7 @@ def test_a_bad_requirement_inside_a_pod_names_its_path() -> None:
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["new"]}]}
+                    {"matchExpressions": [{"key": "gen", "operator": "Gt", "values": []}]}
                 ]
             }
         }
@@ -533,7 +585,7 @@ def test_a_bad_requirement_inside_a_pod_names_its_path() -> None:
     spec = {"containers": [{"name": "main"}], "affinity": affinity}
     assert str(error("Pod", pod_raw(spec=spec))) == (
         "Pod default/x: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        ".nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs an integer value"
+        ".nodeSelectorTerms[0].matchExpressions[0]: operator Gt needs exactly one value"
     )
 
 

@@ -1,6 +1,8 @@
 """NodePorts, PrePredicate's Skip mechanism and the stable-filter cache (predicate.CacheEnable).
 
-Host-port conflicts follow kube-scheduler's HostPortInfo rules: an empty host IP means 0.0.0.0,
+Host ports are listed as kube's ``GetHostPorts`` lists them: regular containers and sidecars
+(init containers with ``restartPolicy: Always``), never plain init containers. Host-port conflicts
+follow kube-scheduler's HostPortInfo rules: an empty host IP means 0.0.0.0,
 which conflicts with the same protocol and port on any IP; a specific IP conflicts with itself and
 with 0.0.0.0; protocols never conflict with each other.
 """
@@ -89,6 +91,100 @@ def test_host_port_conflicts(
     existing: list[Mapping[str, Any]], wanted: list[Mapping[str, Any]], expected: list[str]
 ) -> None:
     assert rejected(session(existing, wanted)) == expected
+
+
+def init(port: int, *, sidecar: bool) -> dict[str, Any]:
+    """An init container holding host port ``port``; a sidecar restarts Always."""
+    out: dict[str, Any] = {"name": f"init-{port}", "image": "busybox", "ports": [hp(port)]}
+    if sidecar:
+        out["restartPolicy"] = "Always"
+    return out
+
+
+def placed_and_wanted(
+    held: dict[str, Any], wanted: dict[str, Any], policy: str = POLICY
+) -> list[str]:
+    """The nodes NodePorts rejects for a new pod when a pod on n1 holds ports: ``held`` and
+    ``wanted`` are the pods' builder arguments (``ports`` or ``init_containers``)."""
+    objects: list[Obj] = [
+        node("n1"),
+        node("n2"),
+        podgroup("pg"),
+        pod("old", node_name="n1", scheduler="other", **held),
+        pod("new", group="pg", **wanted),
+    ]
+    return rejected(open_session(objects, policy))
+
+
+@pytest.mark.parametrize(
+    ("held", "wanted", "expected"),
+    [
+        pytest.param(
+            {"init_containers": [init(8080, sidecar=True)]},
+            {"init_containers": [init(8080, sidecar=True)]},
+            ["n1"],
+            id="a sidecar's port against a placed pod's sidecar",
+        ),
+        pytest.param(
+            {"ports": [hp(8080)]},
+            {"init_containers": [init(8080, sidecar=True)]},
+            ["n1"],
+            id="a sidecar's port against a placed pod's main container",
+        ),
+        pytest.param(
+            {"init_containers": [init(8080, sidecar=True)]},
+            {"ports": [hp(8080)]},
+            ["n1"],
+            id="a main container's port against a placed pod's sidecar",
+        ),
+        pytest.param(
+            {"init_containers": [init(8080, sidecar=False)]},
+            {"ports": [hp(8080)]},
+            [],
+            id="a placed pod's plain init container holds no port",
+        ),
+        pytest.param(
+            {"ports": [hp(8080)]},
+            {"init_containers": [init(8080, sidecar=False)]},
+            [],
+            id="a plain init container wants no port",
+        ),
+    ],
+)
+def test_sidecar_host_ports_count_as_kube_gethostports_lists_them(
+    held: dict[str, Any], wanted: dict[str, Any], expected: list[str]
+) -> None:
+    assert placed_and_wanted(held, wanted) == expected
+
+
+def test_a_pod_whose_sidecar_wants_a_held_port_goes_to_the_other_node() -> None:
+    sim = scenario(
+        [
+            node("n1"),
+            node("n2"),
+            pod(
+                "old", node_name="n1", scheduler="other", init_containers=[init(8080, sidecar=True)]
+            ),
+            podgroup("pg"),
+            pod("p", group="pg", init_containers=[init(8080, sidecar=True)]),
+        ],
+        policy_yaml=POLICY,
+    )
+    assert binds(sim) == {"default/p": "n2"}
+
+
+def test_a_sidecar_port_taken_within_the_session_is_seen_by_the_next_pod() -> None:
+    sim = scenario(
+        [
+            node("n1"),
+            podgroup("a"),
+            podgroup("b"),
+            pod("a", group="a", init_containers=[init(8080, sidecar=True)]),
+            pod("b", group="b", ports=[hp(8080)]),
+        ],
+        policy_yaml=POLICY,
+    )
+    assert len(binds(sim)) == 1
 
 
 def test_a_pod_without_host_ports_skips_the_filter() -> None:

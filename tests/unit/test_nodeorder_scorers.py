@@ -95,6 +95,21 @@ ZONES = [node("a", labels={"zone": "z1", "ssd": "true"}), node("b", labels={"zon
             {"a": 0, "b": 7},
             id="matchFields on the node name",
         ),
+        pytest.param(
+            preferred((10, expr("zone", "In", "z1")), (5, expr("zone", "NotIn", "$"))),
+            {"a": 0, "b": 0},
+            id="one term that does not parse voids every preference (NewPreferredSchedulingTerms)",
+        ),
+        pytest.param(
+            preferred((10, expr("zone", "In", "z1")), (5, expr("rank", "Gt", "high"))),
+            {"a": 0, "b": 0},
+            id="a Gt bound that is not an integer voids every preference",
+        ),
+        pytest.param(
+            preferred((10, expr("zone", "In", "z1")), (5, {})),
+            {"a": 10, "b": 0},
+            id="an empty preference is skipped, not invalid",
+        ),
     ],
 )
 def test_node_affinity_score(affinity: dict[str, Any] | None, expected: dict[str, int]) -> None:

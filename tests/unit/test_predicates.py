@@ -169,7 +169,7 @@ def required(*terms: dict[str, Any]) -> dict[str, Any]:
                 "affinity": required(
                     {
                         "matchExpressions": [expr("zone", "Exists")],
-                        "matchFields": [expr("metadata.name", "In", "n2", "n3")],
+                        "matchFields": [expr("metadata.name", "NotIn", "n1")],
                     }
                 )
             },
@@ -193,6 +193,52 @@ def required(*terms: dict[str, Any]) -> dict[str, Any]:
             id="an empty term ORed with a matching one",
         ),
         pytest.param({"affinity": required()}, [], id="no terms at all matches nothing"),
+        pytest.param(
+            {"affinity": required({"matchExpressions": [expr("zone", "NotIn", "$")]})},
+            [],
+            id="a value that is not a label value makes the term match nothing",
+        ),
+        pytest.param(
+            {
+                "affinity": required(
+                    {"matchExpressions": [expr("zone", "NotIn", "$")]},
+                    {"matchExpressions": [expr("zone", "In", "b")]},
+                )
+            },
+            ["n2"],
+            id="an invalid term ORed with a matching one",
+        ),
+        pytest.param(
+            {
+                "affinity": required(
+                    {"matchExpressions": [expr("zone", "Exists"), expr("gpu-count", "Gt", "two")]}
+                )
+            },
+            [],
+            id="a Gt bound that is not an integer makes the term match nothing",
+        ),
+        pytest.param(
+            {"affinity": required({"matchExpressions": [expr("bad key", "DoesNotExist")]})},
+            [],
+            id="a key that is not a qualified name makes the term match nothing",
+        ),
+        pytest.param(
+            {"affinity": required({"matchFields": [expr("metadata.name", "In", "n1", "n2")]})},
+            [],
+            id="matchFields with two values make the term match nothing",
+        ),
+        pytest.param(
+            {
+                "affinity": required(
+                    {
+                        "matchExpressions": [expr("zone", "Exists")],
+                        "matchFields": [expr("metadata.name", "Exists")],
+                    }
+                )
+            },
+            [],
+            id="matchFields with an operator other than In and NotIn make the term match nothing",
+        ),
         pytest.param(
             {
                 "node_selector": {"zone": "a"},
@@ -408,7 +454,12 @@ def test_every_failing_reason_of_every_node_is_counted_in_the_pending_message() 
             id="a toleration opens the tainted node",
         ),
         pytest.param(
-            {"affinity": required({"matchFields": [expr("metadata.name", "In", "n1", "n3")]})},
+            {
+                "affinity": required(
+                    {"matchFields": [expr("metadata.name", "In", "n1")]},
+                    {"matchFields": [expr("metadata.name", "In", "n3")]},
+                )
+            },
             "n3",
             id="the cordoned node stays closed even when affinity names it",
         ),

@@ -9,7 +9,9 @@ Expectations are written from kube-scheduler's documented behaviour (Kubernetes 
 - a ``WaitForFirstConsumer`` claim takes the smallest available volume of its class that fits
   (capacity, access modes, volume mode, selector, node affinity), smaller claims first, or is
   provisioned when its class has a real provisioner whose allowed topologies admit the node;
-- volume node affinity is matched against the node's labels only (matchFields never match);
+- volume node affinity is matched against the node's labels only: a node without fields skips
+  matchFields that parse, and a term kube cannot parse (``NotIn ["$"]``, matchFields with two
+  values) matches no node, while the other terms still count;
 - VolumeZone compares the zone/region labels of bound volumes with the node's, beta volume labels
   also matching the node's GA labels; nodes without any zone label fit;
 - NodeVolumeLimits counts distinct volumes per CSI driver against CSINode's
@@ -93,6 +95,15 @@ def hostname_affinity(*hosts: str) -> dict[str, Any]:
             ]
         }
     }
+
+
+def terms(*node_selector_terms: Mapping[str, Any]) -> dict[str, Any]:
+    """A volume nodeAffinity whose required selector ORs ``node_selector_terms``."""
+    return {"required": {"nodeSelectorTerms": list(node_selector_terms)}}
+
+
+def name_in(*names: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": list(names)}
 
 
 def pv(
@@ -498,30 +509,29 @@ WAITING = pvc("data", storage="10Gi")
             id="a Block volume does not serve a Filesystem claim",
         ),
         pytest.param(
+            [LOCAL, WAITING, pv("pv1", affinity=terms({"matchFields": [name_in("n2")]}))],
+            {},
+            id="volume node affinity sees the node's labels only: matchFields are skipped",
+        ),
+        pytest.param(
+            [LOCAL, WAITING, pv("pv1", affinity=terms({"matchFields": [name_in("n2", "n3")]}))],
+            {BIND_CONFLICT: ["n1", "n2", "n3"]},
+            id="matchFields that do not parse make the volume's term match nothing",
+        ),
+        pytest.param(
             [
                 LOCAL,
                 WAITING,
                 pv(
                     "pv1",
-                    affinity={
-                        "required": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchFields": [
-                                        {
-                                            "key": "metadata.name",
-                                            "operator": "In",
-                                            "values": ["n2"],
-                                        }
-                                    ]
-                                }
-                            ]
-                        }
-                    },
+                    affinity=terms(
+                        {"matchExpressions": [{"key": ZONE, "operator": "NotIn", "values": ["$"]}]},
+                        {"matchExpressions": [{"key": HOST, "operator": "In", "values": ["n3"]}]},
+                    ),
                 ),
             ],
-            {BIND_CONFLICT: ["n1", "n2", "n3"]},
-            id="volume node affinity sees the node's labels only: matchFields never match",
+            {BIND_CONFLICT: ["n1", "n2"]},
+            id="an invalid volume affinity term matches nothing while the others still count",
         ),
         pytest.param(
             [storage_class("local", provisioner=CSI), WAITING],

@@ -20,13 +20,14 @@ discarded.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
+from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Args
@@ -42,6 +43,7 @@ __all__ = [
     "evict_for",
     "make_room_for_job",
     "starving_jobs",
+    "turns_by_queue_share",
 ]
 
 BoolArray = npt.NDArray[np.bool_]
@@ -87,6 +89,24 @@ def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
             out.append(job)
     queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
     return sorted(out, key=lambda j: (queue_key(ssn.queues[j.queue]), job_key(j)))
+
+
+def turns_by_queue_share(ssn: Session, jobs: Sequence[Job]) -> Iterator[Job]:
+    """``jobs`` one turn at a time: the first queue in queue order gives its first job in job
+    order, then goes back in line keyed by its share as that job left it (Volcano's reclaim pops
+    a queue, serves it and pushes it back), so a queue that has just taken resources may let
+    another go first. O(log Q) per turn for Q queues."""
+    job_key = ssn.job_order_key()
+    waiting: dict[str, OrderedQueue[Job]] = {}
+    for job in jobs:
+        waiting.setdefault(job.queue, OrderedQueue(job_key)).push(job)
+    queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(waiting)))
+    while queues:
+        queue = queues.pop()
+        line = waiting[queue.name]
+        yield line.pop()
+        if line:
+            queues.push(queue)
 
 
 def make_room_for_job(

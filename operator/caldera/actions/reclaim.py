@@ -1,7 +1,9 @@
 """reclaim: queues under their share take back what other queues hold beyond theirs.
 
-As Volcano's reclaim: for every starving job (valid, past Pending) of a queue that is not
-overused, in queue then job order, each pending task whose queue may grow by it
+As Volcano's reclaim: starving jobs (valid, past Pending) take turns by queue: the first queue in
+queue order that is not overused serves its first job in job order and goes back in line keyed by
+its share as it is then, so a queue that has just reclaimed may let another go first. Each pending
+task of the job whose queue may grow by it
 (``Preemptive``: for proportion, the queue is open and stays within its deserved share) is
 pipelined onto a node, evicting ``Running`` preemptable tasks of *other* queues that are
 reclaimable (``spec.reclaimable``, default true) and that the ``Reclaimable`` tiers allow (for
@@ -25,6 +27,7 @@ from caldera.actions._evict import (
     candidate_nodes,
     make_room_for_job,
     starving_jobs,
+    turns_by_queue_share,
 )
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
@@ -58,7 +61,7 @@ class ReclaimAction(Action[ReclaimArgs]):
         open_victims = np.append(reclaimable_queue, False)[table.queue]
         running = np.array([t.status is TaskStatus.RUNNING for t in table.tasks], dtype=bool)
         limit = candidate_nodes(self.args, len(ssn.nodes))
-        for job in jobs:
+        for job in turns_by_queue_share(ssn, jobs):
             queue = ssn.queues[job.queue]
             if ssn.overused(queue):
                 continue

@@ -6,12 +6,12 @@ computed here exactly as kube-scheduler computes them, because every later decis
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp
+from caldera.models.names import is_label_value, is_qualified_name, parse_int64
 from caldera.models.selectors import LabelSelector
 
 __all__ = [
@@ -45,10 +45,6 @@ __all__ = [
 DEFAULT_MILLI_CPU_REQUEST = 100.0
 DEFAULT_MEMORY_REQUEST = 200.0 * 1024 * 1024
 
-# Gt/Lt values as Go's strconv.ParseInt reads them: Python's int() would also take spaces,
-# underscores and other scripts' digits.
-_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
 
 class Toleration(ApiModel):
     key: str = ""
@@ -76,6 +72,11 @@ class Taint(ApiModel):
 
 
 class NodeSelectorRequirement(ApiModel):
+    """One node selector requirement. The value counts the API server enforces are checked on
+    load; what only kube-scheduler checks (label syntax, a ``Gt``/``Lt`` integer) is answered by
+    :attr:`label_ok` and :attr:`field_ok`, and an invalid requirement makes its term match nothing.
+    """
+
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
@@ -86,17 +87,41 @@ class NodeSelectorRequirement(ApiModel):
             raise ValueError(f"operator {self.operator} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"operator {self.operator} takes no values")
-        if self.operator in ("Gt", "Lt"):
-            if len(self.values) != 1:
-                raise ValueError(f"operator {self.operator} needs exactly one value")
-            if not _INTEGER.fullmatch(self.values[0]):
-                raise ValueError(f"operator {self.operator} needs an integer value")
+        if self.operator in ("Gt", "Lt") and len(self.values) != 1:
+            raise ValueError(f"operator {self.operator} needs exactly one value")
         return self
+
+    @property
+    def label_ok(self) -> bool:
+        """Whether apimachinery's ``labels.NewRequirement`` accepts it as a matchExpressions
+        entry: a qualified-name key, label values, one integer for ``Gt``/``Lt``."""
+        if not is_qualified_name(self.key) or not all(is_label_value(v) for v in self.values):
+            return False
+        return self.operator not in ("Gt", "Lt") or parse_int64(self.values[0]) is not None
+
+    @property
+    def field_ok(self) -> bool:
+        """Whether kube's ``nodeSelectorRequirementsAsFieldSelector`` accepts it as a matchFields
+        entry: ``In`` or ``NotIn`` with exactly one value."""
+        return self.operator in ("In", "NotIn") and len(self.values) == 1
 
 
 class NodeSelectorTerm(ApiModel):
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        """An empty term matches nothing."""
+        return not self.match_expressions and not self.match_fields
+
+    @property
+    def valid(self) -> bool:
+        """Whether kube-scheduler can parse every requirement; an invalid term matches nothing
+        (``nodeaffinity.newNodeSelectorTerm`` records parse errors and the term never matches)."""
+        return all(r.label_ok for r in self.match_expressions) and all(
+            r.field_ok for r in self.match_fields
+        )
 
 
 class NodeSelector(ApiModel):

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from caldera.models.base import ApiModel, ObjectMeta, ResourceList
 from caldera.models.core import NodeSelector
+from caldera.models.names import is_label_value, is_qualified_name
 from caldera.models.selectors import LabelSelector
 
 __all__ = [
@@ -55,6 +56,15 @@ class TopologySelectorRequirement(ApiModel):
 
 class TopologySelectorTerm(ApiModel):
     match_label_expressions: tuple[TopologySelectorRequirement, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        """Whether kube can parse every requirement as an ``In`` label requirement
+        (``TopologySelectorRequirementsAsSelector``); an invalid term matches nothing."""
+        return all(
+            is_qualified_name(r.key) and all(is_label_value(v) for v in r.values)
+            for r in self.match_label_expressions
+        )
 
 
 class StorageClass(ApiModel):

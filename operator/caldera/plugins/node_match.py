@@ -8,7 +8,9 @@ The answers live here, outside every plugin, so that each plugin stays independe
 
 - :func:`requirement_mask` evaluates one ``NodeSelectorRequirement`` over a label column.
 - :class:`RequiredAffinity` is kube's ``RequiredNodeAffinity.Match`` as a node mask: a pod's
-  nodeSelector and required node-affinity terms (keyed by :func:`affinity_key`). Each distinct
+  nodeSelector and required node-affinity terms (keyed by :func:`affinity_key`). A term with a
+  requirement kube-scheduler cannot parse (say ``NotIn ["$"]``, not a label value) matches no
+  node, while the pod's other terms still count. Each distinct
   requirement is evaluated once per session over the label column it names and cached, and each
   distinct pod constraint is cached as a whole, so identical pods cost one dictionary lookup.
 - :func:`taint_groups` groups the nodes by identical NoSchedule/NoExecute taint lists and
@@ -21,7 +23,6 @@ R distinct requirements over N nodes (each requirement's mask is itself cached).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ from caldera.models.core import (
     Taint,
     Toleration,
 )
+from caldera.models.names import parse_int64
 
 __all__ = [
     "FILTERED_EFFECTS",
@@ -54,17 +56,6 @@ BoolArray = npt.NDArray[np.bool_]
 
 # -- node affinity ------------------------------------------------------------------------------
 
-_INT64 = re.compile(r"[+-]?[0-9]+")
-
-
-def _int_or_none(value: object) -> int | None:
-    """The label value as Go's ``strconv.ParseInt(v, 10, 64)`` reads it, or None (no spaces,
-    no ``_`` separators, within int64)."""
-    if not isinstance(value, str) or _INT64.fullmatch(value) is None:
-        return None
-    n = int(value)
-    return n if -(2**63) <= n < 2**63 else None
-
 
 def requirement_mask(column: npt.NDArray[np.object_], req: NodeSelectorRequirement) -> BoolArray:
     """Nodes whose value (None = label absent) satisfies ``req``."""
@@ -77,8 +68,10 @@ def requirement_mask(column: npt.NDArray[np.object_], req: NodeSelectorRequireme
         values = set(req.values)
         inside = np.array([v is not None and v in values for v in column], dtype=bool)
         return inside if op == "In" else ~inside
-    bound = int(req.values[0])
-    numbers = [_int_or_none(v) for v in column]
+    bound = parse_int64(req.values[0])
+    if bound is None:
+        return np.zeros(len(column), dtype=bool)
+    numbers = [parse_int64(v) for v in column]
     if op == "Gt":
         return np.array([n is not None and n > bound for n in numbers], dtype=bool)
     return np.array([n is not None and n < bound for n in numbers], dtype=bool)
@@ -123,10 +116,7 @@ class RequiredAffinity:
                     NodeSelectorRequirement(key=label, operator="In", values=(value,)), False
                 )
             if required is not None:
-                any_term = np.zeros(len(self._nodes), dtype=bool)
-                for term in required.node_selector_terms:
-                    any_term |= self.term(term)
-                mask &= any_term
+                mask &= self.selector(required)
             self._pods[key] = mask
         return mask
 
@@ -142,8 +132,23 @@ class RequiredAffinity:
             mask = self._reqs[key] = requirement_mask(column, req)
         return mask
 
+    def selector(self, selector: NodeSelector, *, strict: bool = False) -> BoolArray:
+        """The nodes any term of ``selector`` matches. An invalid term matches nothing and the
+        others still count (kube's ``LazyErrorNodeSelector``, which pod affinity and volumes
+        use); with ``strict`` one invalid term voids the whole selector (``NewNodeSelector``,
+        which dynamic resource allocation uses)."""
+        terms = [t for t in selector.node_selector_terms if not t.empty]
+        mask = np.zeros(len(self._nodes), dtype=bool)
+        if strict and not all(t.valid for t in terms):
+            return mask
+        for term in terms:
+            mask |= self.term(term)
+        return mask
+
     def term(self, term: NodeSelectorTerm) -> BoolArray:
-        if not term.match_expressions and not term.match_fields:
+        """The nodes ``term`` matches: all of its requirements; none when it is empty or one of
+        its requirements is invalid (:attr:`NodeSelectorTerm.valid`)."""
+        if term.empty or not term.valid:
             return np.zeros(len(self._nodes), dtype=bool)
         mask = np.ones(len(self._nodes), dtype=bool)
         for req in term.match_expressions:

@@ -3,8 +3,10 @@
 Volcano scores NodeAffinity on its per-node path, which calls kube's ``Score`` and not its
 ``NormalizeScore``: the score is the raw sum of weights (1–100 per term, so it can pass 100),
 times ``nodeaffinity.weight``. A term matches a node as a required term would (all expressions
-and fields); an empty term matches nothing. Node labels do not change within a session, so the
-score of every node is computed once per distinct list of preferred terms.
+and fields); an empty term matches nothing. When one term cannot be parsed (a value that is not a
+label value, say), kube's ``NewPreferredSchedulingTerms`` fails as a whole and the pod gets no
+NodeAffinity score on any node. Node labels do not change within a session, so the score of every
+node is computed once per distinct list of preferred terms.
 
 Complexity per task: a dictionary lookup plus O(C) indexing for C candidates.
 """
@@ -32,6 +34,8 @@ def node_affinity(table: NodeTable) -> Callable[[Task, IntArray], Vector | float
 
     def all_nodes(terms: tuple[PreferredSchedulingTerm, ...]) -> Vector:
         total = zeros.copy()
+        if not all(t.preference.valid for t in terms if not t.preference.empty):
+            return total
         for term in terms:
             total += np.where(matcher.term(term.preference), float(term.weight), 0.0)
         return total

@@ -122,11 +122,9 @@ class Inventory:
         return None
 
     def selector_mask(self, selector: NodeSelector) -> BoolArray:
-        """Nodes a (v1) NodeSelector matches: any term, all of its requirements."""
-        mask = np.zeros(self.n, dtype=bool)
-        for term in selector.node_selector_terms:
-            mask |= self._affinity.term(term)
-        return mask
+        """Nodes a (v1) NodeSelector matches: any term, all of its requirements; none at all when
+        a term cannot be parsed (the allocator's ``nodeaffinity.NewNodeSelector`` fails)."""
+        return self._affinity.selector(selector, strict=True)
 
     def _gather(self, pool: _Pool) -> None:
         targets = [self.slice_nodes(self.slices[i]) for i in pool.slices]

@@ -1,7 +1,8 @@
 """NodePorts: a pod's host ports must be free on the node, with kube-scheduler's conflict rules.
 
-A host port is (host IP, protocol, port) from a container's ``ports`` with ``hostPort > 0``
-(regular containers, as kube-scheduler reads them). An empty host IP means ``0.0.0.0``, which
+A host port is (host IP, protocol, port) from a container's ``ports`` with ``hostPort > 0``, in
+regular containers and in sidecars (init containers with ``restartPolicy: Always``), both for the
+ports a pod wants and for those the pods on a node hold. An empty host IP means ``0.0.0.0``, which
 conflicts with the same protocol and port on any IP; a specific IP conflicts with itself and with
 ``0.0.0.0``. Ports in use are counted per node in numpy arrays, one per (protocol, port, IP) in
 use anywhere, built from the pods already on the nodes and kept current by the event handler.
@@ -32,9 +33,13 @@ HostPort = tuple[str, int, str]
 
 
 def host_ports(spec: PodSpec) -> list[HostPort]:
+    """The pod's host ports, as kube's ``GetHostPorts`` lists them: those of its sidecars
+    (restartable init containers, which run for the pod's whole life), then those of its regular
+    containers. A plain init container has exited before the others start and holds none."""
+    running = (*(c for c in spec.init_containers if c.is_sidecar), *spec.containers)
     return [
         (p.protocol, p.host_port, p.host_ip or ANY_IP)
-        for c in spec.containers
+        for c in running
         for p in c.ports
         if p.host_port > 0
     ]

@@ -160,15 +160,13 @@ class StorageView:
         return requirement_mask(self.nodes.label_column(req.key), req)
 
     def _term(self, term: NodeSelectorTerm) -> BoolArray:
-        if not term.match_expressions and not term.match_fields:
+        if term.empty or not term.valid:
             return np.zeros(self.n, dtype=bool)
         mask = np.ones(self.n, dtype=bool)
         for req in term.match_expressions:
             mask &= self._requirement(req)
-        # CheckNodeAffinity matches a node built from the labels alone: its name is empty.
-        unnamed = np.full(self.n, "", dtype=object)
-        for req in term.match_fields:
-            mask &= requirement_mask(unnamed, req)
+        # CheckNodeAffinity matches a node built from the labels alone: it has no fields, so
+        # kube skips matchFields (once they parse) and the expressions decide.
         return mask
 
     def volume_affinity(self, selector: NodeSelector | None, *, keep: bool = True) -> BoolArray:
@@ -187,14 +185,14 @@ class StorageView:
 
     def allowed_topologies(self, terms: tuple[TopologySelectorTerm, ...]) -> BoolArray:
         """Nodes a StorageClass may provision for (MatchTopologySelectorTerms: no terms match
-        every node, an empty term matches none, terms are ORed)."""
+        every node, an empty or unparsable term matches none, terms are ORed)."""
         if not terms:
             return np.ones(self.n, dtype=bool)
         mask = self._masks.get(terms)
         if mask is None:
             mask = np.zeros(self.n, dtype=bool)
             for term in terms:
-                if not term.match_label_expressions:
+                if not term.match_label_expressions or not term.valid:
                     continue
                 hit = np.ones(self.n, dtype=bool)
                 for req in term.match_label_expressions:
