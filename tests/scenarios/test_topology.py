@@ -8,6 +8,8 @@ prefers the lowest tier that fits (soft).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from builders import Obj, binds, hypernode, node, pod, podgroup, scenario, state_of, summary
 from caldera.api.hypernode import build_tree
 from caldera.cache.snapshot import build_snapshot
+from caldera.cli import main
 from caldera.simulate.runner import Simulation
 
 NTA_POLICY = """
@@ -75,13 +78,15 @@ def test_a_gang_that_no_leaf_can_hold_waits_and_says_which_tier_failed() -> None
     assert placed(sim, "g") == {}
     message = unschedulable(sim, "g")
     assert "network topology (hard, tier ≤ 1)" in message
-    assert "tier 1 (leaf): 2 HyperNodes, none fits (2 × room for 4 of 5 pods)" in message
+    assert "tier 1 (leaf): 2 HyperNodes, none fits (2 × no room for all the pods (at most 4))" in (
+        message
+    )
 
 
 def test_a_leaf_without_the_free_resources_is_named_for_the_resource() -> None:
     sim = scenario([*two_leaves(), *gang("g", 6, cpu="3")])
     message = unschedulable(sim, "g")
-    assert "2 × free cpu below the gang's request" in message
+    assert "2 × not enough free resources" in message
 
 
 def test_a_gang_allowed_up_to_the_spine_spans_both_leaves() -> None:
@@ -128,7 +133,7 @@ def test_a_fragmented_leaf_is_ruled_out_before_any_trial() -> None:
     assert set(placed(sim, "g").values()) <= set(LEAF_B)
     assert placed(sim, "h") == {}
     message = unschedulable(sim, "h")
-    assert "room for 1 of 3 pods" in message
+    assert "1 × no room for all the pods (at most 1)" in message
 
 
 def test_a_gang_is_all_or_nothing_when_its_leaf_rejects_a_pod() -> None:
@@ -294,3 +299,95 @@ def test_not_ready_nodes_count_in_the_status_but_take_no_pods() -> None:
     assert tree is not None
     assert tree.node_counts == {"h": 2}
     assert tree.rows[0].tolist() == [0]
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+CLUSTER = """
+apiVersion: v1
+kind: Node
+metadata: {name: n0}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: leaf-a}
+spec:
+  tier: 1
+  tierName: leaf
+  members: [{type: Node, selector: {regexMatch: {pattern: "^n[01]$"}}}]
+---
+apiVersion: topology.volcano.sh/v1alpha1
+kind: HyperNode
+metadata: {name: leaf-b}
+spec: {tier: 1, tierName: leaf, members: [{type: Node, selector: {exactMatch: {name: n2}}}]}
+"""
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: train-{i}
+  namespace: default
+  annotations: {{scheduling.k8s.io/group-name: train}}
+spec:
+  schedulerName: volcano
+  containers: [{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]
+"""
+
+
+def train(size: int, cpu: str) -> str:
+    """A PodGroup ``train`` (hard, tier 1) of ``size`` pods asking ``cpu`` each."""
+    group = (
+        "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
+        "metadata: {name: train, namespace: default}\n"
+        f"spec: {{minMember: {size}, networkTopology: {{mode: hard, highestTierAllowed: 1}}}}\n"
+    )
+    return "---\n".join([group, *(POD.format(i=i, cpu=cpu) for i in range(size))])
+
+
+def cluster_file(tmp_path: Path, *docs: str) -> str:
+    path = tmp_path / "cluster.yaml"
+    path.write_text("---\n".join([CLUSTER, *docs]))
+    return str(path)
+
+
+def test_explain_walks_the_tier_search_of_a_gang_that_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", "train-0", cluster_file(tmp_path, train(3, "3"))]) == 0
+    out = capsys.readouterr().out
+    assert "network topology (hard, tier ≤ 1): no HyperNode can hold the job" in out
+    assert "tier 1 (leaf): 2 HyperNodes; 2 ruled out without a trial, 0 tried" in out
+    assert "leaf-a: not enough free resources (cpu 8 free of 9 needed)" in out
+    assert "leaf-b: not enough free resources (cpu 4 free of 9 needed)" in out
+
+
+def test_explain_names_the_hypernode_a_gang_would_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["explain", "--output", "json", "train-0", cluster_file(tmp_path, train(2, "3"))]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["topology"]["hyperNode"] == "leaf-a"
+    assert doc["session"] in ("bound to n0", "bound to n1")
+
+
+def test_simulate_reads_hypernodes_and_reports_the_chosen_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = cluster_file(tmp_path, train(2, "3"))
+    assert main(["simulate", "--output", "json", path]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["podGroups"]["default/train"]["hyperNode"] == "leaf-a"
+    assert {b["node"] for b in doc["binds"]} == {"n0", "n1"}

@@ -120,6 +120,18 @@ class HyperNodeUsage:
         return out
 
 
+ROOM = "room for "
+"""How a HyperNode ruled out for fragmentation is described: ``room for <n> of <m> pods``."""
+_ROOMY = "no room for all the pods"
+
+
+def _category(why: str) -> str:
+    """A reason without its numbers, to count HyperNodes alike in a one-line summary."""
+    if why.startswith(ROOM):
+        return _ROOMY
+    return why.split(" (")[0]
+
+
 @dataclass(slots=True)
 class TierTrial:
     """What the search did at one tier."""
@@ -142,10 +154,16 @@ class TierTrial:
         if not self.candidates:
             return f"{self.label()}: no HyperNode"
         reasons: dict[str, int] = {}
+        most_room = -1
         for _, why in self.tried:
-            reasons[why] = reasons.get(why, 0) + 1
+            if why.startswith(ROOM):
+                most_room = max(most_room, int(why[len(ROOM) :].split()[0]))
+            reasons[_category(why)] = reasons.get(_category(why), 0) + 1
         top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
-        text = "; ".join(f"{n} × {why}" for why, n in top[:3])
+        text = "; ".join(
+            f"{n} × {why}" + (f" (at most {most_room})" if why == _ROOMY else "")
+            for why, n in top[:3]
+        )
         more = len(top) - 3
         return f"{self.label()}: {self.candidates} HyperNodes, none fits ({text}" + (
             f"; {more} other reasons)" if more > 0 else ")"

@@ -123,6 +123,8 @@ def close_session(ssn: Session) -> None:
     if tree is not None:
         result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+        if job.topology_trace is not None:
+            result.topology[job.uid] = job.topology_trace
         if job.has_object:
             result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
         for status in _WAITING:

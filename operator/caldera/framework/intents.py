@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from caldera.api.hypernode import TopologyTrace
 from caldera.api.task import NodeLock
 from caldera.models.volcano import PodGroupCondition
 
@@ -148,6 +149,8 @@ class CycleResult:
     queues: list[QueueStatus] = field(default_factory=list)
     pod_conditions: list[PodCondition] = field(default_factory=list)
     hypernodes: list[HyperNodeStatus] = field(default_factory=list)
+    topology: dict[str, TopologyTrace] = field(default_factory=dict)
+    """Job → its HyperNode search this session (``caldera explain`` shows it)."""
     events: list[Event] = field(default_factory=list)
     deserved: dict[str, dict[str, str]] = field(default_factory=dict)
     """Per-queue fair share computed this session (for reports and metrics)."""

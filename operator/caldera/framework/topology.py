@@ -29,12 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from caldera.api.hypernode import HyperNodeTree, HyperNodeUsage, TierTrial, TopologyTrace
+from caldera.api.hypernode import ROOM, HyperNodeTree, HyperNodeUsage, TierTrial, TopologyTrace
 from caldera.api.job import Job
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
 from caldera.models.volcano import NetworkTopologySpec
+from caldera.quantity import format_resource
 
 __all__ = ["Attempt", "TopologyRule", "TopologySearch", "rule_of"]
 
@@ -157,11 +158,16 @@ class TopologySearch:
             short |= fits < count
         for i in np.flatnonzero(short):
             h = int(pool[i])
-            lacking = [space.names[c] for c in cols if free[h, c] < total[c]]
+            lacking = [
+                f"{space.names[c]} {format_resource(space.names[c], free[h, c])} free of "
+                f"{format_resource(space.names[c], total[c])}"
+                for c in cols
+                if free[h, c] < total[c]
+            ]
             why = (
-                f"free {', '.join(lacking)} below the gang's request"
+                f"not enough free resources ({', '.join(lacking)} needed)"
                 if lacking
-                else f"room for {min(int(room[i]), need - 1)} of {need} pods"
+                else f"{ROOM}{min(int(room[i]), need - 1)} of {need} pods"
             )
             trial.tried.append((self.tree.names[h], why))
         trial.pruned = int(short.sum())

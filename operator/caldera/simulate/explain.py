@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from caldera.api.fiterror import FitErrors
+from caldera.api.hypernode import TopologyTrace
 from caldera.api.task import Task
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import build_snapshot, stable_uid
@@ -27,6 +28,7 @@ from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import Session
+from caldera.models.volcano import GROUP_NAME_ANNOTATION
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
@@ -69,6 +71,8 @@ class Explanation:
     """Pods the next session's preempt or reclaim would evict to make room for it."""
     no_victims: str = ""
     """Why preempt or reclaim would evict nothing for it (empty: they did not try)."""
+    topology: TopologyTrace | None = None
+    """The next session's HyperNode search for the pod's job (jobs with network topology)."""
 
 
 class ExplainError(ValueError):
@@ -105,7 +109,9 @@ def explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    session, victims, no_victims = _next_session(state, policy, registry, key, names, default_queue)
+    session, victims, no_victims, topology = _next_session(
+        state, policy, registry, key, names, default_queue
+    )
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -171,6 +177,7 @@ def explain(
         session=session,
         victims=victims,
         no_victims=no_victims,
+        topology=topology,
         chosen=chosen,
         pre_filter=pre,
         nodes=verdicts,
@@ -185,10 +192,10 @@ def _next_session(
     key: str,
     names: list[str],
     default_queue: str,
-) -> tuple[str, list[str], str]:
+) -> tuple[str, list[str], str, TopologyTrace | None]:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
-    the pods it evicts to make room for it; and, when it evicts none, why (if preempt or
-    reclaim tried)."""
+    the pods it evicts to make room for it; when it evicts none, why (if preempt or reclaim
+    tried); and its job's HyperNode search."""
     copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
     sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
     result = sim.cycles[0].result
@@ -196,15 +203,23 @@ def _next_session(
         f"{e.namespace}/{e.name} ({e.reason})" for e in result.evictions if e.preemptor == key
     )
     note = "" if victims else result.preemption_notes.get(key, "")
+    pod = copy.pods[key]
+    group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
+    trace = result.topology.get(f"{pod.metadata.namespace}/{group}")
     for bind in result.binds:
         if f"{bind.namespace}/{bind.name}" == key:
-            return f"bound to {bind.node}", victims, note
+            return f"bound to {bind.node}", victims, note, trace
     for cond in result.pod_conditions:
         if f"{cond.namespace}/{cond.name}" == key:
-            return f"{cond.reason}: {cond.message}", victims, note
+            return f"{cond.reason}: {cond.message}", victims, note, trace
     if victims:
-        return "pipelined onto the room its victims free; bound once they are gone", victims, note
-    return "not considered (its PodGroup is not enqueued or not valid)", victims, note
+        return (
+            "pipelined onto the room its victims free; bound once they are gone",
+            victims,
+            note,
+            trace,
+        )
+    return "not considered (its PodGroup is not enqueued or not valid)", victims, note, trace
 
 
 def to_json(ex: Explanation) -> str:
@@ -217,6 +232,7 @@ def to_json(ex: Explanation) -> str:
         "victims": ex.victims,
         "noVictims": ex.no_victims or None,
         "node": ex.chosen,
+        "topology": _topology_doc(ex.topology),
         "preFilter": ex.pre_filter,
         "weights": ex.weights,
         "nodes": {
@@ -233,6 +249,49 @@ def to_json(ex: Explanation) -> str:
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
+def _topology_doc(trace: TopologyTrace | None) -> dict[str, Any] | None:
+    if trace is None:
+        return None
+    return {
+        "rule": trace.rule,
+        "hyperNode": trace.chosen or None,
+        "tiers": [
+            {
+                "tier": t.tier,
+                "name": t.name,
+                "hyperNodes": t.candidates,
+                "ruledOut": t.pruned,
+                "note": t.note or None,
+                "why": dict(t.tried),
+            }
+            for t in trace.tiers
+        ],
+    }
+
+
+_LISTED = 8
+"""HyperNodes listed per tier in the table (the JSON has them all)."""
+
+
+def _topology_lines(trace: TopologyTrace) -> list[str]:
+    if trace.chosen:
+        return [f"network topology ({trace.rule}): the job goes to HyperNode {trace.chosen}"]
+    lines = [f"network topology ({trace.rule}): no HyperNode can hold the job"]
+    for t in trace.tiers:
+        if t.note or not t.candidates:
+            lines.append(f"  {t.summary()}")
+            continue
+        tried = len(t.tried) - t.pruned
+        lines.append(
+            f"  {t.label()}: {t.candidates} HyperNodes; {t.pruned} ruled out without a trial, "
+            f"{tried} tried"
+        )
+        lines += [f"    {name}: {why}" for name, why in t.tried[:_LISTED]]
+        if len(t.tried) > _LISTED:
+            lines.append(f"    … and {len(t.tried) - _LISTED} more")
+    return lines
+
+
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
@@ -247,6 +306,8 @@ def to_table(ex: Explanation) -> str:
         lines.append(f"it would evict: {', '.join(ex.victims)}")
     elif ex.no_victims:
         lines.append(f"it would evict nothing: {ex.no_victims}")
+    if ex.topology is not None:
+        lines += _topology_lines(ex.topology)
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
     scorers = list(ex.weights)
