@@ -136,7 +136,7 @@ def test_the_built_in_default_is_volcanos_default_scheduler_conf() -> None:
             one_plugin("  - name: tdm\n"),
             "tiers[1].plugins[1].name",
             "unknown plugin 'tdm' (known: binpack, capacity, cdp, conformance, deviceshare, drf, "
-            "gang, nodeorder, overcommit, pdb",
+            "gang, network-topology-aware, nodeorder, overcommit, pdb",
             id="an unknown plugin name lists the known ones",
         ),
         pytest.param(
@@ -454,10 +454,18 @@ def test_metrics_and_missing_tiers_are_accepted() -> None:
             "volcano-ci.yaml",
             [
                 ["priority", "gang", "conformance", "sla"],
-                ["overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"],
+                [
+                    "overcommit",
+                    "drf",
+                    "predicates",
+                    "proportion",
+                    "nodeorder",
+                    "binpack",
+                    "network-topology-aware",
+                ],
             ],
             {"gang": {"preemptable"}, "drf": {"preemptable"}},
-            id="ci is the chart's CI config without what Caldera lacks",
+            id="ci is the chart's CI config, complete",
         ),
     ],
 )
