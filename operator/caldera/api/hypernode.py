@@ -29,7 +29,14 @@ import numpy.typing as npt
 from caldera.api.node import Matrix, NodeTable
 from caldera.models.topology import HyperNode, HyperNodeMember
 
-__all__ = ["HyperNodeTree", "HyperNodeUsage", "TierTrial", "TopologyTrace", "build_tree"]
+__all__ = [
+    "HyperNodeTree",
+    "HyperNodeUsage",
+    "Problem",
+    "TierTrial",
+    "TopologyTrace",
+    "build_tree",
+]
 
 IntArray = npt.NDArray[np.intp]
 

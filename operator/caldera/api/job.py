@@ -15,7 +15,7 @@ from caldera.api.resources import Vector
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
 from caldera.models.volcano import NetworkTopologySpec, PodGroupCondition, PodGroupStatus
 
-__all__ = ["READY_STATUSES", "VALID_STATUSES", "Job", "ValidateResult"]
+__all__ = ["READY_STATUSES", "VALID_STATUSES", "Job", "SubGroup", "ValidateResult"]
 
 READY_STATUSES = frozenset(ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED})
 VALID_STATUSES = frozenset(READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING})
@@ -27,6 +27,24 @@ class ValidateResult:
 
     reason: str
     message: str
+
+
+@dataclass(slots=True, eq=False)
+class SubGroup:
+    """Pods of one job that a ``subGroupPolicy`` groups together (its label selector, and the
+    same values of its ``matchLabelKeys``): a gang of ``size`` inside the job, placed under the
+    policy's ``networkTopology``."""
+
+    policy: str
+    name: str
+    """``<policy>-<the matchLabelKeys values joined by '-'>``, as Volcano names sub-jobs."""
+    size: int
+    topology: NetworkTopologySpec | None
+    tasks: list[str] = field(default_factory=list)
+    """UIDs of the job's tasks in this sub-group."""
+
+    def placed(self, job: Job, statuses: frozenset[TaskStatus]) -> int:
+        return sum(1 for uid in self.tasks if job.tasks[uid].status in statuses)
 
 
 @dataclass(slots=True, eq=False)
@@ -52,6 +70,9 @@ class Job:
     """The PodGroup status as the API holds it, to write only what changed."""
     network_topology: NetworkTopologySpec | None = None
     """Where in the HyperNode tree the job may be placed (``spec.networkTopology``)."""
+    subgroups: list[SubGroup] = field(default_factory=list)
+    min_subgroups: dict[str, int] = field(default_factory=dict)
+    """Per ``subGroupPolicy``, how many of its sub-groups must be whole for the job to run."""
     topology_trace: TopologyTrace | None = None
     """The HyperNode search of this session (placed, or why not)."""
     has_object: bool = True
@@ -160,6 +181,17 @@ class Job:
             return True
         counts = self.role_counts(statuses, pending_best_effort=pending_best_effort)
         return all(counts.get(role, 0) >= need for role, need in self.min_task_member.items())
+
+    def subgroups_meet_minimum(self, statuses: frozenset[TaskStatus]) -> bool:
+        """Every ``subGroupPolicy`` has at least ``minSubGroups`` sub-groups with ``subGroupSize``
+        tasks in ``statuses`` (Volcano 1.14's sub-job gang)."""
+        if not self.min_subgroups:
+            return True
+        whole: dict[str, int] = {}
+        for sg in self.subgroups:
+            if sg.placed(self, statuses) >= sg.size:
+                whole[sg.policy] = whole.get(sg.policy, 0) + 1
+        return all(whole.get(p, 0) >= n for p, n in self.min_subgroups.items())
 
     def need_continue_allocating(self, failed_roles: set[str]) -> bool:
         """After a task fit no node: may placing the job's other tasks still make it ready?

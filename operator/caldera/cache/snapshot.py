@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from caldera.api.hypernode import HyperNodeTree, build_tree
+from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
@@ -28,6 +28,7 @@ from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.podgroups import implicit_podgroup_name
 from caldera.cache.state import ClusterState
+from caldera.cache.topology import assign_subgroups, hypernode_tree
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import enabled_vendors, node_problems, pod_problems
 from caldera.models.core import Pod, effective_requests, nonzero_requests
@@ -197,10 +198,7 @@ class _Builder:
         return spec
 
     def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
-        if not self.state.hypernodes:
-            return None
-        labels = {name: node.metadata.labels for name, node in self.state.nodes.items()}
-        tree, problems = build_tree(self.state.hypernodes, labels, table.index, len(table))
+        tree, problems = hypernode_tree(self.state, table)
         for name, message in problems:
             self.problem("HyperNode", name, message)
         return tree
@@ -421,6 +419,10 @@ def build_snapshot(
                 continue
             task.node = i
             table.add_task(i, task)
+
+    for key, pg in state.podgroups.items():
+        if pg.spec.sub_group_policy and key in jobs:
+            assign_subgroups(jobs[key], pg)
 
     for key in b.implicit:
         # An in-memory group has no status to remember its phase by: it is what the pods say.

@@ -43,11 +43,19 @@ def _valid(job: Job) -> ValidateResult | None:
 
 
 def _ready(job: Job) -> bool:
-    return job.is_ready() and job.roles_meet_minimum(READY_STATUSES, pending_best_effort=True)
+    return (
+        job.is_ready()
+        and job.roles_meet_minimum(READY_STATUSES, pending_best_effort=True)
+        and job.subgroups_meet_minimum(READY_STATUSES)
+    )
 
 
 def _pipelined(job: Job) -> int:
-    pipelined = job.is_pipelined() and job.roles_meet_minimum(_PIPELINED, pending_best_effort=True)
+    pipelined = (
+        job.is_pipelined()
+        and job.roles_meet_minimum(_PIPELINED, pending_best_effort=True)
+        and job.subgroups_meet_minimum(_PIPELINED)
+    )
     return PERMIT if pipelined else REJECT
 
 
