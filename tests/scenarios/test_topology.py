@@ -391,3 +391,75 @@ def test_simulate_reads_hypernodes_and_reports_the_chosen_one(
     doc = json.loads(capsys.readouterr().out)
     assert doc["podGroups"]["default/train"]["hyperNode"] == "leaf-a"
     assert {b["node"] for b in doc["binds"]} == {"n0", "n1"}
+
+
+# -- sub-groups ------------------------------------------------------------------------------------
+
+THREE_LEAVES = [f"n{i}" for i in range(6)]
+
+
+def three_leaves() -> list[Obj]:
+    """Three leaves of two 4-cpu nodes."""
+    return [
+        *(node(n) for n in THREE_LEAVES),
+        *(hypernode(f"leaf-{k}", tier=1, nodes=THREE_LEAVES[2 * k : 2 * k + 2]) for k in range(3)),
+    ]
+
+
+def grouped_job(
+    sizes: dict[str, int],
+    *,
+    min_member: int,
+    min_sub_groups: int = 0,
+    size: int = 2,
+    cpu: dict[str, str] | None = None,
+) -> list[Obj]:
+    """A job whose pods are labelled ``replica=<name>``; one subGroupPolicy splits them by that
+    label into sub-groups of ``size`` that must each fit one leaf."""
+    policy: dict[str, Any] = {
+        "name": "tp",
+        "subGroupSize": size,
+        "matchLabelKeys": ["replica"],
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    if min_sub_groups:
+        policy["minSubGroups"] = min_sub_groups
+    pods = [
+        pod(f"j-{r}-{i}", group="j", cpu=(cpu or {}).get(r, "3"), labels={"replica": r})
+        for r, n in sizes.items()
+        for i in range(n)
+    ]
+    return [podgroup("j", min_member=min_member, sub_group_policy=[policy]), *pods]
+
+
+def leaf_of(node_name: str) -> int:
+    return THREE_LEAVES.index(node_name) // 2
+
+
+def test_each_sub_group_lands_inside_one_leaf_of_its_own() -> None:
+    sim = scenario([*three_leaves(), *grouped_job({"a": 2, "b": 2}, min_member=4)])
+    got = placed(sim, "j")
+    assert len(got) == 4
+    for replica in ("a", "b"):
+        leaves = {leaf_of(n) for p, n in got.items() if p.startswith(f"default/j-{replica}-")}
+        assert len(leaves) == 1
+
+
+def test_a_sub_group_that_no_leaf_can_hold_waits_while_the_rest_run() -> None:
+    job = grouped_job({"a": 2, "b": 2}, min_member=2, cpu={"b": "5"})
+    objs = [*three_leaves(), *job]
+    sim = scenario(objs)
+    got = placed(sim, "j")
+    assert set(got) == {"default/j-a-0", "default/j-a-1"}
+    conditions = {c.name: c.message for c in sim.cycles[0].result.pod_conditions}
+    assert conditions["j-b-0"].startswith("sub-group tp-b: network topology (hard, tier ≤ 1)")
+
+
+def test_min_sub_groups_holds_the_job_until_enough_sub_groups_fit() -> None:
+    # only two leaves: three sub-groups cannot all be whole, and all three are required
+    objs = [*three_leaves()[:4], hypernode("leaf-0", tier=1, nodes=["n0", "n1"])]
+    objs += [hypernode("leaf-1", tier=1, nodes=["n2", "n3"])]
+    job = grouped_job({"a": 2, "b": 2, "c": 2}, min_member=2, min_sub_groups=3)
+    assert placed(scenario([*objs, *job]), "j") == {}
+    two = grouped_job({"a": 2, "b": 2, "c": 2}, min_member=2, min_sub_groups=2)
+    assert len(placed(scenario([*objs, *two]), "j")) == 4

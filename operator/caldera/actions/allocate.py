@@ -27,14 +27,15 @@ from pydantic import Field
 
 from caldera.actions._queues import OrderedQueue
 from caldera.api.fiterror import FitErrors
-from caldera.api.job import Job
+from caldera.api.hypernode import NO_RULE, TopologyTrace
+from caldera.api.job import READY_STATUSES, Job, SubGroup
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.placement import BoolArray, choose_node
 from caldera.framework.plugin import Action, Args
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
-from caldera.framework.topology import TopologyRule, TopologySearch, rule_of
+from caldera.framework.topology import PLACED_STATUSES, TopologyRule, TopologySearch, rule_of
 
 __all__ = ["AllocateAction", "AllocateArgs"]
 
@@ -86,7 +87,7 @@ class AllocateAction(Action[AllocateArgs]):
                 continue
             job = jobs.pop()
             rule = rule_of(job.network_topology, ssn.hypernodes)
-            if isinstance(rule, str) or rule.highest >= 0:
+            if isinstance(rule, str) or rule.highest >= 0 or _grouped(job):
                 stmt = self._place_in_topology(ssn, queue, job, remaining, rule)
             else:
                 stmt = ssn.statement()
@@ -107,8 +108,9 @@ class AllocateAction(Action[AllocateArgs]):
         remaining: dict[str, deque[Task]],
         rule: TopologyRule | str,
     ) -> Statement:
-        """Place ``job`` inside one HyperNode its rule allows (see
-        :mod:`caldera.framework.topology`); the statement holding the placement."""
+        """Place ``job`` inside one HyperNode its rule allows, and each of its sub-groups inside
+        one its own rule allows (see :mod:`caldera.framework.topology`); the statement holding
+        the placement."""
         tasks = remaining[job.uid]
         kept: list[tuple[Statement, deque[Task]]] = []
 
@@ -117,6 +119,8 @@ class AllocateAction(Action[AllocateArgs]):
             left = deque(tasks)
             for t in left:
                 job.nodes_fit_errors.pop(t.uid, None)
+            if _grouped(job):
+                left = self._place_subgroups(ssn, queue, job, left, stmt, within)
             self._place(ssn, queue, job, left, stmt, set(), within=within)
             kept[:] = [(stmt, left)]
             if ssn.job_ready(job):
@@ -127,10 +131,19 @@ class AllocateAction(Action[AllocateArgs]):
 
         if isinstance(rule, str):
             verdict = rule
+        elif rule.highest < 0:  # only the sub-groups have a network topology
+            stmt, verdict = attempt(None)
+            if verdict in ("ready", "pipelined"):
+                remaining[job.uid] = kept[0][1]
+                return stmt
+            stmt.discard()
         else:
             tree, usage = ssn.hypernodes, ssn.hypernode_usage
             assert tree is not None and usage is not None  # a bounded rule needs HyperNodes
-            verdict = TopologySearch(ssn, tree, usage).place(job, rule, list(tasks), attempt)
+            search = TopologySearch(ssn, tree, usage)
+            verdict, found = search.place(job, rule, list(tasks), attempt)
+            found.subgroups = job.topology_trace.subgroups if job.topology_trace else {}
+            job.topology_trace = found
             if verdict in ("ready", "pipelined"):
                 stmt, remaining[job.uid] = kept[0]
                 return stmt
@@ -138,6 +151,77 @@ class AllocateAction(Action[AllocateArgs]):
         for t in tasks:
             job.nodes_fit_errors[t.uid] = FitErrors(total=total, message=verdict, plain=True)
         return ssn.statement()
+
+    def _place_subgroups(
+        self,
+        ssn: Session,
+        queue: Queue,
+        job: Job,
+        tasks: deque[Task],
+        stmt: Statement,
+        within: BoolArray | None,
+    ) -> deque[Task]:
+        """Place each sub-group with a network topology inside one HyperNode (within
+        ``within``), all of its ``subGroupSize`` or none; the tasks left for the rest."""
+        tree = ssn.hypernodes
+        traces = job.topology_trace.subgroups if job.topology_trace else {}
+        if job.topology_trace is None:
+            job.topology_trace = TopologyTrace(rule=NO_RULE, subgroups=traces)
+        for sg in job.subgroups:
+            if sg.topology is None:
+                continue
+            members = set(sg.tasks)
+            mine = [t for t in tasks if t.uid in members]
+            tasks = deque(t for t in tasks if t.uid not in members)
+            rule = rule_of(sg.topology, tree)
+            if isinstance(rule, str):
+                traces[sg.name] = TopologyTrace(rule=rule)
+            elif mine and rule.highest >= 0:
+                traces[sg.name] = self._place_subgroup(
+                    ssn, queue, job, sg, mine, stmt, within, rule
+                )
+            else:
+                tasks.extend(mine)  # soft without HyperNodes: placed with the rest
+        return tasks
+
+    def _place_subgroup(
+        self,
+        ssn: Session,
+        queue: Queue,
+        job: Job,
+        sg: SubGroup,
+        mine: list[Task],
+        stmt: Statement,
+        within: BoolArray | None,
+        rule: TopologyRule,
+    ) -> TopologyTrace:
+        """Place one sub-group inside one HyperNode; its placement joins ``stmt``."""
+        tree, usage = ssn.hypernodes, ssn.hypernode_usage
+        assert tree is not None and usage is not None  # a bounded rule needs HyperNodes
+        kept: list[Statement] = []
+
+        def attempt(mask: BoolArray | None) -> tuple[Statement, str]:
+            inner = ssn.statement()
+            where = mask if within is None else within if mask is None else mask & within
+            self._place(ssn, queue, job, deque(mine), inner, set(), within=where)
+            kept[:] = [inner]
+            if sg.placed(job, READY_STATUSES) >= sg.size:
+                return inner, "ready"
+            if sg.placed(job, PLACED_STATUSES) >= sg.size:
+                return inner, "pipelined"
+            return inner, _first_reason(job, mine)
+
+        search = TopologySearch(ssn, tree, usage)
+        verdict, trace = search.place(job, rule, mine, attempt, group=sg)
+        if verdict in ("ready", "pipelined"):
+            stmt.absorb(kept[0])
+        else:
+            message = f"sub-group {sg.name}: {verdict}"
+            for t in mine:
+                job.nodes_fit_errors[t.uid] = FitErrors(
+                    total=len(ssn.nodes), message=message, plain=True
+                )
+        return trace
 
     def _place(
         self,
@@ -187,6 +271,11 @@ class AllocateAction(Action[AllocateArgs]):
             if tasks and within is None and ssn.job_ready(job):
                 return True
         return False
+
+
+def _grouped(job: Job) -> bool:
+    """Whether some sub-group of the job has a network topology of its own."""
+    return any(sg.topology is not None for sg in job.subgroups)
 
 
 def _first_reason(job: Job, tasks: Iterable[Task]) -> str:

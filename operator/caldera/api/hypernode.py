@@ -30,6 +30,7 @@ from caldera.api.node import Matrix, NodeTable
 from caldera.models.topology import HyperNode, HyperNodeMember
 
 __all__ = [
+    "NO_RULE",
     "HyperNodeTree",
     "HyperNodeUsage",
     "Problem",
@@ -177,6 +178,10 @@ class TierTrial:
         )
 
 
+NO_RULE = "none"
+"""The rule of a job without a network topology of its own (only its sub-groups have one)."""
+
+
 @dataclass(slots=True)
 class TopologyTrace:
     """The HyperNode search for one job in one session."""
@@ -184,7 +189,11 @@ class TopologyTrace:
     rule: str
     tiers: list[TierTrial] = field(default_factory=list)
     chosen: str = ""
-    """The HyperNode the job was placed in ("" while it waits)."""
+    """The HyperNode the job was placed in ("" while it waits, or placed outside any)."""
+    outside: bool = False
+    """Soft mode, and no HyperNode could hold the job: it was placed across the cluster."""
+    subgroups: dict[str, TopologyTrace] = field(default_factory=dict)
+    """The searches of the job's sub-groups with a network topology of their own."""
 
     def summary(self) -> str:
         tiers = "; ".join(t.summary() for t in self.tiers) or "no tier within the bound"

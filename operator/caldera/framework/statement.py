@@ -59,6 +59,11 @@ class Statement:
         self._ssn.release(task)
         self._ops.append(_Entry(Op.EVICT, task, reason, previous, preemptor))
 
+    def absorb(self, other: Statement) -> None:
+        """Take over ``other``'s operations (a sub-group's placement joins its job's)."""
+        self._ops.extend(other._ops)
+        other._ops.clear()
+
     def discard(self) -> None:
         """Undo every operation, newest first."""
         ssn = self._ssn

@@ -23,21 +23,21 @@ A job that already has placed tasks may only grow inside the HyperNode holding a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from caldera.api.hypernode import ROOM, HyperNodeTree, HyperNodeUsage, TierTrial, TopologyTrace
-from caldera.api.job import Job
+from caldera.api.job import Job, SubGroup
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
 from caldera.models.volcano import NetworkTopologySpec
 from caldera.quantity import format_resource
 
-__all__ = ["Attempt", "TopologyRule", "TopologySearch", "rule_of"]
+__all__ = ["PLACED_STATUSES", "Attempt", "TopologyRule", "TopologySearch", "rule_of"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
@@ -91,15 +91,26 @@ class TopologySearch:
 
     # -- the search --------------------------------------------------------------------------
 
-    def place(self, job: Job, rule: TopologyRule, tasks: Sequence[Task], attempt: Attempt) -> str:
-        """Try HyperNodes for ``job`` until ``attempt`` succeeds; its statement is left applied
-        (``"ready"``/``"pipelined"``) or everything is undone (the failure, also kept in the
-        job's trace)."""
+    def place(
+        self,
+        job: Job,
+        rule: TopologyRule,
+        tasks: Sequence[Task],
+        attempt: Attempt,
+        *,
+        group: SubGroup | None = None,
+    ) -> tuple[str, TopologyTrace]:
+        """Try HyperNodes for ``job`` (or one of its sub-groups) until ``attempt`` succeeds; its
+        statement is left applied (``"ready"``/``"pipelined"``) or everything is undone (the
+        failure). The trace says what was tried."""
         tree = self.tree
         trace = TopologyTrace(rule=rule.text)
-        job.topology_trace = trace
-        placed = _placed_rows(job)
-        need = _needed(job, tasks)
+        if group is None:
+            placed = _placed_rows(job, job.tasks)
+            need = _needed(job, tasks)
+        else:
+            placed = _placed_rows(job, group.tasks)
+            need = list(tasks[: max(group.size - group.placed(job, PLACED_STATUSES), 0)])
         shapes = _shapes(need)
         total = sum((t.resreq for t in need), self.ssn.space.zeros())
         for tier in tree.tiers:
@@ -118,15 +129,15 @@ class TopologySearch:
             chosen, verdict = self._try(survivors, attempt, trial)
             if chosen:
                 trace.chosen = chosen
-                return verdict
+                return verdict, trace
         if not rule.hard:
             stmt, verdict = attempt(None)
             if verdict in ("ready", "pipelined"):
-                trace.chosen = "(whole cluster: no HyperNode could hold the job)"
-                return verdict
+                trace.outside = True
+                return verdict, trace
             stmt.discard()
-            return verdict
-        return trace.summary()
+            return verdict, trace
+        return trace.summary(), trace
 
     def _prune(
         self,
@@ -207,14 +218,15 @@ class TopologySearch:
         return "", ""
 
 
-def _placed_rows(job: Job) -> IntArray:
-    rows = [
-        t.node
-        for s in (*ALLOCATED_STATUSES, TaskStatus.PIPELINED)
-        for t in job.by_status.get(s, {}).values()
-        if t.node >= 0
-    ]
-    return np.array(sorted(set(rows)), dtype=np.intp)
+PLACED_STATUSES = frozenset(ALLOCATED_STATUSES | {TaskStatus.PIPELINED})
+
+
+def _placed_rows(job: Job, uids: Iterable[str]) -> IntArray:
+    """Node rows of the placed tasks among ``uids``."""
+    rows = {
+        t.node for t in (job.tasks[u] for u in uids) if t.status in PLACED_STATUSES and t.node >= 0
+    }
+    return np.array(sorted(rows), dtype=np.intp)
 
 
 def _needed(job: Job, tasks: Sequence[Task]) -> list[Task]:

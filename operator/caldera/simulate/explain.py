@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from caldera.api.fiterror import FitErrors
-from caldera.api.hypernode import TopologyTrace
+from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.task import Task
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import build_snapshot, stable_uid
@@ -255,6 +255,7 @@ def _topology_doc(trace: TopologyTrace | None) -> dict[str, Any] | None:
     return {
         "rule": trace.rule,
         "hyperNode": trace.chosen or None,
+        "subGroups": {name: _topology_doc(sub) for name, sub in sorted(trace.subgroups.items())},
         "tiers": [
             {
                 "tier": t.tier,
@@ -273,22 +274,32 @@ _LISTED = 8
 """HyperNodes listed per tier in the table (the JSON has them all)."""
 
 
-def _topology_lines(trace: TopologyTrace) -> list[str]:
-    if trace.chosen:
-        return [f"network topology ({trace.rule}): the job goes to HyperNode {trace.chosen}"]
-    lines = [f"network topology ({trace.rule}): no HyperNode can hold the job"]
-    for t in trace.tiers:
-        if t.note or not t.candidates:
-            lines.append(f"  {t.summary()}")
-            continue
-        tried = len(t.tried) - t.pruned
-        lines.append(
-            f"  {t.label()}: {t.candidates} HyperNodes; {t.pruned} ruled out without a trial, "
-            f"{tried} tried"
-        )
-        lines += [f"    {name}: {why}" for name, why in t.tried[:_LISTED]]
-        if len(t.tried) > _LISTED:
-            lines.append(f"    … and {len(t.tried) - _LISTED} more")
+def _topology_lines(trace: TopologyTrace, what: str = "the job") -> list[str]:
+    """The search of a job (then of each of its sub-groups), for the table."""
+    lines: list[str] = []
+    head = f"network topology ({trace.rule}): "
+    if trace.rule == NO_RULE:
+        pass
+    elif trace.chosen:
+        lines.append(f"{head}{what} goes to HyperNode {trace.chosen}")
+    elif trace.outside:
+        lines.append(f"{head}no HyperNode can hold {what}; it is placed across the cluster")
+    else:
+        lines.append(f"{head}no HyperNode can hold {what}")
+        for t in trace.tiers:
+            if t.note or not t.candidates:
+                lines.append(f"  {t.summary()}")
+                continue
+            tried = len(t.tried) - t.pruned
+            lines.append(
+                f"  {t.label()}: {t.candidates} HyperNodes; {t.pruned} ruled out without a "
+                f"trial, {tried} tried"
+            )
+            lines += [f"    {name}: {why}" for name, why in t.tried[:_LISTED]]
+            if len(t.tried) > _LISTED:
+                lines.append(f"    … and {len(t.tried) - _LISTED} more")
+    for name, sub in sorted(trace.subgroups.items()):
+        lines += _topology_lines(sub, f"sub-group {name}")
     return lines
 
 
