@@ -67,7 +67,8 @@ _GB = 1e9
 """Bytes per decimal GB: a proportional ``.memory`` rate is GB per unit (Volcano's 1000 × 1000
 on its milli-unit counts)."""
 _SUFFIXES = (".cpu", ".memory")
-_warned: set[str] = set()
+_warned: set[tuple[str, str]] = set()
+"""(pod uid, problem) pairs already logged."""
 
 BoolArray = npt.NDArray[np.bool_]
 V = TypeVar("V")
@@ -226,7 +227,7 @@ def pod_profile(
         if bad:
             return f"{WEIGHT_ANNOTATION}: {bad}"
         if not isinstance(weight, int) or isinstance(weight, bool) or weight < 0:
-            return f"{WEIGHT_ANNOTATION}: the weight of {name!r} must be an integer ≥ 0"
+            return f"{WEIGHT_ANNOTATION}: {name!r}: a weight is an integer ≥ 0, not {weight!r}"
         configured = resolve(table, name)
         chosen[name] = (kind or (configured.type if configured else LEAST), weight)
     return _profile(space, chosen)
@@ -326,8 +327,8 @@ class ResourceStrategyFitPlugin(Plugin[ResourceStrategyFitArgs]):
             if profile is None:
                 profile = profiles[key] = pod_profile(space, table, *key)
             if isinstance(profile, str):
-                if task.uid not in _warned:
-                    _warned.add(task.uid)
+                if (task.uid, profile) not in _warned:
+                    _warned.add((task.uid, profile))
                     log.warning("pod %s: %s; resource-strategy-fit scores it 0", task.key, profile)
                 return 0.0
             return strategy_score(nodes, task, idx, profile) * scale
