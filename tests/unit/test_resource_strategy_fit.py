@@ -7,7 +7,7 @@ proportional_test.go), rebuilt from pods and nodes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -29,7 +29,8 @@ GPU = "nvidia.com/gpu"
 FOO = "example.com/foo"
 T4 = "nvidia.com/t4"
 A10 = "nvidia.com/a10"
-LA, MA = "LeastAllocated", "MostAllocated"
+LA: Literal["LeastAllocated"] = "LeastAllocated"
+MA: Literal["MostAllocated"] = "MostAllocated"
 
 
 def rsf_policy(args: Mapping[str, Any] | None = None, *, predicates: bool = False) -> str:
@@ -58,7 +59,7 @@ def score_table(ssn: Session, names: Sequence[str]) -> dict[str, dict[str, float
     }
 
 
-def by_node(*scores: float) -> dict[str, float]:
+def by_node(*scores: float) -> dict[str, Any]:
     """Expected scores on n1, n2, …"""
     return {f"n{i}": pytest.approx(v) for i, v in enumerate(scores, start=1)}
 
