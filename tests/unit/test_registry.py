@@ -33,6 +33,7 @@ BUILT_IN_PLUGINS = [
     "predicates",
     "priority",
     "proportion",
+    "resource-strategy-fit",
     "sla",
 ]
 BUILT_IN_ACTIONS = [

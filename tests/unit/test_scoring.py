@@ -126,6 +126,25 @@ def test_requests_with_equal_vectors_but_different_scoring_defaults_get_separate
     assert not np.array_equal(a, b)  # least requested counts 100m for the unset cpu
 
 
+def test_a_local_scorers_variant_joins_the_cache_key() -> None:
+    table = make_table(random.Random(2), 5)
+    by_label = NodeScorer(
+        lambda t, i: np.full(len(i), float(len(t.annotations.get("mode", "")))),
+        local=True,
+        variant=lambda t: t.annotations.get("mode"),
+    )
+    cache = ScoreCache(table, [by_label])
+    plain, marked = (
+        engine_task(SPACE, "plain", "1", "1Gi"),
+        engine_task(SPACE, "marked", "1", "1Gi"),
+    )
+    marked.annotations["mode"] = "pack"
+    rows = np.arange(5, dtype=np.intp)
+    assert cache.score(plain, rows).tolist() == [0.0] * 5
+    assert cache.score(marked, rows).tolist() == [4.0] * 5
+    assert cache.score(plain, rows).tolist() == [0.0] * 5
+
+
 def test_different_requests_get_separate_entries() -> None:
     table = make_table(random.Random(2), 6)
     scorers = local_scorers(table)
