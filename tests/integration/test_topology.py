@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, podgroup, running_operator, wait_bound
+from integration.harness import node, pod, podgroup, running_operator, wait_bound, wait_event
 
 ALLOCATED = "volcano.sh/job-allocated-hypernode"
 
@@ -63,3 +63,15 @@ async def test_a_hard_gang_binds_inside_one_leaf_and_the_hypernodes_get_their_co
     assert set(bound.values()) == {"b0", "b1"}
     assert pg["metadata"]["annotations"][ALLOCATED] == "leaf-b"
     assert counts == {"leaf-a": 2, "leaf-b": 2, "spine": 4}
+
+
+async def test_a_hypernode_the_tree_must_ignore_gets_a_warning_event_naming_why(
+    k8s: K8sHandle,
+) -> None:
+    await k8s.create("nodes", node("n0"))
+    await k8s.create("hypernodes", hypernode("a", 1, nodes=["n0"]))
+    clash = await k8s.create("hypernodes", hypernode("b", 1, nodes=["n0"]))
+    async with running_operator(k8s):
+        event = await wait_event(k8s, "InvalidHyperNode", clash)
+    assert event["type"] == "Warning"
+    assert event["message"] == "node n0 is also in HyperNode a of tier 1; this HyperNode is ignored"

@@ -24,6 +24,7 @@ from caldera.cache.state import copy_state
 from caldera.framework.intents import Bind, CycleResult, PodGroupStatus
 from caldera.framework.registry import Registry
 from caldera.k8s.lease import LeaderGate
+from caldera.models.kinds import KINDS
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
 from caldera.operator.loop.trigger import Trigger
@@ -168,6 +169,20 @@ class Scheduler:
         by_text = by_condition(problems)
         for text in self._problems.seen(by_text):
             log.warning("%s (%s; for more than %.0f s)", text, by_text[text], self._problems.grace)
+        hypernodes = self.cache.state.hypernodes
+        for p in problems:
+            hn = hypernodes.get(p.name) if p.kind == "HyperNode" else None
+            if hn is not None:  # on the object itself, so `kubectl describe hn` shows it
+                self.writers.events.emit(
+                    kind="HyperNode",
+                    namespace="default",
+                    name=p.name,
+                    uid=hn.metadata.uid or "",
+                    type_="Warning",
+                    reason="InvalidHyperNode",
+                    message=p.message,
+                    api_version=KINDS["HyperNode"].api_version,
+                )
 
     def _streamed(self, item: Streamed) -> None:
         """Binds sent ahead by the running session: bind them now. (Those of a session that has
