@@ -27,6 +27,7 @@ BUILT_IN_PLUGINS = [
     "deviceshare",
     "drf",
     "gang",
+    "network-topology-aware",
     "nodeorder",
     "overcommit",
     "pdb",
