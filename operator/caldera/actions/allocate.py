@@ -147,9 +147,7 @@ class AllocateAction(Action[AllocateArgs]):
             if verdict in ("ready", "pipelined"):
                 stmt, remaining[job.uid] = kept[0]
                 return stmt
-        total = len(ssn.nodes)
-        for t in tasks:
-            job.nodes_fit_errors[t.uid] = FitErrors(total=total, message=verdict, plain=True)
+        _waits(ssn, job, tasks, verdict)
         return ssn.statement()
 
     def _place_subgroups(
@@ -216,11 +214,7 @@ class AllocateAction(Action[AllocateArgs]):
         if verdict in ("ready", "pipelined"):
             stmt.absorb(kept[0])
         else:
-            message = f"sub-group {sg.name}: {verdict}"
-            for t in mine:
-                job.nodes_fit_errors[t.uid] = FitErrors(
-                    total=len(ssn.nodes), message=message, plain=True
-                )
+            _waits(ssn, job, mine, f"sub-group {sg.name}: {verdict}")
         return trace
 
     def _place(
@@ -271,6 +265,12 @@ class AllocateAction(Action[AllocateArgs]):
             if tasks and within is None and ssn.job_ready(job):
                 return True
         return False
+
+
+def _waits(ssn: Session, job: Job, tasks: Iterable[Task], message: str) -> None:
+    """``message`` is why each of ``tasks`` waits (a verdict not about single nodes)."""
+    for t in tasks:
+        job.nodes_fit_errors[t.uid] = FitErrors(total=len(ssn.nodes), message=message, plain=True)
 
 
 def _grouped(job: Job) -> bool:

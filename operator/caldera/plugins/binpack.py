@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, model_validator
+from pydantic import Field, create_model, model_validator
 
 from caldera.api.node import Matrix
 from caldera.api.resources import CPU, MEMORY, Vector
@@ -25,10 +25,9 @@ from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 
-__all__ = ["BinpackArgs", "BinpackPlugin", "fill", "prefixed_weights", "resource_weights"]
+__all__ = ["BinpackArgs", "BinpackPlugin", "fill", "weights_args"]
 
 MAX_NODE_SCORE = 100.0
-_PREFIX = "binpack.resources."
 
 
 def prefixed_weights(data: Any, prefix: str) -> Any:
@@ -81,20 +80,45 @@ def fill(
     return total, overflow
 
 
-class BinpackArgs(Args):
-    weight: int = Field(1, alias="binpack.weight", ge=0)
-    cpu: int = Field(1, alias="binpack.cpu", ge=0)
-    memory: int = Field(1, alias="binpack.memory", ge=0)
-    resources: str = Field("", alias="binpack.resources")
-    resource_weights: dict[str, int] = Field(default_factory=dict, alias="binpack.resources.*")
+class _Weights(Args):
+    """Per-resource binpack weights; :func:`weights_args` names the keys."""
+
+    prefix: ClassVar[str] = ""
+    cpu: int = 1
+    memory: int = 1
+    resources: str = ""
+    resource_weights: dict[str, int] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
     def _collect(cls, data: Any) -> Any:
-        return prefixed_weights(data, _PREFIX)
+        return prefixed_weights(data, f"{cls.prefix}resources.")
 
     def weights(self) -> dict[str, int]:
         return resource_weights(self.resources, self.resource_weights, self.cpu, self.memory)
+
+
+def weights_args(prefix: str) -> type[_Weights]:
+    """An argument model with binpack's weight keys under ``prefix``: ``<prefix>cpu``,
+    ``<prefix>memory``, ``<prefix>resources`` and ``<prefix>resources.<name>`` (binpack and
+    the network-topology-aware plugin's HyperNode binpack use the same four)."""
+    model = create_model(
+        f"Weights[{prefix}]",
+        __base__=_Weights,
+        cpu=(int, Field(1, alias=f"{prefix}cpu", ge=0)),
+        memory=(int, Field(1, alias=f"{prefix}memory", ge=0)),
+        resources=(str, Field("", alias=f"{prefix}resources")),
+        resource_weights=(
+            dict[str, int],
+            Field(default_factory=dict, alias=f"{prefix}resources.*"),
+        ),
+    )
+    model.prefix = prefix
+    return model
+
+
+class BinpackArgs(weights_args("binpack.")):  # type: ignore[misc]
+    weight: int = Field(1, alias="binpack.weight", ge=0)
 
 
 class BinpackPlugin(Plugin[BinpackArgs]):

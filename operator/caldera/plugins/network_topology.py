@@ -23,42 +23,28 @@ effect here: preemption does not search HyperNodes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from caldera.api.hypernode import HyperNodeTree, HyperNodeUsage
 from caldera.api.job import Job
 from caldera.api.resources import Vector
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.plugin import Args, Plugin
+from caldera.framework.plugin import Plugin
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
-from caldera.plugins.binpack import MAX_NODE_SCORE, fill, prefixed_weights, resource_weights
+from caldera.plugins.binpack import MAX_NODE_SCORE, fill, weights_args
 
 __all__ = ["NetworkTopologyArgs", "NetworkTopologyPlugin"]
 
-_PREFIX = "hypernode.binpack.resources."
 
-
-class NetworkTopologyArgs(Args):
+class NetworkTopologyArgs(weights_args("hypernode.binpack.")):  # type: ignore[misc]
     weight: int = Field(1, ge=0)
-    cpu: int = Field(1, alias="hypernode.binpack.cpu", ge=0)
-    memory: int = Field(1, alias="hypernode.binpack.memory", ge=0)
-    resources: str = Field("", alias="hypernode.binpack.resources")
-    resource_weights: dict[str, int] = Field(default_factory=dict, alias=f"{_PREFIX}*")
     normal_pod_enable: bool = Field(True, alias="hypernode.binpack.normal-pod.enable")
     normal_pod_fading: float = Field(0.8, alias="hypernode.binpack.normal-pod.fading", ge=0)
     evict_max_hypernodes: int = Field(8, alias="hypernode.gradient.evict.max-hypernodes", ge=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _collect(cls, data: Any) -> Any:
-        return prefixed_weights(data, _PREFIX)
-
-    def weights(self) -> dict[str, int]:
-        return resource_weights(self.resources, self.resource_weights, self.cpu, self.memory)
 
 
 class NetworkTopologyPlugin(Plugin[NetworkTopologyArgs]):
