@@ -13,6 +13,7 @@ from builders import (
     Obj,
     binds,
     default_policy_with,
+    hypernode,
     node,
     pod,
     podgroup,
@@ -400,3 +401,27 @@ def test_a_queue_that_is_not_reclaimable_keeps_its_pods() -> None:
 
     assert evictions(scenario(objs(False), policy_yaml=HELM_RECLAIM)) == []
     assert len(evictions(scenario(objs(True), policy_yaml=HELM_RECLAIM))) == 1
+
+
+def test_a_gang_bound_to_one_hypernode_does_not_preempt() -> None:
+    # as Volcano's preempt: evictions anywhere would break the gang's hard topology
+    objs: list[Obj] = [
+        node("n1", cpu="4"),
+        hypernode("leaf", tier=1, nodes=["n1"]),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("low", min_member=1, phase="Running", priority_class="low"),
+        *low_running(4, "n1"),
+        podgroup(
+            "high",
+            min_member=1,
+            phase="Inqueue",
+            priority_class="high",
+            network_topology={"mode": "hard", "highestTierAllowed": 1},
+        ),
+        pod("high-0", group="high", cpu="2", priority_class="high"),
+    ]
+    assert evictions(scenario(objs, policy_yaml=PREEMPT)) == []
+    soft = [o for o in objs if o.metadata.name != "high"]
+    soft.append(podgroup("high", min_member=1, phase="Inqueue", priority_class="high"))
+    assert len(evictions(scenario(soft, policy_yaml=PREEMPT))) == 2

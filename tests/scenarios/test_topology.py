@@ -14,7 +14,18 @@ from typing import Any
 
 import pytest
 
-from builders import Obj, binds, hypernode, node, pod, podgroup, scenario, state_of, summary
+from builders import (
+    Obj,
+    binds,
+    default_policy_with,
+    hypernode,
+    node,
+    pod,
+    podgroup,
+    scenario,
+    state_of,
+    summary,
+)
 from caldera.api.hypernode import build_tree
 from caldera.cache.snapshot import build_snapshot
 from caldera.cli import main
@@ -463,3 +474,27 @@ def test_min_sub_groups_holds_the_job_until_enough_sub_groups_fit() -> None:
     assert placed(scenario([*objs, *job]), "j") == {}
     two = grouped_job({"a": 2, "b": 2, "c": 2}, min_member=2, min_sub_groups=2)
     assert len(placed(scenario([*objs, *two]), "j")) == 4
+
+
+def test_best_effort_pods_of_a_hard_gang_stay_inside_its_leaf() -> None:
+    objs: list[Obj] = [
+        *two_leaves(),
+        pod("busy", cpu="3", node_name="n0"),
+        *gang("g", 4),
+        pod("g-sidecar", group="g", cpu=None, memory=None),
+    ]
+    got = placed(scenario(objs), "g")
+    assert "default/g-sidecar" in got
+    assert set(got.values()) <= set(LEAF_A) or set(got.values()) <= set(LEAF_B)
+
+
+def test_backfill_keeps_a_running_hard_jobs_best_effort_pod_in_its_leaf() -> None:
+    running: list[Obj] = [
+        podgroup("g", min_member=1, phase="Running", network_topology={"highestTierAllowed": 1}),
+        pod("g-0", group="g", cpu="3", node_name="n5"),
+        pod("g-extra", group="g", cpu=None, memory=None),
+    ]
+    full_b = [pod(f"b{i}", cpu="4", node_name=n) for i, n in enumerate(LEAF_B) if n != "n5"]
+    only_backfill = default_policy_with(actions="enqueue, backfill")
+    sim = scenario([*two_leaves(), *full_b, *running], policy_yaml=only_backfill)
+    assert binds(sim)["default/g-extra"] in LEAF_B

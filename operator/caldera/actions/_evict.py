@@ -78,10 +78,16 @@ def candidate_nodes(args: CandidateArgs, nodes: int) -> int:
 
 def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
     """Valid jobs past Pending (or, with ``pending_too``, not yet admitted as well) with pending
-    tasks that the plugins call starving, in job order within queue order."""
+    tasks that the plugins call starving, in job order within queue order.
+
+    Jobs bound to one HyperNode (a hard ``networkTopology``, for the job or a sub-group) are left
+    out, as Volcano's preempt leaves them: the victim search picks nodes anywhere, and a gang
+    spread by evictions would break the very constraint it asked for."""
     out = []
     for job in ssn.jobs.values():
         if job.queue not in ssn.queues or (job.is_pending() and not pending_too):
+            continue
+        if _hard_topology(job):
             continue
         if not job.tasks_in(TaskStatus.PENDING) or ssn.job_valid(job) is not None:
             continue
@@ -89,6 +95,11 @@ def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
             out.append(job)
     queue_key, job_key = ssn.queue_order_key(), ssn.job_order_key()
     return sorted(out, key=lambda j: (queue_key(ssn.queues[j.queue]), job_key(j)))
+
+
+def _hard_topology(job: Job) -> bool:
+    specs = [job.network_topology, *(sg.topology for sg in job.subgroups)]
+    return any(spec is not None and spec.mode == "hard" for spec in specs)
 
 
 def turns_by_queue_share(ssn: Session, jobs: Sequence[Job]) -> Iterator[Job]:

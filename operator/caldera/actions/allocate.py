@@ -67,7 +67,9 @@ class AllocateAction(Action[AllocateArgs]):
             if invalid is not None:
                 job.fit_error = job.fit_error or invalid.message
                 continue
-            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if not t.best_effort]
+            # best-effort tasks are backfill's, except in a job placed inside one HyperNode
+            local = job.network_topology is not None or _grouped(job)
+            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if local or not t.best_effort]
             if not tasks:
                 continue
             remaining[job.uid] = deque(sorted(tasks, key=task_key))

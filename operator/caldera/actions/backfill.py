@@ -2,6 +2,7 @@
 
 Best-effort pods take no cpu or memory, so there is no gang to wait for and no quota to check:
 each goes straight to the best node that passes the filters and has a free pod slot, and is bound.
+A job with a hard network topology keeps them inside the HyperNode holding its other pods.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from caldera.api.task import TaskStatus
 from caldera.framework.placement import choose_node
 from caldera.framework.plugin import Action, Args
 from caldera.framework.session import Session
+from caldera.framework.topology import home_of
 
 __all__ = ["BackfillAction", "BackfillArgs"]
 
@@ -34,8 +36,15 @@ class BackfillAction(Action[BackfillArgs]):
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue
             pending = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            home = home_of(ssn, job) if pending else None
+            if isinstance(home, str):
+                for task in pending:
+                    job.nodes_fit_errors[task.uid] = FitErrors(
+                        total=len(ssn.nodes), message=home, plain=True
+                    )
+                continue
             for task in sorted(pending, key=task_key):
-                choice = choose_node(ssn, task, future=False)
+                choice = choose_node(ssn, task, future=False, within=home)
                 if isinstance(choice, FitErrors):
                     job.nodes_fit_errors[task.uid] = choice
                     continue

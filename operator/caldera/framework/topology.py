@@ -37,7 +37,7 @@ from caldera.framework.statement import Statement
 from caldera.models.volcano import NetworkTopologySpec
 from caldera.quantity import format_resource
 
-__all__ = ["PLACED_STATUSES", "Attempt", "TopologyRule", "TopologySearch", "rule_of"]
+__all__ = ["PLACED_STATUSES", "Attempt", "TopologyRule", "TopologySearch", "home_of", "rule_of"]
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
@@ -219,6 +219,29 @@ class TopologySearch:
 
 
 PLACED_STATUSES = frozenset(ALLOCATED_STATUSES | {TaskStatus.PIPELINED})
+
+
+def home_of(ssn: Session, job: Job) -> BoolArray | str | None:
+    """Where more pods of ``job`` may go without breaking its hard ``networkTopology``: the nodes
+    of the lowest allowed HyperNode holding all its placed pods (None: anywhere; a message: not
+    yet known, as nothing is placed, or nowhere)."""
+    spec, tree = job.network_topology, ssn.hypernodes
+    if spec is None or spec.mode != "hard":
+        return None
+    rule = rule_of(spec, tree)
+    if isinstance(rule, str):
+        return rule
+    assert tree is not None  # a bounded hard rule needs HyperNodes
+    placed = _placed_rows(job, job.tasks)
+    if not len(placed):
+        return "network topology: waits for the job's gang to be placed inside a HyperNode"
+    for tier in tree.tiers:
+        holder = tree.holding(placed, tier) if tier <= rule.highest else -1
+        if holder >= 0:
+            mask = np.zeros(len(ssn.nodes), dtype=bool)
+            mask[tree.rows[holder]] = True
+            return mask
+    return f"network topology ({rule.text}): the job's pods are not inside one such HyperNode"
 
 
 def _placed_rows(job: Job, uids: Iterable[str]) -> IntArray:
