@@ -225,3 +225,55 @@ def test_a_podgroup_whose_queue_does_not_exist_is_left_out() -> None:
     assert "PodGroup default/pg: spec.queue: queue 'missing' does not exist" in [
         str(p) for p in sim.cycles[0].problems
     ]
+
+
+# -- which reason a waiting pod is given ----------------------------------------------------------
+
+
+def pod_messages(sim: Simulation) -> dict[str, str]:
+    return {c.name: c.message for c in sim.cycles[-1].result.pod_conditions}
+
+
+def test_a_gang_no_node_could_ever_hold_says_insufficient_cpu_not_overused() -> None:
+    # 10-cpu pods on 8-cpu nodes, and minResources beyond the overcommit budget too: the pod's
+    # reason is the one that no quota change would cure
+    objs: list[Obj] = [
+        *(node(f"n{i}", cpu="8") for i in range(3)),
+        podgroup("g", min_member=2, min_resources={"cpu": "40"}),
+        *(pod(f"g-{i}", group="g", cpu="10") for i in range(2)),
+    ]
+    sim = scenario(objs)
+    assert pod_messages(sim) == dict.fromkeys(
+        ("g-0", "g-1"), "0/3 nodes are available: 3 Insufficient cpu."
+    )
+    pg = summary(sim)["podGroups"]["default/g"]
+    assert pg["phase"] == "Pending"
+    assert pg["conditions"][0]["message"].endswith(
+        "Origin reason is g-0: 0/3 nodes are unavailable: 3 Insufficient cpu."
+    )
+
+
+def test_a_gang_that_fits_the_nodes_but_not_the_budget_keeps_the_budget_reason() -> None:
+    objs: list[Obj] = [
+        *(node(f"n{i}", cpu="8") for i in range(3)),
+        podgroup("g", min_member=2, min_resources={"cpu": "40"}),
+        *(pod(f"g-{i}", group="g", cpu="4") for i in range(2)),
+    ]
+    sim = scenario(objs)
+    pg = summary(sim)["podGroups"]["default/g"]
+    assert pg["conditions"][0]["message"].endswith(f"Origin reason is {OVERUSED_CPU}")
+
+
+def test_a_pod_too_big_for_any_node_is_told_so_over_its_queues_share() -> None:
+    policy = default_policy_with(actions="allocate, backfill")
+    objs: list[Obj] = [
+        queue("small", weight=1, capability={"cpu": "2"}),
+        node("n0", cpu="8"),
+        podgroup("g", min_member=1, queue="small", phase="Inqueue"),
+        pod("g-0", group="g", cpu="10"),
+        podgroup("h", min_member=1, queue="small", phase="Inqueue"),
+        pod("h-0", group="h", cpu="4"),
+    ]
+    messages = pod_messages(scenario(objs, policy_yaml=policy))
+    assert messages["g-0"] == "0/1 nodes are available: 1 Insufficient cpu."
+    assert messages["h-0"].startswith("queue small has no room for this task within its share")

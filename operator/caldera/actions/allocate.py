@@ -31,7 +31,7 @@ from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.job import READY_STATUSES, Job, SubGroup
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.placement import BoolArray, choose_node
+from caldera.framework.placement import BoolArray, choose_node, never_fits
 from caldera.framework.plugin import Action, Args
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
@@ -237,6 +237,10 @@ class AllocateAction(Action[AllocateArgs]):
         while tasks:
             task = tasks.popleft()
             if not ssn.allocatable(queue, task):
+                never = never_fits(ssn, task)
+                if never is not None:  # the real reason, whatever the queue's share says
+                    job.nodes_fit_errors[task.uid] = never
+                    continue
                 job.nodes_fit_errors[task.uid] = FitErrors(
                     total=len(ssn.nodes),
                     message=f"queue {queue.name} has no room for this task within its share",

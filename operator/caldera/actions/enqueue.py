@@ -12,6 +12,8 @@ from typing import ClassVar
 
 from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
+from caldera.api.task import TaskStatus
+from caldera.framework.placement import never_fits
 from caldera.framework.plugin import Action, NoArgs
 from caldera.framework.session import Session
 
@@ -40,4 +42,19 @@ class EnqueueAction(Action[NoArgs]):
             if job.min_resources is None or ssn.job_enqueueable(job):
                 ssn.job_enqueued(job)
                 job.phase = "Inqueue"
+            else:
+                say_if_never_fits(ssn, job)
             queues.push(queue)
+
+
+def say_if_never_fits(ssn: Session, job: Job) -> None:
+    """A job held back by a quota whose pods could not run on any node anyway is told the latter:
+    "no node could ever hold this pod" outranks "the queue or cluster is at its limit"."""
+    first = ""
+    for task in sorted(job.tasks_in(TaskStatus.PENDING), key=ssn.task_order_key()):
+        fit = never_fits(ssn, task)
+        if fit is not None:
+            job.nodes_fit_errors[task.uid] = fit
+            first = first or f"{task.name}: {fit.error()}"
+    if first:
+        job.fit_error = first

@@ -22,7 +22,7 @@ from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.session import Rejection, Session
 
-__all__ = ["Choice", "choose_node", "resource_reason", "resource_rejections"]
+__all__ = ["Choice", "choose_node", "never_fits", "resource_reason", "resource_rejections"]
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -40,6 +40,18 @@ def resource_rejections(space: ResourceSpace, req: Vector, avail: Matrix) -> lis
         if mask.any():
             out.append((resource_reason(space.names[col]), mask))
     return out
+
+
+def never_fits(ssn: Session, task: Task) -> FitErrors | None:
+    """Why no node could hold ``task`` even empty (its request exceeds every node's
+    allocatable), in kube-scheduler's words; None when some node could. Such a pod's reason is
+    this, whatever a queue or the cluster's overcommit budget says."""
+    nodes = ssn.nodes
+    req = task.resreq
+    cols = np.flatnonzero(req)
+    if len(nodes) and _fits(nodes.allocatable, req, cols).any():
+        return None
+    return fit_errors(len(nodes), resource_rejections(ssn.space, req, nodes.allocatable))
 
 
 def fit_errors(total: int, rejections: list[Rejection]) -> FitErrors:
