@@ -732,11 +732,6 @@ def test_without_proportion_a_pod_asking_only_for_gpu_resources_is_scheduled() -
 
 
 NO_NODE_HAS_GPUMEM = "0/1 nodes are available: 1 Insufficient nvidia.com/gpumem."
-NO_QUEUE_ROOM_FOR_GPUMEM = (
-    "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
-    "Pending: 1 Unschedulable. Origin reason is queue resource quota insufficient: "
-    "insufficient nvidia.com/gpumem"
-)
 
 
 @pytest.mark.parametrize(
@@ -760,8 +755,8 @@ NO_QUEUE_ROOM_FOR_GPUMEM = (
         ),
         pytest.param(
             deviceshare_policy(deviceshare=False),
-            NO_QUEUE_ROOM_FOR_GPUMEM,
-            id="without deviceshare, with proportion: the queue has none of it",
+            NO_NODE_HAS_GPUMEM,
+            id="without deviceshare, with proportion: no node has it, whatever the queue's quota",
         ),
     ],
 )
