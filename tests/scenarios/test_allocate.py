@@ -4,7 +4,7 @@ Expected strings are built from the formats in volcano.md: the gang condition me
 ``"<N>/<T> tasks in gang unschedulable: <FitError>"`` (§4.1), the FitError parts (readiness, the
 sorted ``<n> <status>`` histogram plus ``<m> minAvailable``, ``; Pending: <n> <reason>``, and
 ``. Origin reason is <task>: <per-node error>``), the per-node aggregate
-``0/<N> nodes are unavailable: <n> <reason>.`` inside it, and the pod messages of §4.3, where a
+``0/<N> nodes are available: <n> <reason>.`` inside it, and the pod messages of §4.3, where a
 pod that fits no node speaks kube-scheduler's words: ``0/<N> nodes are available: <n> <reason>.``
 """
 
@@ -173,7 +173,7 @@ def test_an_unready_gang_gets_volcanos_unschedulable_condition() -> None:
     assert cond["message"] == (
         "1/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; "
         "Pending: 1 Unschedulable, 2 Schedulable. "
-        "Origin reason is c: 0/2 nodes are unavailable: 2 Insufficient cpu."
+        "Origin reason is c: 0/2 nodes are available: 2 Insufficient cpu."
     )
     reasons = pod_conditions(sim)
     assert reasons["default/c"] == (

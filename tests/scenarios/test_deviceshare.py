@@ -937,7 +937,7 @@ def test_a_gang_that_cannot_start_gives_its_cards_back_to_the_next_pod() -> None
     gang = (
         "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; "
         "Pending: 3 Unschedulable. "
-        "Origin reason is g0: 0/1 nodes are unavailable: 1 CardInsufficientMemory."
+        "Origin reason is g0: 0/1 nodes are available: 1 CardInsufficientMemory."
     )
     assert pending(sim, 1) == {
         "default/g0": "0/1 nodes are available: 1 CardInsufficientMemory.",

@@ -249,7 +249,7 @@ def test_a_gang_no_node_could_ever_hold_says_insufficient_cpu_not_overused() -> 
     pg = summary(sim)["podGroups"]["default/g"]
     assert pg["phase"] == "Pending"
     assert pg["conditions"][0]["message"].endswith(
-        "Origin reason is g-0: 0/3 nodes are unavailable: 3 Insufficient cpu."
+        "Origin reason is g-0: 0/3 nodes are available: 3 Insufficient cpu."
     )
 
 
@@ -261,7 +261,10 @@ def test_a_gang_that_fits_the_nodes_but_not_the_budget_keeps_the_budget_reason()
     ]
     sim = scenario(objs)
     pg = summary(sim)["podGroups"]["default/g"]
-    assert pg["conditions"][0]["message"].endswith(f"Origin reason is {OVERUSED_CPU}")
+    assert pg["conditions"][0]["message"].endswith(
+        f"Origin reason is {OVERUSED_CPU} "
+        "(cpu 0 used + 0 admitted + 40 requested > 28800m allocatable × overcommit-factor)"
+    )
 
 
 def test_a_pod_too_big_for_any_node_is_told_so_over_its_queues_share() -> None:
@@ -276,4 +279,7 @@ def test_a_pod_too_big_for_any_node_is_told_so_over_its_queues_share() -> None:
     ]
     messages = pod_messages(scenario(objs, policy_yaml=policy))
     assert messages["g-0"] == "0/1 nodes are available: 1 Insufficient cpu."
-    assert messages["h-0"].startswith("queue small has no room for this task within its share")
+    assert (
+        messages["h-0"]
+        == "queue small is at its deserved share: cpu 0 held + 4 requested > 2 deserved"
+    )

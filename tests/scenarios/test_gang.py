@@ -38,14 +38,17 @@ def test_a_gang_with_fewer_pods_than_min_member_is_not_scheduled() -> None:
     report = summary(sim)
     pg = report["podGroups"]["default/pg"]
     # JobValid's reason is not written as a condition; gang's close writes NotEnoughResources,
-    # with the JobValid message as the origin reason. N = 2 − 0 placed; T = 1 task.
+    # with the JobValid message as the origin reason. Volcano would say N = 2 − 0 placed of
+    # T = 1 task ("2/1"); Caldera never counts more unready tasks than there are, and says
+    # what is missing: pods.
     assert [(c["type"], c["reason"]) for c in pg["conditions"]] == [
         ("Unschedulable", "NotEnoughResources")
     ]
     expected = (
-        "2/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 2 minAvailable; "
+        "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 2 minAvailable; "
         "Pending: 1 Unschedulable. "
-        "Origin reason is Not enough valid tasks for gang-scheduling, valid: 1, min: 2"
+        "Origin reason is Not enough valid tasks for gang-scheduling, valid: 1, min: 2 "
+        "(minMember is 2 but the PodGroup has 1 pod(s): waiting for 1 more to be created)"
     )
     assert pg["conditions"][0]["message"] == expected
     assert report["unschedulable"] == {"default/a": expected}

@@ -155,7 +155,7 @@ def test_running_pods_and_an_unschedulable_condition_this_session_give_unknown()
             (
                 "1/3 tasks in gang unschedulable: pod group is not ready, "
                 "1 Pending, 2 Running, 3 minAvailable; Pending: 1 Unschedulable. "
-                "Origin reason is c: 0/2 nodes are unavailable: 2 Insufficient cpu."
+                "Origin reason is c: 0/2 nodes are available: 2 Insufficient cpu."
             ),
         )
     ]
@@ -235,7 +235,7 @@ def test_a_condition_of_the_same_type_is_replaced_not_duplicated() -> None:
     ]
     assert conds[0]["message"] == (
         "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; "
-        "Pending: 1 Unschedulable. Origin reason is a: 0/1 nodes are unavailable: "
+        "Pending: 1 Unschedulable. Origin reason is a: 0/1 nodes are available: "
         "1 node(s) didn't match Pod's node affinity/selector."
     )
 

@@ -20,7 +20,7 @@ COUNTS = {
             FitErrors(total=12, counts=dict(COUNTS)),
             "0/12 nodes are available: 3 node(s) didn't match pod anti-affinity rules, "
             "4 node(s) had untolerated taint {gpu: true}, 5 Insufficient cpu.",
-            "0/12 nodes are unavailable: 3 node(s) didn't match pod anti-affinity rules, "
+            "0/12 nodes are available: 3 node(s) didn't match pod anti-affinity rules, "
             "4 node(s) had untolerated taint {gpu: true}, 5 Insufficient cpu.",
             id="entries '<n> <reason>' sorted as strings, as both schedulers sort them",
         ),
@@ -39,13 +39,13 @@ COUNTS = {
         pytest.param(
             FitErrors(total=0),
             "0/0 nodes are available.",
-            "0/0 nodes are unavailable",
+            "0/0 nodes are available",
             id="no nodes at all",
         ),
         pytest.param(
             FitErrors(total=2, counts={"Insufficient cpu": 2, "Too many pods": 0}),
             "0/2 nodes are available: 2 Insufficient cpu.",
-            "0/2 nodes are unavailable: 2 Insufficient cpu.",
+            "0/2 nodes are available: 2 Insufficient cpu.",
             id="reasons no node failed are left out",
         ),
     ],

@@ -145,7 +145,9 @@ def test_rejection_is_recorded_as_an_event_and_the_job_reason() -> None:
     job = ssn.jobs["default/new"]
     assert not ssn.job_enqueueable(job)
     msg = "resource in cluster is overused: overused cpu"
-    assert job.fit_error == msg
+    # the event has Volcano's exact words; the reason adds the numbers that make them true
+    numbers = "cpu 0 used + 0 admitted + 13 requested > 12 allocatable × overcommit-factor"
+    assert job.fit_error == f"{msg} ({numbers})"
     assert ssn.result.events == [
         Event("PodGroup", "default", "new", "Normal", "Unschedulable", msg)
     ]

@@ -441,7 +441,7 @@ def test_a_closed_queue_admits_nothing() -> None:
     ssn = open_session(objs, PROPORTION)
     gated = ssn.jobs["default/gated"]
     assert not ssn.job_enqueueable(gated)
-    assert gated.fit_error == "queue q is Closed"
+    assert gated.fit_error == "queue q is Closed: it takes no new pods"
     task = next(iter(ssn.jobs["default/free"].tasks.values()))
     assert not ssn.allocatable(ssn.queues["q"], task)
 

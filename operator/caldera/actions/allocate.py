@@ -243,7 +243,9 @@ class AllocateAction(Action[AllocateArgs]):
                     continue
                 job.nodes_fit_errors[task.uid] = FitErrors(
                     total=len(ssn.nodes),
-                    message=f"queue {queue.name} has no room for this task within its share",
+                    message=ssn.refusals.pop(
+                        task.uid, f"queue {queue.name} has no room for this task within its share"
+                    ),
                     plain=True,
                 )
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from caldera.api.resources import ResourceSpace, Vector
+from caldera.quantity import format_resource
 
 __all__ = ["EPS", "ShareMeter", "le_all", "le_where", "share", "short_names"]
 
@@ -33,6 +34,20 @@ def short_names(space: ResourceSpace, left: Vector, right: Vector, dims: Vector)
     """Names of the dimensions (where ``dims`` > 0) in which left exceeds right."""
     mask = space.quota & (dims > 0) & (left > right + EPS)
     return [space.names[i] for i in np.flatnonzero(mask)]
+
+
+def overrun(space: ResourceSpace, held: Vector, request: Vector, limit: Vector, what: str) -> str:
+    """Where ``held + request`` passes ``limit`` (in the requested quota dimensions), with the
+    numbers: ``cpu 6 held + 2 requested > 7 deserved``."""
+    parts = []
+    for name in short_names(space, held + request, limit, request):
+        i = space.index[name]
+        fmt = format_resource
+        parts.append(
+            f"{name} {fmt(name, held[i])} held + {fmt(name, request[i])} requested > "
+            f"{fmt(name, limit[i])} {what}"
+        )
+    return ", ".join(parts)
 
 
 def share(space: ResourceSpace, allocated: Vector, deserved: Vector) -> float:

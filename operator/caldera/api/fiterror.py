@@ -8,7 +8,9 @@ from the counts, with the ``<n> <reason>`` entries sorted as strings in both:
   condition and event (what ``kubectl describe pod`` users know): ``0/<N> nodes are available:
   <n> <reason>, ….`` — or ``0/<N> nodes are available: <pre-filter message>.``;
 - :meth:`FitErrors.error`, Volcano's ``FitErrors.Error()``, inside the PodGroup's Unschedulable
-  condition: ``0/<N> nodes are unavailable: <n> <reason>, ….``.
+  condition: ``0/<N> nodes are available: <n> <reason>, ….`` (Volcano writes "unavailable" here,
+  which next to the pod's "0/<N> nodes are available" reads as a contradiction: Caldera uses the
+  pod's wording in both).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class FitErrors:
     def error(self) -> str:
         if self.message:
             return self.message
-        head = f"{self.prefix}0/{self.total} nodes are unavailable"
+        head = f"{self.prefix}0/{self.total} nodes are available"
         if not self.counts:
             return head
         return f"{head}: {histogram(self.counts)}."

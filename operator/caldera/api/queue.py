@@ -32,3 +32,8 @@ class Queue:
     @property
     def is_open(self) -> bool:
         return self.state == "Open"
+
+    @property
+    def closed_reason(self) -> str:
+        """Why a queue that is not open takes no new pods."""
+        return f"queue {self.name} is {self.state or 'not open'}: it takes no new pods"

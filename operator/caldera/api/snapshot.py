@@ -14,6 +14,7 @@ from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
+from caldera.api.task import Task
 from caldera.models.dra import DraObjects
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
@@ -45,6 +46,10 @@ class Snapshot:
     """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
+    held: dict[str, tuple[Task, str]] = field(default_factory=dict)
+    """Pending pods of our scheduler that no session can place until something else changes
+    (their PodGroup or queue is missing or invalid), by ``namespace/name``, with why: they are
+    not scheduled, but still told their reason and explained."""
     hypernodes: HyperNodeTree | None = None
     """The network topology, when the cluster has HyperNodes."""
     spread_owners: SpreadOwners = field(default_factory=SpreadOwners)

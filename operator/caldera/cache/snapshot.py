@@ -26,6 +26,7 @@ from caldera.api.queue import Queue
 from caldera.api.resources import PODS, ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
+from caldera.cache.derived import quotas, spread_owners
 from caldera.cache.podgroups import implicit_podgroup_name
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups, hypernode_tree
@@ -47,7 +48,6 @@ from caldera.models.volcano import (
     topology_from_annotations,
 )
 from caldera.models.volcano import Queue as QueueModel
-from caldera.models.workloads import SpreadOwners
 
 __all__ = ["PodFacts", "PodMemo", "build_snapshot", "stable_uid"]
 
@@ -384,25 +384,39 @@ def build_snapshot(
             continue
         jobs[key] = job
 
+    held: dict[str, tuple[Task, str]] = {}
     for key, pod in sorted(state.pods.items()):
         ours = pod.spec.scheduler_name in names
         job_key = ""
+        why = ""
         if ours:
             group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            seen = len(b.problems)
             if group:
                 job_key = f"{pod.metadata.namespace}/{group}"
                 if job_key not in state.podgroups:
-                    b.problem(
-                        "Pod",
-                        key,
-                        f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: "
-                        f"PodGroup {job_key} does not exist",
+                    invalid = state.invalid.get(f"PodGroup/{job_key}")
+                    why = (
+                        f"its PodGroup {job_key} is invalid: {invalid}"
+                        if invalid is not None
+                        else f"its PodGroup {job_key} does not exist"
                     )
+                    b.problem("Pod", key, f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: {why}")
                     job_key = ""
+                elif job_key not in jobs:
+                    queue_name = state.podgroups[job_key].spec.queue or default_queue
+                    why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
             elif bare_pods_in_memory:
                 job_key = b.implicit_job(space, pod, jobs, queues, prio)
+                if not job_key and len(b.problems) > seen:
+                    why = b.problems[-1].message
             elif not pod.spec.node_name:
-                b.problem("Pod", key, "has no PodGroup yet: waiting for one to be created")
+                why = "has no PodGroup yet: waiting for one to be created"
+                b.problem("Pod", key, why)
+        if why and not pod.spec.node_name:
+            # kept (not scheduled) so the pod still says why it waits
+            held[key] = (b.task(space, key, pod, "", prio), why)
+            continue
         if not job_key and not pod.spec.node_name:
             continue
         task = b.task(space, key, pod, job_key if job_key in jobs else "", prio)
@@ -459,33 +473,10 @@ def build_snapshot(
             },
         ),
     )
-    snapshot.quotas = _quotas(state)
+    snapshot.quotas = quotas(state)
     snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
-    snapshot.spread_owners = _spread_owners(state)
+    snapshot.held = held
+    snapshot.spread_owners = spread_owners(state)
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
-
-
-def _spread_owners(state: ClusterState) -> SpreadOwners:
-    services: dict[str, list[dict[str, str]]] = {}
-    for _, service in sorted(state.services.items()):
-        if service.spec.selector is not None:  # a Service without a selector selects nothing
-            ns = service.metadata.namespace or "default"
-            services.setdefault(ns, []).append(service.spec.selector)
-    return SpreadOwners(
-        services=services,
-        replication_controllers=dict(state.replication_controllers),
-        replica_sets=dict(state.replica_sets),
-        stateful_sets=dict(state.stateful_sets),
-    )
-
-
-def _quotas(state: ClusterState) -> dict[str, dict[str, float]]:
-    """Per namespace, the tightest ``spec.hard`` of each resource over its ResourceQuotas."""
-    out: dict[str, dict[str, float]] = {}
-    for quota in state.resource_quotas.values():
-        hard = out.setdefault(quota.metadata.namespace or "default", {})
-        for name, value in quota.spec.hard.items():
-            hard[name] = min(value, hard.get(name, value))
-    return out

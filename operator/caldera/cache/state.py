@@ -77,6 +77,9 @@ class ClusterState:
     replication_controllers: dict[str, ReplicationController] = field(default_factory=dict)
     replica_sets: dict[str, ReplicaSet] = field(default_factory=dict)
     stateful_sets: dict[str, StatefulSet] = field(default_factory=dict)
+    invalid: dict[str, str] = field(default_factory=dict)
+    """Objects the API holds that failed validation: ``<Kind>/<key>`` → what is wrong. Left out
+    of every other table; kept so the pods that refer to them can say why they wait."""
     owner_min_members: dict[str, int] = field(default_factory=dict)
     """The ``group-min-member`` of controllers that own bare pods, by controller UID (1 when the
     controller has none); a bare pod whose controller is not here yet waits for it."""
@@ -148,7 +151,7 @@ _KIND_OF_TABLE = {kind.table: kind for kind in KINDS.values()}
 def _decode(table: str, stored: dict[str, Any]) -> dict[str, Any]:
     kind = _KIND_OF_TABLE.get(table)
     if kind is None:
-        return stored  # not an API kind (owner_min_members): sent as it is
+        return stored  # not an API kind (owner_min_members, invalid): sent as it is
     validate = kind.model.model_validate_json
     return {key: validate(raw) for key, raw in stored.items()}
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
-from caldera.api.reasons import task_scheduling_reason
+from caldera.api.reasons import REASON_UNSCHEDULABLE, task_scheduling_reason
 from caldera.api.resources import Vector
 from caldera.api.task import ALLOCATED_STATUSES, TaskStatus
 from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
@@ -133,6 +133,10 @@ def close_session(ssn: Session) -> None:
                 result.pod_conditions.append(
                     PodCondition(task.namespace, task.name, task.uid, reason, message)
                 )
+    for task, why in (ssn.snapshot.held[k] for k in sorted(ssn.snapshot.held)):
+        result.pod_conditions.append(
+            PodCondition(task.namespace, task.name, task.uid, REASON_UNSCHEDULABLE, why)
+        )
     for name, vec in sorted(_queue_allocated(ssn).items()):
         quantities = ssn.space.to_quantities(vec)
         old = ssn.space.to_quantities(ssn.space.vector(ssn.queues[name].status_allocated))

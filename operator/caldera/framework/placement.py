@@ -25,6 +25,7 @@ from caldera.framework.session import Rejection, Session
 __all__ = ["Choice", "choose_node", "never_fits", "resource_reason", "resource_rejections"]
 
 BoolArray = npt.NDArray[np.bool_]
+NO_READY_NODE = "no node is Ready to take pods"
 
 
 def resource_reason(name: str) -> str:
@@ -47,9 +48,11 @@ def never_fits(ssn: Session, task: Task) -> FitErrors | None:
     allocatable), in kube-scheduler's words; None when some node could. Such a pod's reason is
     this, whatever a queue or the cluster's overcommit budget says."""
     nodes = ssn.nodes
+    if not len(nodes):
+        return FitErrors(total=0, message=NO_READY_NODE)
     req = task.resreq
     cols = np.flatnonzero(req)
-    if len(nodes) and _fits(nodes.allocatable, req, cols).any():
+    if _fits(nodes.allocatable, req, cols).any():
         return None
     return fit_errors(len(nodes), resource_rejections(ssn.space, req, nodes.allocatable))
 
@@ -85,6 +88,8 @@ def choose_node(
     ``within`` limits the choice (and the reasons) to the masked nodes (one HyperNode).
     """
     nodes = ssn.nodes
+    if not len(nodes):
+        return FitErrors(total=0, message=NO_READY_NODE)
     n = len(nodes) if within is None else int(np.count_nonzero(within))
     message = ssn.pre_predicate(task)
     if message is not None:

@@ -127,6 +127,8 @@ class Session:
         self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
         self.simulate_predicate_point: Point[SimulateFn] = point("simulate_predicate")
         self.event_handlers: Point[EventHandler] = point("event_handler")
+        self.refusals: dict[str, str] = {}
+        """Task UID → why a plugin last refused it room in its queue (``allocatable``)."""
         self.releasable_reasons: set[str] = set()
         """Filter reasons that evicting tasks from the node can cure (a plugin's own resource
         fit, such as shared-device capacity): the victim search looks past them and checks the
@@ -193,6 +195,11 @@ class Session:
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
         return rules.all_true(self.allocatable_point, queue, task)
+
+    def refuse(self, task: Task, message: str) -> None:
+        """Say why ``task`` may not take room now (a queue's share, a closed queue): the
+        pending message names it instead of a generic one."""
+        self.refusals[task.uid] = message
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
         return rules.all_true(self.preemptive_point, queue, task)

@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.api.compare import le_where
+from caldera.api.compare import le_where, overrun
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import Vector
@@ -114,11 +114,14 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
         def allocatable(queue: Queue, task: Task) -> bool:
             if not queue.is_open:
+                ssn.refuse(task, queue.closed_reason)
                 return False
-            return all(
-                le_where(space, n.allocated + task.resreq, n.real_capability, task.resreq)
-                for n in chain(queue.name)
-            )
+            for n in chain(queue.name):
+                if not le_where(space, n.allocated + task.resreq, n.real_capability, task.resreq):
+                    over = overrun(space, n.allocated, task.resreq, n.real_capability, "capability")
+                    ssn.refuse(task, f"queue {n.queue.name} is at its capability: {over}")
+                    return False
+            return True
 
         def overused(queue: Queue) -> bool:
             return any(

@@ -35,10 +35,16 @@ def _valid(job: Job) -> ValidateResult | None:
         )
     valid = job.valid_task_num()
     if valid < job.min_available:
-        return ValidateResult(
-            NOT_ENOUGH_TASKS,
-            f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}",
+        message = (
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
         )
+        if len(job.tasks) < job.min_available:  # the usual cause: pods not created (yet)
+            missing = job.min_available - len(job.tasks)
+            message += (
+                f" (minMember is {job.min_available} but the PodGroup has {len(job.tasks)} "
+                f"pod(s): waiting for {missing} more to be created)"
+            )
+        return ValidateResult(NOT_ENOUGH_TASKS, message)
     return None
 
 
@@ -118,7 +124,8 @@ def _verdict(job: Job) -> tuple[str, str, str] | None:
         for t in job.by_status.get(TaskStatus.PENDING, {}).values()
         if t.last_transaction is not None and t.last_transaction.status in _PLACED
     )
-    unready = job.min_available - (placeable + job.ready_task_num())
+    # never more than it has: a gang whose minMember exceeds its pods lacks pods, not room
+    unready = min(job.min_available, len(job.tasks)) - (placeable + job.ready_task_num())
     message = f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {job_fit_error(job)}"
     job.fit_error = message
     return "Unschedulable", NOT_ENOUGH_RESOURCES, message

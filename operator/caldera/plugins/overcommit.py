@@ -13,10 +13,12 @@ from pydantic import Field
 
 from caldera.api.compare import le_where, short_names
 from caldera.api.job import Job
+from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import ALLOCATED_STATUSES
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import Session
+from caldera.quantity import format_resource
 
 __all__ = ["OvercommitArgs", "OvercommitPlugin"]
 
@@ -27,6 +29,29 @@ class OvercommitArgs(Args):
     factor: float = Field(DEFAULT_FACTOR, alias="overcommit-factor")
 
 
+def _budget(
+    space: ResourceSpace,
+    names: list[str],
+    used: Vector,
+    admitted: Vector,
+    request: Vector,
+    budget: Vector,
+) -> str:
+    """``cpu 4 used + 20 admitted + 10 requested > 28.8 allocatable × overcommit-factor``."""
+    parts = []
+    for name in names:
+        i = space.index[name]
+
+        def q(value: float, name: str = name) -> str:
+            return format_resource(name, value)
+
+        parts.append(
+            f"{name} {q(used[i])} used + {q(admitted[i])} admitted + {q(request[i])} "
+            f"requested > {q(budget[i])} allocatable × overcommit-factor"
+        )
+    return "; ".join(parts)
+
+
 class OvercommitPlugin(Plugin[OvercommitArgs]):
     name: ClassVar[str] = "overcommit"
     Args = OvercommitArgs
@@ -34,7 +59,9 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     def on_session_open(self, ssn: Session) -> None:
         space = ssn.space
         factor = self.args.factor if self.args.factor >= 1.0 else DEFAULT_FACTOR
-        idle = ssn.snapshot.total_allocatable() * factor - ssn.nodes.used.sum(axis=0)
+        budget = ssn.snapshot.total_allocatable() * factor
+        used = ssn.nodes.used.sum(axis=0)
+        idle = budget - used
         inqueue = space.zeros()
         for job in ssn.jobs.values():
             if job.min_resources is None:
@@ -50,10 +77,13 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
             need = inqueue + job.min_resources
             if le_where(space, need, idle, job.min_resources):
                 return PERMIT
-            over = ", ".join(f"overused {n}" for n in short_names(space, need, idle, need))
+            short = short_names(space, need, idle, need)
+            over = ", ".join(f"overused {n}" for n in short)
             msg = "resource in cluster is overused" + (f": {over}" if over else "")
+            ssn.record_event(job, "Normal", "Unschedulable", msg)  # Volcano's exact event text
+            if short:  # the reason then gives the numbers that make it true
+                msg += f" ({_budget(space, short, used, inqueue, job.min_resources, budget)})"
             job.fit_error = msg
-            ssn.record_event(job, "Normal", "Unschedulable", msg)
             return REJECT
 
         def enqueued(job: Job) -> None:

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.api.compare import ShareMeter, le_all, le_where, short_names
+from caldera.api.compare import ShareMeter, le_all, le_where, overrun, short_names
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
@@ -162,9 +162,16 @@ class ProportionPlugin(Plugin[ProportionArgs]):
 
         def allocatable(queue: Queue, task: Task) -> bool:
             s = shares.get(queue.name)
-            if s is None or not queue.is_open:
+            if s is None:
                 return False
-            return le_where(space, s.allocated + task.resreq, s.deserved, task.resreq)
+            if not queue.is_open:
+                ssn.refuse(task, queue.closed_reason)
+                return False
+            if le_where(space, s.allocated + task.resreq, s.deserved, task.resreq):
+                return True
+            over = overrun(space, s.allocated, task.resreq, s.deserved, "deserved")
+            ssn.refuse(task, f"queue {queue.name} is at its deserved share: {over}")
+            return False
 
         def within_share(s: QueueShare, need: Vector, minimum: Vector) -> bool:
             """With ``proportion.enqueueWithinDeserved``: a queue whose admitted work would pass
@@ -183,7 +190,7 @@ class ProportionPlugin(Plugin[ProportionArgs]):
         def enqueueable(job: Job) -> int:
             s = shares[job.queue]
             if not s.queue.is_open:
-                job.fit_error = f"queue {s.queue.name} is {s.queue.state or 'not open'}"
+                job.fit_error = s.queue.closed_reason
                 return REJECT
             if job.min_resources is None:
                 return PERMIT

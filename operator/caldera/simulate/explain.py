@@ -73,6 +73,9 @@ class Explanation:
     """Why preempt or reclaim would evict nothing for it (empty: they did not try)."""
     topology: TopologyTrace | None = None
     """The next session's HyperNode search for the pod's job (jobs with network topology)."""
+    taken: str = ""
+    """When the table shows nodes the pod fits and the session does not place it: which pods
+    the session placed on those nodes first."""
 
 
 class ExplainError(ValueError):
@@ -109,9 +112,7 @@ def explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    session, victims, no_victims, topology = _next_session(
-        state, policy, registry, key, names, default_queue
-    )
+    next_ = _next_session(state, policy, registry, key, names, default_queue)
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -122,8 +123,10 @@ def explain(
     )
     ssn = Session(snapshot, policy, registry)
     ssn.open()
-    task = _find(ssn, key)
-    job = ssn.jobs[task.job]
+    held = snapshot.held.get(key)
+    task = held[0] if held is not None else _find(ssn, key)
+    job = ssn.jobs.get(task.job)
+    group = found.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
     nodes = ssn.nodes
     verdicts = [NodeVerdict(name) for name in nodes.names]
 
@@ -164,25 +167,41 @@ def explain(
             verdicts[row].total = value
 
     choice = choose_node(ssn, task)
-    if isinstance(choice, FitErrors):
+    if held is not None:
+        verdict, chosen = f"not scheduled: {held[1]}", None
+    elif isinstance(choice, FitErrors):
         verdict, chosen = choice.available(), None
     else:
         chosen = nodes.names[choice.node]
         verdict = f"would be placed on {chosen}"
     return Explanation(
         pod=key,
-        job=task.job,
-        queue=job.queue,
+        job=task.job or f"{found.metadata.namespace}/{group}",
+        queue=job.queue if job is not None else "-",
         verdict=verdict,
-        session=session,
-        victims=victims,
-        no_victims=no_victims,
-        topology=topology,
+        session=next_.text,
+        victims=next_.victims,
+        no_victims=next_.no_victims,
+        topology=next_.topology,
+        taken=_taken(next_, {v.node for v in verdicts if v.fits}),
         chosen=chosen,
         pre_filter=pre,
         nodes=verdicts,
         weights=weights,
     )
+
+
+@dataclass(slots=True)
+class _Next:
+    """What the next session does with the pod (see :func:`_next_session`)."""
+
+    text: str
+    victims: list[str]
+    no_victims: str
+    topology: TopologyTrace | None
+    bound: bool
+    binds: list[tuple[str, str]]
+    """Every bind of the session: (pod, node)."""
 
 
 def _next_session(
@@ -192,10 +211,10 @@ def _next_session(
     key: str,
     names: list[str],
     default_queue: str,
-) -> tuple[str, list[str], str, TopologyTrace | None]:
+) -> _Next:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
     the pods it evicts to make room for it; when it evicts none, why (if preempt or reclaim
-    tried); and its job's HyperNode search."""
+    tried); its job's HyperNode search; and what else the session bound."""
     copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
     sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
     result = sim.cycles[0].result
@@ -206,20 +225,34 @@ def _next_session(
     pod = copy.pods[key]
     group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
     trace = result.topology.get(f"{pod.metadata.namespace}/{group}")
-    for bind in result.binds:
-        if f"{bind.namespace}/{bind.name}" == key:
-            return f"bound to {bind.node}", victims, note, trace
+    binds = [(f"{b.namespace}/{b.name}", b.node) for b in result.binds]
+    text = "not considered (its PodGroup is not enqueued or not valid)"
+    if victims:
+        text = "pipelined onto the room its victims free; bound once they are gone"
     for cond in result.pod_conditions:
         if f"{cond.namespace}/{cond.name}" == key:
-            return f"{cond.reason}: {cond.message}", victims, note, trace
-    if victims:
-        return (
-            "pipelined onto the room its victims free; bound once they are gone",
-            victims,
-            note,
-            trace,
-        )
-    return "not considered (its PodGroup is not enqueued or not valid)", victims, note, trace
+            text = f"{cond.reason}: {cond.message}"
+    for pod_key, node in binds:
+        if pod_key == key:
+            return _Next(f"bound to {node}", victims, note, trace, True, binds)
+    return _Next(text, victims, note, trace, False, binds)
+
+
+def _taken(next_: _Next, fitting: set[str]) -> str:
+    """When the table shows nodes the pod fits but the session does not bind it: the pods the
+    session placed first on those nodes ("" when none did, or the pod is bound)."""
+    if next_.bound or not fitting:
+        return ""
+    earlier = [f"{pod} on {node}" for pod, node in next_.binds if node in fitting]
+    if not earlier:
+        return ""
+    shown = ", ".join(earlier[:_LISTED]) + (
+        f" and {len(earlier) - _LISTED} more" if len(earlier) > _LISTED else ""
+    )
+    return (
+        f"the table is the cluster before this session; in it, {len(earlier)} pod(s) placed "
+        f"before this one took room on the nodes it fits: {shown}"
+    )
 
 
 def to_json(ex: Explanation) -> str:
@@ -230,6 +263,7 @@ def to_json(ex: Explanation) -> str:
         "verdict": ex.verdict,
         "session": ex.session,
         "victims": ex.victims,
+        "takenBy": ex.taken or None,
         "noVictims": ex.no_victims or None,
         "node": ex.chosen,
         "topology": _topology_doc(ex.topology),
@@ -313,6 +347,8 @@ def to_table(ex: Explanation) -> str:
         f"verdict: {ex.verdict}",
         f"next session: {ex.session}",
     ]
+    if ex.taken:
+        lines.append(ex.taken)
     if ex.victims:
         lines.append(f"it would evict: {', '.join(ex.victims)}")
     elif ex.no_victims:

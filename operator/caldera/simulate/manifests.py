@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from caldera.cache.state import ClusterState, StateObject
-from caldera.models.parse import KINDS, describe, parse_object
+from caldera.models.parse import KINDS, ObjectError, describe, parse_object
 
 __all__ = ["EPOCH", "Loaded", "load_manifests"]
 
@@ -113,6 +113,8 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
         obj = parse_object(str(kind), raw)
         if not isinstance(obj, StateObject):
             out.warnings.append(f"{source}: {obj}; skipped")
+            if isinstance(obj, ObjectError):
+                out.state.invalid[f"{kind}/{obj.name}"] = obj.message
             continue
         if out.state.add(obj):
             out.warnings.append(

@@ -197,6 +197,7 @@ class Cache:
             obj = parsed
         if self._malformed.pop(f"{kind.name}/{key}", None) is not None:
             log.info("%s %s is valid again", kind.name, key, extra=self._about(kind, raw))
+            self._set_invalid(f"{kind.name}/{key}", None)
         previous = prints.get(key)
         prints[key] = mark if mark is not None else _wakes(raw)
         table[key] = obj
@@ -255,7 +256,8 @@ class Cache:
         return old
 
     def _drop(self, kind: Kind, key: str) -> None:
-        self._malformed.pop(f"{kind.name}/{key}", None)
+        if self._malformed.pop(f"{kind.name}/{key}", None) is not None:
+            self._set_invalid(f"{kind.name}/{key}", None)
         old = self._forget(kind, key)
         if (
             old is not None
@@ -270,6 +272,7 @@ class Cache:
             self._malformed[f"{kind.name}/{key}"] = text
             log.warning("skipping malformed object: %s", text, extra=self._about(kind, raw))
             self._on_malformed(kind, raw, error.message)
+            self._set_invalid(f"{kind.name}/{key}", error.message)
         # what was stored before is no longer the object: leave it out until it is valid again
         if self._forget(kind, key) is not None:
             self._on_news()
@@ -291,6 +294,14 @@ class Cache:
             self.state.owner_min_members[uid] = value
             self._dirty.setdefault("owner_min_members", set()).add(uid)
             self._on_news()
+
+    def _set_invalid(self, key: str, message: str | None) -> None:
+        """Record (or, with None, clear) that the object ``<Kind>/<key>`` failed validation."""
+        if message is None:
+            self.state.invalid.pop(key, None)
+        else:
+            self.state.invalid[key] = message
+        self._dirty.setdefault("invalid", set()).add(key)
 
     def take_changes(self) -> Changes:
         """What was stored and dropped since the last call, for the session process: the API
@@ -320,6 +331,7 @@ class Cache:
             table: (dict(stored), []) for table, stored in self._json.items()
         }
         tables["owner_min_members"] = (dict(self.state.owner_min_members), [])
+        tables["invalid"] = (dict(self.state.invalid), [])
         self.forget_changes()
         return Changes(tables, full=True)
 
