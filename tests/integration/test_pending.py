@@ -40,3 +40,21 @@ async def test_a_pod_that_fits_nowhere_says_why_in_kube_schedulers_words(k8s: K8
     # the events about this very pod (by uid): not an older pod's of the same name
     events = await k8s.events_about(created, "FailedScheduling")
     assert [(e["type"], e["message"]) for e in events] == [("Warning", expected)]
+
+
+async def test_a_pod_whose_podgroup_is_missing_is_told_so_in_its_condition(
+    k8s: K8sHandle,
+) -> None:
+    ns = k8s.namespace
+    await k8s.create("nodes", node("n1", cpu="4"))
+    await k8s.create("pods", pod("orphan", group="ghost", namespace=ns), namespace=ns)
+    expected = f"its PodGroup {ns}/ghost does not exist"
+    async with running_operator(k8s):
+        obj = await k8s.wait_for(
+            "pods",
+            "orphan",
+            lambda o: (_scheduled(o) or {}).get("message") == expected,
+            namespace=ns,
+        )
+    cond = _scheduled(obj)
+    assert cond is not None and cond["reason"] == "Unschedulable"
