@@ -81,7 +81,8 @@ def _parser() -> argparse.ArgumentParser:
         "manifests",
         nargs="*",
         metavar="MANIFEST",
-        help="YAML files, or - for stdin; with --kubeconfig, added to the cluster's objects",
+        help="YAML files, or - for stdin; with --kubeconfig, added to the cluster's objects "
+        "(replacing any of the same kind and name)",
     )
     _add_live(ex)
     _add_run(sub)

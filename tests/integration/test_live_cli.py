@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from caldera.cli import main
-from caldera.k8s.live import ReadOnly, ReadOnlyError
+from caldera.k8s.live import ReadOnly, ReadOnlyError, read_cluster
 from caldera.k8s.resources import PODS, resource_of
 from caldera.k8s.rest import Rest
 from caldera.models.kinds import KINDS
@@ -101,6 +101,44 @@ async def test_simulate_with_a_new_job_shows_where_it_would_go_among_the_cluster
     assert doc["podGroups"][f"{ns}/train"]["phase"] != "Running"
 
 
+async def test_an_object_in_the_manifests_replaces_the_clusters_object_of_that_name(
+    k8s: K8sHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ns = await a_cluster_with_a_gang_too_big_for_it(k8s)
+    what_if = tmp_path / "what-if.yaml"
+    what_if.write_text(yaml.safe_dump(node("a", cpu="8")))
+    code, out, _ = await cli(
+        capsys,
+        "simulate",
+        "--kubeconfig",
+        str(k8s.kubeconfig_path),
+        str(what_if),
+        "--output",
+        "json",
+    )
+    assert code == 0
+    # with 8 cpus, node a holds one of the gang's pods beside the other scheduler's 3-cpu pod
+    binds = {b["pod"]: b["node"] for b in json.loads(out)["binds"]}
+    assert sorted(binds[f"{ns}/train-{i}"] for i in range(2)) == ["a", "b"]
+
+
+async def test_a_listing_whose_version_expired_is_made_again_page_by_page(
+    k8s: K8sHandle,
+) -> None:
+    k8s.needs_emulator("injects a 410 and reads the request log")
+    ns = k8s.namespace
+    for i in range(5):
+        await k8s.create("pods", pod(f"p-{i}", namespace=ns), namespace=ns)
+    k8s.emulator.clear_requests()
+    k8s.fail_next(410, verb="list", resource="pods", reason="Expired", message="too old")
+    live = await read_cluster(str(k8s.kubeconfig_path), page=2)
+    assert sorted(live.state.pods) == [f"{ns}/p-{i}" for i in range(5)]
+    # the expired attempt, then three pages of two, two and one
+    sent = k8s.find_requests(verb="list", resource="pods")
+    assert [r.status for r in sent] == [410, 200, 200, 200]
+    assert [bool(r.query.get("continue")) for r in sent] == [False, False, True, True]
+
+
 async def test_reading_the_cluster_sends_only_get_requests_and_lists_every_kind(
     k8s: K8sHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -187,3 +225,16 @@ async def _configuration(k8s: K8sHandle) -> Any:
     from caldera.k8s.client import load_configuration
 
     return await load_configuration(str(k8s.kubeconfig_path))
+
+
+async def test_credentials_the_server_does_not_accept_are_said_in_one_line(
+    k8s: K8sHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    k8s.needs_emulator("injects a 401")
+    k8s.fail_next(401, times=None, reason="Unauthorized", message="Unauthorized")
+    code, out, err = await cli(capsys, "explain", "p", "--kubeconfig", str(k8s.kubeconfig_path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"caldera: the API server at {k8s.url} did not accept our credentials "
+        "(HTTP 401: Unauthorized)\n"
+    )
