@@ -87,8 +87,6 @@ class Live:
     state: ClusterState = field(default_factory=ClusterState)
     warnings: list[str] = field(default_factory=list)
     server: str = ""
-    versions: dict[str, str] = field(default_factory=dict)
-    """The resource version each kind was listed at (absent: not served)."""
 
 
 async def read_cluster(
@@ -122,9 +120,7 @@ async def read_cluster(
             raise reply
         if reply is None:
             continue  # not served here
-        items, version = reply
-        out.versions[kind.name] = version
-        _store(out, kind, items)
+        _store(out, kind, reply[0])
     return out
 
 
@@ -133,9 +129,9 @@ async def _reach(reader: ReadOnly, server: str) -> None:
     try:
         await reader.get_path("/version")
     except ApiError as exc:
-        if exc.status in (401, 403):
+        if exc.status == 401:
             raise LiveError(_refused(exc, server)) from None
-        # some servers hide /version; the listings will tell
+        # it answered: a server that hides /version is for the listings to judge
     except API_ERRORS as exc:
         raise LiveError(f"cannot reach the API server at {server}: {describe(exc)}") from None
 
