@@ -29,16 +29,20 @@ async def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str,
 
 async def export(k8s: K8sHandle, path: Path) -> str:
     """Every object the scheduler reads, as ``kubectl get -o yaml`` would write it."""
-    docs = []
-    for kind in KINDS.values():
-        try:
-            items = await k8s.list(kind.plural)
-        except Exception:  # noqa: BLE001 - a kind this server does not serve has no objects
-            continue
-        for item in items:
-            docs.append({"apiVersion": kind.api_version, "kind": kind.name, **item})
+    docs = [
+        {"apiVersion": kind.api_version, "kind": kind.name, **item}
+        for kind in KINDS.values()
+        for item in await served(k8s, kind.plural)
+    ]
     path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": docs}))
     return str(path)
+
+
+async def served(k8s: K8sHandle, plural: str) -> list[dict[str, Any]]:
+    try:
+        return await k8s.list(plural)
+    except Exception:  # noqa: BLE001 - a kind this server does not serve has no objects
+        return []
 
 
 async def a_cluster_with_a_gang_too_big_for_it(k8s: K8sHandle) -> str:
@@ -205,8 +209,10 @@ async def test_a_malformed_object_in_the_cluster_is_reported_and_the_rest_still_
     )
     assert code == 0
     assert err.splitlines() == [
-        f"caldera: {k8s.url}: Pod {ns}/broken: spec.containers[0].resources.requests: cpu: "
-        "invalid quantity '1x': unknown suffix 'x'; skipped"
+        (
+            f"caldera: {k8s.url}: Pod {ns}/broken: spec.containers[0].resources.requests: cpu: "
+            "invalid quantity '1x': unknown suffix 'x'; skipped"
+        )
     ]
     assert {b["pod"] for b in json.loads(out)["binds"]} == {f"{ns}/fine"}
 
