@@ -1,9 +1,10 @@
 """The ``caldera`` command line.
 
 ``caldera simulate`` runs the engine offline on manifests; ``caldera explain`` shows, for one
-pod, every node's filter verdicts and scores; ``caldera run`` runs the scheduler against a
-cluster. Exit codes: 0 done (input problems are reported on stderr and the rest still runs),
-1 the leader lost its lease, 2 a policy, usage or connection error (one line on stderr).
+pod, every node's filter verdicts and scores; with ``--kubeconfig`` both read a live cluster
+(read-only) instead. ``caldera run`` runs the scheduler against a cluster. Exit codes: 0 done
+(input problems are reported on stderr and the rest still runs), 1 the leader lost its lease,
+2 a policy, usage or connection error (one line on stderr).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from caldera.cache.state import overlay
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import Policy, default_policy, load_policy_file
@@ -57,10 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--output", choices=("table", "json"), default="table")
     sim.add_argument(
         "manifests",
-        nargs="+",
+        nargs="*",
         metavar="MANIFEST",
-        help="YAML files (multi-document or kind: List), or - for stdin",
+        help="YAML files (multi-document or kind: List), or - for stdin; with --kubeconfig, "
+        "added to the cluster's objects (replacing any of the same kind and name)",
     )
+    _add_live(sim)
     ex = sub.add_parser(
         "explain", help="why a pod goes where it goes: every node's filter verdicts and scores"
     )
@@ -73,9 +77,45 @@ def _parser() -> argparse.ArgumentParser:
         help="schedule pods with this schedulerName (repeatable; default volcano)",
     )
     ex.add_argument("--output", choices=("table", "json"), default="table")
-    ex.add_argument("manifests", nargs="+", metavar="MANIFEST", help="YAML files, or - for stdin")
+    ex.add_argument(
+        "manifests",
+        nargs="*",
+        metavar="MANIFEST",
+        help="YAML files, or - for stdin; with --kubeconfig, added to the cluster's objects "
+        "(replacing any of the same kind and name)",
+    )
+    _add_live(ex)
     _add_run(sub)
     return parser
+
+
+def _add_live(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="read the cluster of this kubeconfig (read-only: get and list requests only)",
+    )
+    command.add_argument(
+        "--context", help="with a cluster: this kubeconfig context instead of the current one"
+    )
+
+
+def _live(args: argparse.Namespace) -> Loaded | None:
+    """The cluster's objects with the manifests' on top; None (reported) when it cannot be read.
+    Objects of the manifests without a creation time are created now, after the cluster's."""
+    import asyncio
+    import time
+
+    from caldera.k8s.live import LiveError, read_cluster
+
+    try:
+        live = asyncio.run(read_cluster(args.kubeconfig, args.context))
+    except LiveError as exc:
+        print(f"caldera: {exc}", file=sys.stderr)
+        return None
+    extra = load_manifests(args.manifests, epoch=time.time()) if args.manifests else Loaded()
+    overlay(live.state, extra.state)
+    return Loaded(live.state, [f"{live.server}: {w}" for w in live.warnings] + extra.warnings)
 
 
 def _duration(text: str) -> float:
@@ -138,7 +178,13 @@ def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
     except ConfigError as exc:
         print(f"caldera: invalid policy: {exc}", file=sys.stderr)
         return None
-    loaded = load_manifests(args.manifests)
+    if args.kubeconfig or args.context:
+        live = _live(args)
+        if live is None:
+            return None
+        loaded = live
+    else:
+        loaded = load_manifests(args.manifests)
     for warning in loaded.warnings:
         print(f"caldera: {warning}", file=sys.stderr)
     return registry, policy, loaded
@@ -156,6 +202,7 @@ def _explain(args: argparse.Namespace) -> int:
             registry,
             args.pod,
             scheduler_names=args.scheduler_names or ["volcano"],
+            source="the cluster" if args.kubeconfig or args.context else "the manifests",
         )
     except ExplainError as exc:
         print(f"caldera: {exc}", file=sys.stderr)
@@ -203,7 +250,12 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command in ("simulate", "explain") and not (
+        args.manifests or args.kubeconfig or args.context
+    ):
+        parser.error(f"{args.command}: give MANIFEST files, or --kubeconfig to read a cluster")
     if args.command == "simulate":
         return _simulate(args)
     if args.command == "explain":

@@ -14,7 +14,7 @@ from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
-__all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "table_of"]
+__all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "overlay", "table_of"]
 
 StateObject = (
     Pod
@@ -160,3 +160,9 @@ def copy_state(state: ClusterState) -> ClusterState:
     """A copy whose tables can change without touching ``state``'s (the objects are shared:
     they are immutable)."""
     return ClusterState(**{f.name: dict(getattr(state, f.name)) for f in fields(state)})
+
+
+def overlay(state: ClusterState, top: ClusterState) -> None:
+    """Store every object of ``top`` in ``state``, in place of any with the same key."""
+    for f in fields(state):
+        getattr(state, f.name).update(getattr(top, f.name))

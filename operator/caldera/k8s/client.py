@@ -26,7 +26,11 @@ class KubeconfigError(Exception):
     """The credentials cannot be loaded; the message says which file and why."""
 
 
-async def load_configuration(kubeconfig: str | None) -> client.Configuration:
+async def load_configuration(
+    kubeconfig: str | None, context: str | None = None
+) -> client.Configuration:
+    """The client settings of ``kubeconfig`` (its ``context``, else its current one), or of the
+    pod's service account in a cluster."""
     cfg = client.Configuration()
     path = kubeconfig or os.environ.get("KUBECONFIG")
     where = path or "~/.kube/config"
@@ -37,7 +41,9 @@ async def load_configuration(kubeconfig: str | None) -> client.Configuration:
                     raise KubeconfigError(
                         f"kubeconfig {one} does not exist (and this is not a pod in a cluster)"
                     )
-            await config.load_kube_config(config_file=path, client_configuration=cfg)
+            await config.load_kube_config(
+                config_file=path, context=context, client_configuration=cfg
+            )
         else:
             where = "in-cluster service account"
             config.load_incluster_config(client_configuration=cfg)

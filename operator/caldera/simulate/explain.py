@@ -98,11 +98,14 @@ def explain(
     *,
     scheduler_names: Iterable[str],
     default_queue: str = "default",
+    source: str = "the manifests",
 ) -> Explanation:
+    """Why ``pod`` goes where it goes; ``source`` names where the objects came from, for the
+    error when the pod is not among them."""
     key = pod if "/" in pod else f"default/{pod}"
     found = state.pods.get(key)
     if found is None:
-        raise ExplainError(f"pod {key} is not in the manifests")
+        raise ExplainError(f"pod {key} is not in {source}")
     if found.spec.node_name:
         raise ExplainError(f"pod {key} is already bound to {found.spec.node_name}")
     names = list(scheduler_names)

@@ -91,7 +91,8 @@ def _parse_yaml(name: str, text: str, warnings: list[str]) -> Iterator[Any]:
         yield doc
 
 
-def load_manifests(sources: Sequence[str]) -> Loaded:
+def load_manifests(sources: Sequence[str], *, epoch: float = EPOCH) -> Loaded:
+    """The objects of ``sources``; those stating no creation time get one from ``epoch`` on."""
     out = Loaded()
     order = 0
     for source, doc in _documents(sources, out.warnings):
@@ -108,7 +109,7 @@ def load_manifests(sources: Sequence[str]) -> Loaded:
         raw = dict(doc)
         meta = raw.get("metadata")
         if isinstance(meta, Mapping) and not meta.get("creationTimestamp"):
-            raw["metadata"] = {**meta, "creationTimestamp": EPOCH + order / 1000.0}
+            raw["metadata"] = {**meta, "creationTimestamp": epoch + order / 1000.0}
         order += 1
         obj = parse_object(str(kind), raw)
         if not isinstance(obj, StateObject):

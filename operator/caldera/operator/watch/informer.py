@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Any
 
 from caldera.k8s.errors import API_ERRORS, describe
+from caldera.k8s.listing import list_objects
 from caldera.k8s.resources import resource_of
 from caldera.k8s.rest import ApiError, Rest
 from caldera.models.kinds import Kind
@@ -96,23 +96,14 @@ class Informer:
             backoff = min(backoff * 2, 30.0)
 
     async def _list(self) -> str:
-        items: list[dict[str, Any]] = []
-        token = ""
-        while True:
-            # as client-go's reflector: any version will do (served from the API server's watch
-            # cache, in one piece), pages only when the server insists on paging
-            query = {"limit": str(self._page), "resourceVersion": "0"}
-            if token:
-                query = {"limit": str(self._page), "continue": token}
-            reply = await self._rest.call("list", self._resource, query=query, timeout=60.0)
-            items.extend(reply.get("items") or ())
-            meta = reply.get("metadata") or {}
-            token = meta.get("continue") or ""
-            if not token:
-                break
+        # as client-go's reflector: any version will do (served from the API server's watch
+        # cache, in one piece), pages only when the server insists on paging
+        items, version = await list_objects(
+            self._rest, self._resource, page=self._page, resource_version="0"
+        )
         self.lists += 1
         self._cache.replace(self.kind, items)
-        return str(meta.get("resourceVersion") or "")
+        return version
 
     async def _watch(self, version: str) -> None:
         """Watch from ``version`` until the server ends the stream, moving the version on."""

@@ -1,0 +1,186 @@
+"""Reading a live cluster once, read-only, for ``caldera explain`` and ``caldera simulate`` with
+``--kubeconfig``: every kind the scheduler watches, listed into a
+:class:`~caldera.cache.state.ClusterState`, so "why is this pod pending" needs no exported YAML.
+
+Nothing here can write: requests go through :class:`ReadOnly`, which hands on only ``get`` and
+``list`` (both HTTP GET) and refuses any other verb before a byte is sent. Every kind of
+:data:`~caldera.models.kinds.KINDS` is listed at once, each at the latest resource version and in
+pages (``docs/live-cluster.md`` says what consistency that gives); a listing whose ``continue``
+token expired midway (``410``) is started again. A kind the server does not serve (``404``: no
+DRA, no HyperNode CRD) counts as empty, as in the operator. Objects are parsed as the operator's
+cache parses them; a malformed one is reported (kind, name, field) and left out. Anything else —
+credentials that cannot be loaded, a server that does not answer, a list we may not make — is a
+:class:`LiveError` of one line; a ``403`` names the resource and verb the credentials lack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from caldera.cache.state import ClusterState, StateObject
+from caldera.k8s.client import KubeconfigError, load_configuration
+from caldera.k8s.errors import API_ERRORS, describe
+from caldera.k8s.listing import list_objects
+from caldera.k8s.resources import resource_of
+from caldera.k8s.rest import ApiError, Resource, Rest
+from caldera.models.kinds import KINDS, Kind
+from caldera.models.parse import parse_object
+
+__all__ = ["READ_VERBS", "Live", "LiveError", "ReadOnly", "ReadOnlyError", "read_cluster"]
+
+READ_VERBS = frozenset({"get", "list"})
+"""The only verbs :class:`ReadOnly` sends."""
+
+_READ_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
+"""A failed read, or a reply that is not what it should be."""
+_EXPIRED_RETRIES = 3
+"""How many times a listing whose ``continue`` token expired is started again."""
+
+
+class ReadOnlyError(RuntimeError):
+    """A request that would change the cluster was asked of a :class:`ReadOnly` client."""
+
+
+class LiveError(Exception):
+    """The cluster could not be read; the message is one line for the user."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(message.split()))
+
+
+class ReadOnly:
+    """A :class:`~caldera.k8s.rest.Rest` that can only read.
+
+    It offers ``call`` for ``get`` and ``list`` and ``get_path`` for non-resource paths; it keeps
+    the client it wraps to itself, so code holding one cannot reach a writing method."""
+
+    def __init__(self, rest: Rest) -> None:
+        self._rest = rest
+
+    async def call(
+        self,
+        verb: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        query: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        if verb not in READ_VERBS:
+            raise ReadOnlyError(f"refused to {verb} {resource.plural}: this client only reads")
+        return await self._rest.call(
+            verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
+        )
+
+    async def get_path(self, path: str) -> Any:
+        return await self._rest.get_path(path)
+
+
+@dataclass(slots=True)
+class Live:
+    """The cluster as listed: the objects, what was left out and why, and the server."""
+
+    state: ClusterState = field(default_factory=ClusterState)
+    warnings: list[str] = field(default_factory=list)
+    server: str = ""
+
+
+async def read_cluster(
+    kubeconfig: str | None,
+    context: str | None = None,
+    *,
+    page: int = 500,
+    timeout: float = 30.0,
+) -> Live:
+    """List every kind the scheduler reads; raises :class:`LiveError` when that cannot be done."""
+    try:
+        cfg = await load_configuration(kubeconfig, context)
+    except KubeconfigError as exc:
+        raise LiveError(str(exc)) from None
+    server = cfg.host or ""
+    rest = Rest(cfg, timeout=timeout)
+    reader = ReadOnly(rest)
+    try:
+        await _reach(reader, server)
+        kinds = list(KINDS.values())
+        replies = await asyncio.gather(
+            *(_list_kind(reader, kind, page) for kind in kinds), return_exceptions=True
+        )
+    finally:
+        await rest.close()
+    out = Live(server=server)
+    for kind, reply in zip(kinds, replies, strict=True):
+        if isinstance(reply, _READ_ERRORS):
+            raise _failure(reply, kind, server) from None
+        if isinstance(reply, BaseException):
+            raise reply
+        if reply is None:
+            continue  # not served here
+        _store(out, kind, reply[0])
+    return out
+
+
+async def _reach(reader: ReadOnly, server: str) -> None:
+    """Fail fast, in one line, when the server does not answer at all."""
+    try:
+        await reader.get_path("/version")
+    except ApiError as exc:
+        if exc.status == 401:
+            raise LiveError(_refused(exc, server)) from None
+        # it answered: a server that hides /version is for the listings to judge
+    except API_ERRORS as exc:
+        raise LiveError(f"cannot reach the API server at {server}: {describe(exc)}") from None
+
+
+async def _list_kind(
+    reader: ReadOnly, kind: Kind, page: int
+) -> tuple[list[dict[str, Any]], str] | None:
+    """The kind's objects at the latest version; None when the server does not serve it."""
+    resource = resource_of(kind)
+    for attempt in range(_EXPIRED_RETRIES + 1):
+        try:
+            return await list_objects(reader, resource, page=page, resource_version=None)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            if exc.status != 410 or attempt == _EXPIRED_RETRIES:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _store(out: Live, kind: Kind, items: list[dict[str, Any]]) -> None:
+    for raw in items:
+        obj = parse_object(kind.name, raw)
+        if isinstance(obj, StateObject):
+            out.state.add(obj)
+        else:
+            out.warnings.append(f"{obj}; skipped")
+
+
+def _refused(exc: ApiError, server: str) -> str:
+    return f"the API server at {server} did not accept our credentials ({exc})"
+
+
+def _failure(exc: BaseException, kind: Kind, server: str) -> LiveError:
+    """The one line said when listing ``kind`` failed."""
+    what = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+    if not isinstance(exc, ApiError):
+        return LiveError(f"cannot list {what} at {server}: {describe(exc)}")
+    if exc.status == 401:
+        return LiveError(_refused(exc, server))
+    if exc.status == 403:
+        return LiveError(
+            f'not allowed to list {what} at {server}: the credentials need verb "list" on '
+            f'resource "{kind.plural}" in API group "{kind.group}", cluster-wide '
+            f"(the server said: {exc.message})"
+        )
+    if exc.status == 410:
+        return LiveError(
+            f"cannot list {what} at {server}: the listing kept expiring before its last page "
+            f"({exc.message}); try again"
+        )
+    return LiveError(f"cannot list {what} at {server}: {exc}")
