@@ -135,7 +135,7 @@ def close_session(ssn: Session) -> None:
                 )
     for task, why in (ssn.snapshot.held[k] for k in sorted(ssn.snapshot.held)):
         result.pod_conditions.append(
-            PodCondition(task.namespace, task.name, task.uid, REASON_UNSCHEDULABLE, why)
+            PodCondition(task.namespace, task.name, task.uid, REASON_UNSCHEDULABLE, why, held=True)
         )
     for name, vec in sorted(_queue_allocated(ssn).items()):
         quantities = ssn.space.to_quantities(vec)

@@ -128,6 +128,10 @@ class PodCondition:
     uid: str
     reason: str
     message: str
+    held: bool = False
+    """The pod is not considered at all until something else changes (its PodGroup or queue is
+    missing or invalid): often a moment's race at creation, so the operator says it only once
+    it has lasted."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,7 @@ class Scheduler:
         self.metrics = metrics
         self.sessions = 0
         self._problems = Lasting(grace=problem_grace)
+        self._held = Lasting(grace=HELD_GRACE)
         self._writes = Recent(ttl=30.0)
         self._pods = PodMemo()
         """Pod requests per watched pod version, across sessions (thread path only)."""
@@ -225,9 +226,11 @@ class Scheduler:
             if self._writes.fresh(f"hypernode/{hs.name}", hs.node_count):
                 w.status.hypernode(hs)
         self._engine_events(result)
+        held = {f"{c.namespace}/{c.name}: {c.message}": c for c in result.pod_conditions if c.held}
+        due = set(self._held.seen(held))
         for cond in result.pod_conditions:
             key = f"{cond.namespace}/{cond.name}"
-            if key in self.assumed:
+            if key in self.assumed or (cond.held and f"{key}: {cond.message}" not in due):
                 continue
             pod = state.pods.get(key)
             old = pod.status.condition("PodScheduled") if pod else None
@@ -325,6 +328,11 @@ class Scheduler:
                 q[f"{kind}_memory_bytes"].labels(queue_name=queue).set(value)
             else:
                 q[f"{kind}_scalar_resources"].labels(queue_name=queue, resource=resource).set(value)
+
+
+HELD_GRACE = 3.0
+"""Seconds a pod's PodGroup or queue may be missing before the pod is told: pods are often
+created a moment before what they refer to."""
 
 
 def by_condition(problems: list[ObjectError]) -> dict[str, str]:
