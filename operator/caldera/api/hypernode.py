@@ -332,6 +332,8 @@ def _resolve(
 ) -> list[str] | str:
     """The names a member selects, or why it selects nothing usable."""
     sel = member.selector
+    if sel is None:
+        return "no selector"
     if member.type == "Node":
         known: Container[str] = node_labels
     elif member.type == "HyperNode":

@@ -42,13 +42,17 @@ class MemberSelector(ApiModel):
 class HyperNodeMember(ApiModel):
     type: str = Field(min_length=1)
     """``Node`` or ``HyperNode``; anything else is reported by the tree builder and ignored."""
-    selector: MemberSelector
+    selector: MemberSelector | None = None
+    """The CRD does not require one; a member without it selects nothing (the tree builder
+    says so)."""
 
 
 class HyperNodeSpec(ApiModel):
-    tier: int = Field(ge=0)
+    # The CRD requires ``tier`` only inside a spec, and neither the spec nor its members: an
+    # object without them is an empty HyperNode, as Volcano's Go zero values make it.
+    tier: int = Field(default=0, ge=0)
     tier_name: str = Field(default="", max_length=253)
-    members: tuple[HyperNodeMember, ...] = Field(min_length=1)
+    members: tuple[HyperNodeMember, ...] = Field(default=(), min_length=1)
 
 
 class HyperNodeStatus(ApiModel):
@@ -57,5 +61,5 @@ class HyperNodeStatus(ApiModel):
 
 class HyperNode(ApiModel):
     metadata: ObjectMeta
-    spec: HyperNodeSpec
+    spec: HyperNodeSpec = Field(default_factory=HyperNodeSpec)
     status: HyperNodeStatus = Field(default_factory=HyperNodeStatus)
