@@ -189,6 +189,20 @@ ADMITTED_BY_VOLCANO = [
         HyperNode,
         id="hypernode-empty-label-match",
     ),
+    pytest.param(
+        # the CRD checks neither operators nor values (the tree builder reports the member)
+        hypernode(
+            {
+                "tier": 1,
+                "members": [
+                    {"type": "Node", "selector": {"labelMatch": {"matchExpressions": [e]}}}
+                    for e in ({"key": "z", "operator": "Near"}, {"key": "z", "operator": "In"})
+                ],
+            }
+        ),
+        HyperNode,
+        id="hypernode-unusable-label-match",
+    ),
 ]
 
 REFUSED_BY_VOLCANO = [

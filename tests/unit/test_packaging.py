@@ -499,6 +499,8 @@ def _unwrap(annotation: Any) -> Any:
 def model_paths(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
     """(aliased path, data type, field metadata) for every field, nested models included."""
     for name, field in model.model_fields.items():
+        if field.exclude:
+            continue  # not an API field: what the model noted while reading one
         path = f"{prefix}.{field.alias or name}" if prefix else (field.alias or name)
         annotation = _unwrap(field.annotation)
         yield path, annotation, field.metadata

@@ -334,6 +334,8 @@ def _resolve(
     sel = member.selector
     if sel is None:
         return "no selector"
+    if sel.unusable_label_match:
+        return sel.unusable_label_match
     if member.type == "Node":
         known: Container[str] = node_labels
     elif member.type == "HyperNode":
