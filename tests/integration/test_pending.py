@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, running_operator
+from integration.harness import node, pod, podgroup, running_operator
 
 
 def _scheduled(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -58,3 +59,38 @@ async def test_a_pod_whose_podgroup_is_missing_is_told_so_in_its_condition(
         )
     cond = _scheduled(obj)
     assert cond is not None and cond["reason"] == "Unschedulable"
+
+
+async def test_the_metrics_count_waiting_pods_and_gangs_by_the_reasons_their_status_gives(
+    k8s: K8sHandle,
+) -> None:
+    ns = k8s.namespace
+    await k8s.create("nodes", node("only", cpu="2"))
+    await k8s.create("podgroups", podgroup("pair", 2, namespace=ns), namespace=ns)
+    for name in ("pair-0", "pair-1"):
+        await k8s.create("pods", pod(name, group="pair", cpu="2", namespace=ns), namespace=ns)
+    await k8s.create("pods", pod("huge", cpu="64", namespace=ns), namespace=ns)
+    async with running_operator(k8s) as runtime:
+        pods = {}
+        for name in ("pair-0", "pair-1", "huge"):
+            pods[name] = await k8s.wait_for("pods", name, _scheduled, namespace=ns)
+        group = await k8s.wait_for(
+            "podgroups",
+            "pair",
+            lambda o: any(
+                c.get("type") == "Unschedulable" for c in o.get("status", {}).get("conditions", [])
+            ),
+            namespace=ns,
+        )
+        registry = runtime.metrics.registry
+        # nothing changes any more, so the last session counted what the statuses say
+        by_reason = Counter((_scheduled(p) or {})["reason"] for p in pods.values())
+        for reason, count in by_reason.items():
+            assert registry.get_sample_value("caldera_pending_pods", {"reason": reason}) == count
+        assert by_reason["Unschedulable"] >= 1  # "huge" fits no node
+        phase = group["status"]["phase"]
+        assert phase in ("Pending", "Inqueue")
+        counted = {"phase": phase, "reason": "NotEnoughResources"}
+        # only "pair" is a PodGroup object: the bare pod's group lives in memory
+        assert registry.get_sample_value("caldera_pending_podgroups", counted) == 1
+        assert registry.get_sample_value("volcano_unschedule_job_count") == 1

@@ -265,6 +265,16 @@ def test_a_membership_cycle_is_reported_on_each_hypernode_and_ignored() -> None:
             "labelMatch applies only to members of type Node",
         ),
         ({"type": "HyperNode", "selector": {"exactMatch": {"name": "nope"}}}, "does not exist"),
+        ({"type": "Node"}, "no selector; member ignored"),  # the CRD leaves the selector optional
+        (
+            {
+                "type": "Node",
+                "selector": {
+                    "labelMatch": {"matchExpressions": [{"key": "z", "operator": "Near"}]}
+                },
+            },
+            "labelMatch.matchExpressions.0.operator: Input should be 'In', 'NotIn'",
+        ),
     ],
 )
 def test_a_bad_member_is_reported_and_the_rest_of_the_hypernode_kept(

@@ -271,3 +271,16 @@ def test_json_logs_carry_the_object_a_line_is_about() -> None:
     assert line["object"] == {"kind": "Pod", "name": "p", "namespace": "default"}
     assert line["severity"] == "warn"
     assert "timestamp" in line
+
+
+def test_counts_set_after_a_session_replace_those_of_the_one_before() -> None:
+    metrics = Metrics(CollectorRegistry())
+    gauge = metrics.pending_podgroups
+    metrics.set_counts(gauge, {("Inqueue", "NotEnoughResources"): 2, ("Pending", ""): 1})
+    metrics.set_counts(gauge, {("Pending", ""): 3})
+    read = metrics.registry.get_sample_value
+    assert read("caldera_pending_podgroups", {"phase": "Pending", "reason": ""}) == 3
+    assert (
+        read("caldera_pending_podgroups", {"phase": "Inqueue", "reason": "NotEnoughResources"})
+        is None
+    )

@@ -28,6 +28,7 @@ from caldera.models.kinds import KINDS
 from caldera.models.selectors import LabelSelector
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from crd_schema import JSON_TYPES, cel_subset
 
 Obj = dict[str, Any]
 
@@ -247,14 +248,6 @@ def test_crd_printer_columns_match_volcano(name: str) -> None:
 # -- CRDs: structural schemas ---------------------------------------------------------------------
 
 JUNCTORS = ("allOf", "anyOf", "oneOf", "not")
-JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "number": (int, float),
-}
 
 
 def walk(node: Obj, path: str = "") -> Iterator[tuple[str, Obj]]:
@@ -458,7 +451,6 @@ def test_names_that_refer_to_queues_and_nodes_must_be_dns_subdomains() -> None:
 @pytest.mark.parametrize(
     ("crd", "path", "required"),
     [
-        (HYPERNODE, "", ["spec"]),
         (HYPERNODE, "spec", ["tier"]),
         (HYPERNODE, "spec.members[]", ["type"]),
         (HYPERNODE, "spec.members[].selector.exactMatch", ["name"]),
@@ -471,23 +463,8 @@ def test_required_fields(crd: str, path: str, required: list[str]) -> None:
     assert node["required"] == required
 
 
-# The two selector rules are CEL. They use a small subset (has(), ||, ?:, +, <=), translated here
-# to Python so the rules are checked by what they do, not by how they are spelled.
-_CEL_TO_PYTHON = [
-    (re.compile(r"has\(self\.(\w+)\)"), r"('\1' in sel)"),
-    (re.compile(r"\((\('\w+' in sel\)) \? 1 : 0\)"), r"(1 if \1 else 0)"),
-    (re.compile(r"\|\|"), "or"),
-]
-
-
-def cel_subset(rule: str, selector: Obj) -> bool:
-    expr = rule
-    for pattern, replacement in _CEL_TO_PYTHON:
-        expr = pattern.sub(replacement, expr)
-    assert re.fullmatch(r"[\w\s'()+<=]+", expr), f"untranslated CEL left in {expr!r}"
-    result = eval(expr, {"__builtins__": {}}, {"sel": selector})
-    assert isinstance(result, bool)
-    return result
+# The two selector rules are CEL; crd_schema.cel_subset checks them by what they do, not by how
+# they are spelled.
 
 
 def test_hypernode_selector_takes_exactly_one_way_of_matching() -> None:
@@ -522,6 +499,8 @@ def _unwrap(annotation: Any) -> Any:
 def model_paths(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
     """(aliased path, data type, field metadata) for every field, nested models included."""
     for name, field in model.model_fields.items():
+        if field.exclude:
+            continue  # not an API field: what the model noted while reading one
         path = f"{prefix}.{field.alias or name}" if prefix else (field.alias or name)
         annotation = _unwrap(field.annotation)
         yield path, annotation, field.metadata

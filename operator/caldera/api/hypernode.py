@@ -332,6 +332,10 @@ def _resolve(
 ) -> list[str] | str:
     """The names a member selects, or why it selects nothing usable."""
     sel = member.selector
+    if sel is None:
+        return "no selector"
+    if sel.unusable_label_match:
+        return sel.unusable_label_match
     if member.type == "Node":
         known: Container[str] = node_labels
     elif member.type == "HyperNode":

@@ -47,7 +47,7 @@ QueueState = Literal["Open", "Closed", "Closing", "Unknown", ""]
 
 
 class PodGroupCondition(ApiModel):
-    type: str
+    type: str = ""  # every field is optional in the CRD
     status: str = "True"
     transition_id: str = Field(default="", alias="transitionID")
     last_transition_time: Timestamp = None
@@ -84,7 +84,7 @@ class SubGroupPolicy(ApiModel):
     """Pods of one role (``labelSelector``), split into sub-groups by the values of
     ``matchLabelKeys``; each sub-group is placed under its own ``networkTopology``."""
 
-    name: str = Field(min_length=1, max_length=253)
+    name: str = Field(default="", max_length=253)  # optional in the CRD
     network_topology: NetworkTopologySpec | None = None
     sub_group_size: int = Field(default=1, ge=1)
     min_sub_groups: int = Field(default=0, ge=0)

@@ -5,9 +5,16 @@ without a ``_total`` suffix (``job_retry_counts``, ``total_preemption_attempts``
 gauges that only go up, because the Python client would rename a counter. Labels stay bounded
 (queue, action, plugin, stage); ``job_id`` follows Volcano. Every metric lives in the registry
 passed in, so tests can use their own.
+
+Volcano has no metric saying *why* work waits, so two ``caldera_`` gauges add it with bounded
+labels: pods by the reason of their ``PodScheduled`` condition, and PodGroups by phase and the
+reason of their ``Unschedulable`` condition. Both are rewritten whole after every session, so a
+reason nothing waits for any more disappears instead of keeping its last count.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -91,6 +98,19 @@ class Metrics:
         )
         self.unschedule_jobs = gauge("unschedule_job_count", "Unschedulable jobs")
         self.job_retries = gauge("job_retry_counts", "Unready sessions per job", ("job_id",))
+        self.pending_pods = Gauge(
+            "caldera_pending_pods",
+            "Pods the last session left waiting, by the reason of their PodScheduled condition",
+            ("reason",),
+            registry=registry,
+        )
+        self.pending_podgroups = Gauge(
+            "caldera_pending_podgroups",
+            "PodGroups not running after the last session, by phase and the reason of the "
+            "session's Unschedulable condition (empty: none)",
+            ("phase", "reason"),
+            registry=registry,
+        )
         self.queue: dict[str, Gauge] = {}
         for kind in ("allocated", "request", "deserved"):
             self.queue[f"{kind}_milli_cpu"] = gauge(
@@ -130,3 +150,10 @@ class Metrics:
 
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()
+
+    @staticmethod
+    def set_counts(gauge: Gauge, counts: Mapping[tuple[str, ...], int]) -> None:
+        """Replace every series of a labelled gauge with ``counts`` (label values → count)."""
+        gauge.clear()
+        for labels, count in counts.items():
+            gauge.labels(*labels).set(count)

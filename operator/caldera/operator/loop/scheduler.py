@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -305,12 +305,18 @@ class Scheduler:
             if name not in ("open", "close"):
                 m.action.labels(action=name).observe(spent * 1000)
         unschedulable = 0
+        waiting: Counter[tuple[str, ...]] = Counter()
         for st in result.podgroups:
             cond = _unschedulable(st.conditions)
-            if cond is not None and cond.transition_id == result.session_id:
+            fresh = cond is not None and cond.transition_id == result.session_id
+            if fresh:
                 unschedulable += 1
                 m.job_retries.labels(job_id=st.name).inc()
+            if st.phase in _WAITING_PHASES:
+                waiting[(st.phase, cond.reason if fresh and cond is not None else "")] += 1
         m.unschedule_jobs.set(unschedulable)
+        m.set_counts(m.pending_podgroups, waiting)
+        m.set_counts(m.pending_pods, Counter((c.reason,) for c in result.pod_conditions))
         m.attempts.labels(result="scheduled").inc(len(result.binds))
         m.attempts.labels(result="unschedulable").inc(len(result.pod_conditions))
         for qs in result.queues:
