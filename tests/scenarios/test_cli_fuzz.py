@@ -290,7 +290,8 @@ def test_broken_policies_get_an_answer_or_one_line_from_simulate_and_explain(
     rng = random.Random(SEED + 1)
     bases = base_policies()
     cluster = tmp_path / "cluster.yaml"
-    cluster.write_bytes(dump(base_manifests()[0]))
+    names = ("00-nodes.yaml", "01-queues.yaml", "03-research-resnet.yaml")
+    cluster.write_text("---\n".join((ROOT / "examples" / n).read_text() for n in names))
     codes = set()
     for case in range(POLICY_CASES):
         path = tmp_path / f"policy-{case}.yaml"
