@@ -25,8 +25,8 @@ from caldera.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 20250101
-MANIFEST_CASES = 90
-POLICY_CASES = 60
+MANIFEST_CASES = 72
+POLICY_CASES = 48
 RUN_CASES = 30
 
 EXTRAS = """
