@@ -2,9 +2,10 @@
 
 ``caldera simulate`` runs the engine offline on manifests; ``caldera explain`` shows, for one
 pod, every node's filter verdicts and scores; with ``--kubeconfig`` both read a live cluster
-(read-only) instead. ``caldera run`` runs the scheduler against a cluster. Exit codes: 0 done
-(input problems are reported on stderr and the rest still runs), 1 the leader lost its lease,
-2 a policy, usage or connection error (one line on stderr).
+(read-only) instead. ``caldera run`` runs the scheduler against a cluster. Exit codes
+(:mod:`caldera.console`): 0 done (object problems are reported on stderr and the rest still
+runs), 1 ``--strict`` and a problem was reported, or the leader lost its lease, 2 a usage,
+policy, input or connection error (one line on stderr), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from caldera import __version__, console
 from caldera.cache.state import overlay
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
-from caldera.framework.policy import Policy, default_policy, load_policy_file
+from caldera.framework.policy import load_policy_file
 from caldera.framework.registry import Registry
 from caldera.simulate.explain import ExplainError, explain
 from caldera.simulate.explain import to_json as explain_json
 from caldera.simulate.explain import to_table as explain_table
+from caldera.simulate.inputs import InputError, Inputs, pending_pods, read_inputs
 from caldera.simulate.manifests import Loaded, load_manifests
 from caldera.simulate.report import to_json, to_table
 from caldera.simulate.runner import simulate
@@ -40,15 +43,19 @@ def _positive(text: str) -> int:
     return value
 
 
+_POLICY_HELP = (
+    "scheduler policy: a volcano-scheduler.conf file, or a ConfigMap manifest carrying one "
+    "under that key; default: the policy manifests/ installs"
+)
+_STRICT_HELP = "exit 1 when any object problem is reported (for CI)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="caldera", description="Caldera batch scheduler")
+    parser = console.Parser(prog="caldera", description="Caldera batch scheduler")
+    parser.add_argument("--version", action="version", version=f"caldera {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the scheduler offline on Kubernetes manifests")
-    sim.add_argument(
-        "--policy",
-        help="scheduler policy (volcano-scheduler.conf format); "
-        "default: Volcano's built-in default",
-    )
+    sim.add_argument("--policy", help=_POLICY_HELP)
     sim.add_argument(
         "--scheduler-name",
         action="append",
@@ -57,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--cycles", type=_positive, default=1, help="scheduling cycles to run")
     sim.add_argument("--output", choices=("table", "json"), default="table")
+    sim.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     sim.add_argument(
         "manifests",
         nargs="*",
@@ -69,7 +77,7 @@ def _parser() -> argparse.ArgumentParser:
         "explain", help="why a pod goes where it goes: every node's filter verdicts and scores"
     )
     ex.add_argument("pod", metavar="POD", help="the pending pod, as namespace/name or name")
-    ex.add_argument("--policy", help="scheduler policy; default: Volcano's built-in default")
+    ex.add_argument("--policy", help=_POLICY_HELP)
     ex.add_argument(
         "--scheduler-name",
         action="append",
@@ -77,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         help="schedule pods with this schedulerName (repeatable; default volcano)",
     )
     ex.add_argument("--output", choices=("table", "json"), default="table")
+    ex.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     ex.add_argument(
         "manifests",
         nargs="*",
@@ -100,8 +109,12 @@ def _add_live(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _live(args: argparse.Namespace) -> Loaded | None:
-    """The cluster's objects with the manifests' on top; None (reported) when it cannot be read.
+def _live(args: argparse.Namespace) -> bool:
+    return bool(args.kubeconfig or args.context)
+
+
+def _read_cluster(args: argparse.Namespace) -> Loaded:
+    """The cluster's objects with the manifests' on top (InputError when it cannot be read).
     Objects of the manifests without a creation time are created now, after the cluster's."""
     import asyncio
     import time
@@ -111,11 +124,13 @@ def _live(args: argparse.Namespace) -> Loaded | None:
     try:
         live = asyncio.run(read_cluster(args.kubeconfig, args.context))
     except LiveError as exc:
-        print(f"caldera: {exc}", file=sys.stderr)
-        return None
+        raise InputError(str(exc)) from None
     extra = load_manifests(args.manifests, epoch=time.time()) if args.manifests else Loaded()
+    if extra.errors:
+        raise InputError("; ".join(extra.errors))
     overlay(live.state, extra.state)
-    return Loaded(live.state, [f"{live.server}: {w}" for w in live.warnings] + extra.warnings)
+    warnings = [f"{live.server}: {w}" for w in live.warnings] + extra.warnings
+    return Loaded(live.state, warnings, extra.notes)
 
 
 def _duration(text: str) -> float:
@@ -168,69 +183,57 @@ def _add_run(sub: Any) -> None:
     run.add_argument("-v", dest="verbose", action="store_true", help="debug logging")
 
 
-def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
-    """The registry, the policy and the manifests; None (reported) when the policy is invalid."""
-    registry = Registry.from_entry_points()
+def _load(args: argparse.Namespace) -> Inputs | None:
+    """The registry, the policy and the manifests; None (said in one line) when unusable."""
     try:
-        policy = (
-            load_policy_file(args.policy, registry) if args.policy else default_policy(registry)
-        )
-    except ConfigError as exc:
-        print(f"caldera: invalid policy: {exc}", file=sys.stderr)
+        cluster = _read_cluster(args) if _live(args) else None
+        return read_inputs(args.policy, args.manifests, console.say, loaded=cluster)
+    except InputError as exc:
+        console.say(str(exc))
         return None
-    if args.kubeconfig or args.context:
-        live = _live(args)
-        if live is None:
-            return None
-        loaded = live
-    else:
-        loaded = load_manifests(args.manifests)
-    for warning in loaded.warnings:
-        print(f"caldera: {warning}", file=sys.stderr)
-    return registry, policy, loaded
+
+
+def _verdict(args: argparse.Namespace, problems: int) -> int:
+    return console.PROBLEMS if args.strict and problems else console.OK
 
 
 def _explain(args: argparse.Namespace) -> int:
-    ready = _load(args)
-    if ready is None:
-        return 2
-    registry, policy, loaded = ready
+    inputs = _load(args)
+    if inputs is None:
+        return console.USAGE
     try:
         ex = explain(
-            loaded.state,
-            policy,
-            registry,
+            inputs.loaded.state,
+            inputs.policy,
+            inputs.registry,
             args.pod,
             scheduler_names=args.scheduler_names or ["volcano"],
-            source="the cluster" if args.kubeconfig or args.context else "the manifests",
+            source="the cluster" if _live(args) else "the manifests",
         )
     except ExplainError as exc:
-        print(f"caldera: {exc}", file=sys.stderr)
-        return 2
-    sys.stdout.write(explain_json(ex) if args.output == "json" else explain_table(ex))
-    return 0
+        console.say(str(exc))
+        return console.USAGE
+    console.out(explain_json(ex) if args.output == "json" else explain_table(ex))
+    return _verdict(args, len(inputs.loaded.warnings))
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    ready = _load(args)
-    if ready is None:
-        return 2
-    registry, policy, loaded = ready
-    sim = simulate(
-        loaded.state,
-        policy,
-        registry,
-        scheduler_names=args.scheduler_names or ["volcano"],
-        cycles=args.cycles,
-    )
+    inputs = _load(args)
+    if inputs is None:
+        return console.USAGE
+    names = args.scheduler_names or ["volcano"]
+    if not pending_pods(inputs.loaded.state, names):
+        console.say(f"nothing to schedule: no pending pod has schedulerName {' or '.join(names)}")
+    state, policy, registry = inputs.loaded.state, inputs.policy, inputs.registry
+    sim = simulate(state, policy, registry, scheduler_names=names, cycles=args.cycles)
     seen: set[str] = set()
     for rec in sim.cycles:
         for problem in rec.problems:
             if str(problem) not in seen:
                 seen.add(str(problem))
-                print(f"caldera: {problem}", file=sys.stderr)
-    sys.stdout.write(to_json(sim) if args.output == "json" else to_table(sim))
-    return 0
+                console.say(str(problem))
+    console.out(to_json(sim) if args.output == "json" else to_table(sim))
+    return _verdict(args, len(inputs.loaded.warnings) + len(seen))
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -244,17 +247,22 @@ def _run(args: argparse.Namespace) -> int:
         settings.lease_duration, settings.renew_deadline, settings.retry_period
     )
     if settings.leader_elect and problem is not None:
-        print(f"caldera: leader election: {problem}", file=sys.stderr)
-        return 2
+        console.say(f"leader election: {problem}")
+        return console.USAGE
+    if settings.scheduler_conf:
+        # before connecting: a policy the scheduler cannot start with fails at once
+        try:
+            load_policy_file(settings.scheduler_conf, Registry.from_entry_points())
+        except ConfigError as exc:
+            console.say(f"invalid policy: {exc}")
+            return console.USAGE
     return run(settings)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command in ("simulate", "explain") and not (
-        args.manifests or args.kubeconfig or args.context
-    ):
+    if args.command in ("simulate", "explain") and not (args.manifests or _live(args)):
         parser.error(f"{args.command}: give MANIFEST files, or --kubeconfig to read a cluster")
     if args.command == "simulate":
         return _simulate(args)
@@ -262,7 +270,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _explain(args)
     if args.command == "run":
         return _run(args)
-    return 2  # pragma: no cover - argparse enforces the choices
+    return console.USAGE  # pragma: no cover - argparse enforces the choices
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return console.guarded(lambda: _command(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,9 @@ are for bad input and bugs. Every error that reaches a user names the key or obj
 
 from __future__ import annotations
 
-__all__ = ["CalderaError", "ConfigError"]
+import yaml
+
+__all__ = ["CalderaError", "ConfigError", "yaml_problem"]
 
 
 class CalderaError(Exception):
@@ -25,3 +27,14 @@ class ConfigError(CalderaError):
         self.source = source
         where = ": ".join(p for p in (source, key) if p)
         super().__init__(f"{where}: {message}" if where else message)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error in one line: what is wrong and where (line and column, from 1)."""
+    if isinstance(exc, yaml.reader.ReaderError):
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return f"not a text file (character #x{code:04x} at position {exc.position})"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or "unreadable"
+    return f"invalid YAML{where}: {problem}"

@@ -96,19 +96,30 @@ def _round_to_nano(value: Fraction) -> Fraction:
     return -rounded if value < 0 else rounded
 
 
-@functools.lru_cache(maxsize=16_384)
-def to_engine_units(resource: str, quantity: str | float) -> float:
+def to_engine_units(resource: str, quantity: object) -> float:
     """Convert a quantity to the unit the engine stores: millicores for cpu, whole units otherwise.
 
     Rounds up like Kubernetes' ``MilliValue``/``Value``. Negative quantities are rejected: no
-    request or capacity in Kubernetes may be negative. Remembered per (resource, quantity): a
+    request or capacity in Kubernetes may be negative; nor are quantities beyond 2^63-1 engine
+    units (the int64 those methods return). Remembered per (resource, quantity): a
     cluster writes the same few quantities on thousands of pods, and exact parsing is slow.
     """
+    if not isinstance(quantity, str | int | float):  # a list or map from a manifest: unhashable
+        raise QuantityError(
+            f"invalid quantity: expected a string or a number, not {type(quantity).__name__}"
+        )
+    return _to_engine_units(resource, quantity)
+
+
+@functools.lru_cache(maxsize=16_384)
+def _to_engine_units(resource: str, quantity: str | float) -> float:
     value = parse_quantity(quantity)
     if value < 0:
         raise QuantityError(f"invalid quantity {quantity!r}: must not be negative")
     if resource == CPU:
         value *= 1000
+    if value > _MAX_BINARY:  # beyond Kubernetes' int64 MilliValue/Value; sums would overflow
+        raise QuantityError(f"invalid quantity {quantity!r}: too large")
     return float(math.ceil(value))
 
 

@@ -53,7 +53,7 @@ def test_json_has_exactly_the_documented_keys(capsys: pytest.CaptureFixture[str]
     assert set(bind) == {"pod", "node", "cycle"}
     pg = doc["podGroups"]["research/resnet50"]
     assert set(pg) == {"phase", "running", "succeeded", "failed", "conditions"}
-    assert set(doc["queues"]["research"]) == {"state", "allocated"}
+    assert set(doc["queues"]["research"]) == {"state", "weight", "deserved", "allocated"}
 
 
 def test_the_example_cluster_binds_fitting_gangs_and_explains_the_stuck_one(

@@ -1,7 +1,8 @@
 """Loading manifests: the formats people feed the simulator, and what happens to bad input.
 
-Every object is validated on its own; anything skipped is reported in ``Loaded.warnings`` and the
-rest still loads.
+Every object is validated on its own; anything skipped is reported in ``Loaded.warnings`` (kinds
+the scheduler does not use in ``Loaded.notes``) and the rest still loads. An input that cannot be
+read at all is in ``Loaded.errors``.
 """
 
 from __future__ import annotations
@@ -152,10 +153,12 @@ def test_stdin_and_files_combine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 def test_warnings_from_stdin_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("kind: ConfigMap\nmetadata: {name: web}\n"))
     loaded = load_manifests(["-"])
-    assert loaded.warnings == ["<stdin>: ignored ConfigMap web: kind not used by the scheduler"]
+    assert loaded.notes == ["<stdin>: ignored ConfigMap web: kind not used by the scheduler"]
 
 
-def test_unknown_kinds_are_ignored_with_a_warning(tmp_path: Path) -> None:
+def test_unknown_kinds_are_ignored_with_a_note_and_objects_without_kind_are_problems(
+    tmp_path: Path,
+) -> None:
     text = docs(
         "kind: Deployment\nmetadata: {name: web, namespace: shop}\n",
         POD_A,
@@ -164,10 +167,12 @@ def test_unknown_kinds_are_ignored_with_a_warning(tmp_path: Path) -> None:
     )
     path = write(tmp_path, "mixed.yaml", text)
     loaded = load_manifests([path])
-    assert loaded.warnings == [
+    assert loaded.notes == [
         f"{path}: ignored Deployment shop/web: kind not used by the scheduler",
         f"{path}: ignored ConfigMap settings: kind not used by the scheduler",
-        f"{path}: ignored an object without kind kindless: kind not used by the scheduler",
+    ]
+    assert loaded.warnings == [
+        f"{path}: skipped an object without kind kindless: kind must be a non-empty string"
     ]
     assert list(loaded.state.pods) == ["default/a"]
 
@@ -209,19 +214,48 @@ def test_a_tab_indented_file_is_reported_not_raised(tmp_path: Path) -> None:
     assert loaded.warnings[0].startswith(f"{path}: invalid YAML at line 3: ")
 
 
-def test_a_missing_file_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
+def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.yaml")
     loaded = load_manifests([missing, write(tmp_path, "a.yaml", POD_A)])
-    assert loaded.warnings == [f"{missing}: cannot read: No such file or directory"]
+    assert loaded.errors == [f"{missing}: no such file or directory"]
+    assert loaded.warnings == []
+
+
+def test_a_directory_without_yaml_files_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("kind: Node\n")
+    loaded = load_manifests([str(tmp_path)])
+    assert loaded.errors == [f"{tmp_path}: no *.yaml or *.yml file in this directory"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(b"\xff\xfe\x00kind", "not a text file (not UTF-8)", id="not UTF-8"),
+        pytest.param(
+            b"kind: Node\x00\x01",
+            "not a text file (character #x0000 at position 10)",
+            id="control bytes",
+        ),
+    ],
+)
+def test_a_file_that_is_not_text_is_an_error(tmp_path: Path, content: bytes, message: str) -> None:
+    binary = tmp_path / "image.yaml"
+    binary.write_bytes(content)
+    loaded = load_manifests([str(binary), write(tmp_path, "a.yaml", POD_A)])
+    assert loaded.errors == [f"{binary}: {message}"]
+
+
+def test_a_list_whose_items_are_not_a_list_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = write(tmp_path, "list.yaml", docs("kind: List\nitems: 7\n", POD_A))
+    loaded = load_manifests([path])
+    assert loaded.warnings == [f"{path}: skipped a List whose items are not a list"]
     assert list(loaded.state.pods) == ["default/a"]
 
 
-def test_a_file_that_is_not_utf8_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
-    binary = tmp_path / "image.yaml"
-    binary.write_bytes(b"\xff\xfe\x00kind")
-    loaded = load_manifests([str(binary), write(tmp_path, "a.yaml", POD_A)])
-    assert len(loaded.warnings) == 1
-    assert loaded.warnings[0].startswith(f"{binary}: cannot read: not UTF-8 text")
+def test_yaml_nested_too_deeply_is_reported_not_raised(tmp_path: Path) -> None:
+    path = write(tmp_path, "deep.yaml", docs(POD_A, "a: " + "[" * 5000))
+    loaded = load_manifests([path])
+    assert loaded.warnings == [f"{path}: invalid YAML: nested too deeply; rest of the file skipped"]
     assert list(loaded.state.pods) == ["default/a"]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import itertools
 import re
+import tomllib
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import yaml
 from pydantic import BaseModel
 
 from caldera.framework.policy import load_policy
+from caldera.framework.policy_source import CONFIGMAP_KEY, INSTALLED_POLICY, installed_policy_text
 from caldera.framework.registry import Registry
 from caldera.models.kinds import KINDS
 from caldera.models.selectors import LabelSelector
@@ -794,9 +796,13 @@ def test_the_policy_is_mounted_as_a_directory_from_the_configmap() -> None:
     assert "items" not in volume["configMap"]
 
 
-def test_the_configmap_ships_volcanos_helm_policy_and_it_loads() -> None:
-    text = find("ConfigMap", "caldera-scheduler-config")["data"]["volcano-scheduler.conf"]
-    assert text == (ROOT / "policies" / "volcano-helm.yaml").read_text(encoding="utf-8")
+def test_the_configmap_ships_the_packaged_policy_and_it_loads() -> None:
+    # one policy text: the package's (simulate's and explain's default), which the ConfigMap
+    # carries verbatim and policies/volcano-helm.yaml links to
+    text = find("ConfigMap", "caldera-scheduler-config")["data"][CONFIGMAP_KEY]
+    assert text == installed_policy_text()
+    shipped = ROOT / "policies" / "volcano-helm.yaml"
+    assert shipped.resolve() == (ROOT / "operator" / "caldera" / INSTALLED_POLICY).resolve()
     policy = load_policy(text, Registry.from_entry_points())
     assert [action.name for action in policy.actions] == ["enqueue", "allocate", "backfill"]
     assert policy.layout == [
@@ -806,6 +812,12 @@ def test_the_configmap_ships_volcanos_helm_policy_and_it_loads() -> None:
     for plugin in ("gang", "drf"):
         option = policy.option(plugin)
         assert option is not None and not option.enabled("preemptable")
+
+
+def test_the_installed_policy_is_package_data_so_installs_outside_the_repo_carry_it() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        package_data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["caldera"]
+    assert any(fnmatch.fnmatch(INSTALLED_POLICY, pattern) for pattern in package_data)
 
 
 def test_the_metrics_service_reaches_the_listen_address() -> None:

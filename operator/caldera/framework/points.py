@@ -130,6 +130,13 @@ class Point(Generic[F]):
         for tier in self.tiers:
             yield from tier
 
+    def named(self) -> Iterator[tuple[str, F]]:
+        """Each registered function with its plugin's name, in policy order."""
+        for names in self._layout:
+            for name in names:
+                for fn in self._by_plugin.get(name, ()):
+                    yield name, fn
+
     def __bool__(self) -> bool:
         return bool(self._by_plugin)
 

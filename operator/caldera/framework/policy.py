@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from caldera.errors import ConfigError
+from caldera.errors import ConfigError, yaml_problem
 from caldera.framework.plugin import Args
 from caldera.framework.points import POINT_FLAGS
 from caldera.framework.registry import Registry
@@ -198,10 +198,9 @@ def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"invalid YAML{where}: {problem}", source=source) from None
+        raise ConfigError(yaml_problem(exc), source=source) from None
+    except RecursionError:
+        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
     if not isinstance(raw, Mapping):
         raise ConfigError("the policy must be a YAML map", source=source)
     for key in raw:
@@ -273,6 +272,8 @@ def load_policy_file(path: str | Path, registry: Registry) -> Policy:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read policy file: {exc.strerror}", source=str(p)) from None
+    except UnicodeDecodeError:
+        raise ConfigError("not a text file (not UTF-8)", source=str(p)) from None
     return load_policy(text, registry, source=str(p))
 
 

@@ -9,9 +9,10 @@ ignore (the message names the object anyway).
 from __future__ import annotations
 
 import logging
-import sys
 
 import kopf
+
+from caldera.console import say
 
 __all__ = ["FORMATS", "about", "configure", "fail"]
 
@@ -36,4 +37,4 @@ def about(kind: str, name: str, namespace: str | None = None) -> dict[str, objec
 
 def fail(message: str) -> None:
     """The one line a command that cannot start leaves on stderr."""
-    sys.stderr.write(f"caldera: {message}\n")
+    say(message)

@@ -12,7 +12,7 @@ kube-scheduler and Caldera score, and the batch scorers normalise over it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 
 from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import NO_RULE, TopologyTrace
+from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import build_snapshot, stable_uid
@@ -27,7 +28,7 @@ from caldera.cache.state import ClusterState
 from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
-from caldera.framework.session import Session
+from caldera.framework.session import IntArray, Session
 from caldera.models.volcano import GROUP_NAME_ANNOTATION
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
@@ -88,6 +89,23 @@ def _find(ssn: Session, key: str) -> Task:
             if f"{task.namespace}/{task.name}" == key:
                 return task
     raise ExplainError(f"pod {key} is not a pending pod of this scheduler")
+
+
+def _scores(
+    ssn: Session, task: Task, feasible: IntArray, weights: dict[str, int]
+) -> Iterator[tuple[str, Vector]]:
+    """Every part of the total the session ranks nodes by, weighted: nodeorder's scorers one by
+    one (their weights go to ``weights``), and each other plugin's node score under its name."""
+    nodeorder = next((p for p in ssn.plugins if isinstance(p, NodeOrderPlugin)), None)
+    shown = False
+    for plugin, scorer in ssn.node_order_point.named():
+        if nodeorder is None or plugin != nodeorder.name:
+            yield plugin, per_row(scorer.fn(task, feasible), len(feasible))
+        elif not shown:  # nodeorder registers its scorers summed, in groups
+            shown = True
+            for part in nodeorder.scorers:
+                weights[part.name] = part.weight
+                yield part.name, per_row(part.fn(task, feasible), len(feasible)) * part.weight
 
 
 def explain(
@@ -158,13 +176,9 @@ def explain(
     feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
     weights: dict[str, int] = {}
     if pre is None and len(feasible):
-        for plugin in ssn.plugins:
-            if isinstance(plugin, NodeOrderPlugin):
-                for scorer in plugin.scorers:
-                    weights[scorer.name] = scorer.weight
-                    values = per_row(scorer.fn(task, feasible), len(feasible)) * scorer.weight
-                    for row, value in zip(feasible, values.tolist(), strict=True):
-                        verdicts[row].scores[scorer.name] = value
+        for name, values in _scores(ssn, task, feasible, weights):
+            for row, value in zip(feasible, values.tolist(), strict=True):
+                verdicts[row].scores[name] = value
         totals = ssn.node_order(task, feasible)
         for row, value in zip(feasible, totals.tolist(), strict=True):
             verdicts[row].total = value
@@ -344,6 +358,11 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+def _heading(ex: Explanation, scorer: str) -> str:
+    """``scorer×weight`` for nodeorder's scorers; a plugin's own score is weighted already."""
+    return f"{scorer}×{ex.weights[scorer]}" if scorer in ex.weights else scorer
+
+
 def to_table(ex: Explanation) -> str:
     lines = [
         f"pod {ex.pod}  (podgroup {ex.job}, queue {ex.queue})",
@@ -361,8 +380,9 @@ def to_table(ex: Explanation) -> str:
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
     scorers = list(ex.weights)
+    scorers += sorted({s for v in ex.nodes for s in v.scores} - set(scorers))
     last = "WHY NOT / CARDS" if any(v.devices for v in ex.nodes) else "WHY NOT"
-    header = ["NODE", "FITS", *(f"{s}×{ex.weights[s]}" for s in scorers), "TOTAL", last]
+    header = ["NODE", "FITS", *(_heading(ex, s) for s in scorers), "TOTAL", last]
     rows = []
     ordered = sorted(ex.nodes, key=lambda v: (not v.fits, -(v.total or 0.0), v.node))
     for v in ordered:

@@ -1,8 +1,12 @@
 """Reading manifests: multi-document YAML, ``kind: List``, files, directories or stdin.
 
 Each object is validated on its own; a malformed one is reported (kind, name, field) and skipped
-so the rest still load. Objects without a creation time get one from a fixed epoch in file order,
-which makes "older first" follow the order of the manifests and keeps runs reproducible.
+so the rest still load. An input that cannot be read at all (a path that does not exist, a
+directory without YAML files, a file that is not text) is an error instead: nothing in it can be
+reported on, so the command stops.
+
+Objects without a creation time get one from a fixed epoch in file order, which makes "older
+first" follow the order of the manifests and keeps runs reproducible.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import yaml
 
 from caldera.cache.state import ClusterState, StateObject
+from caldera.errors import yaml_problem
 from caldera.models.parse import KINDS, ObjectError, describe, parse_object
 
 __all__ = ["EPOCH", "Loaded", "load_manifests"]
@@ -29,37 +34,56 @@ EPOCH = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 class Loaded:
     state: ClusterState = field(default_factory=ClusterState)
     warnings: list[str] = field(default_factory=list)
+    """Objects and documents that were skipped, and why (``--strict`` fails on them)."""
+    notes: list[str] = field(default_factory=list)
+    """Objects of kinds the scheduler does not use, ignored."""
+    errors: list[str] = field(default_factory=list)
+    """Inputs that could not be read at all."""
 
 
-def _expand(sources: Sequence[str]) -> Iterator[str]:
+def _expand(sources: Sequence[str], errors: list[str]) -> Iterator[str]:
     """Files as given; a directory stands for its ``*.yaml``/``*.yml`` files in name order."""
     for source in sources:
         path = Path(source)
-        if source != "-" and path.is_dir():
-            yield from sorted(str(p) for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+        if source == "-":
+            yield source
+        elif path.is_dir():
+            found = sorted(str(p) for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+            if not found:
+                errors.append(f"{source}: no *.yaml or *.yml file in this directory")
+            yield from found
+        elif not path.exists():
+            errors.append(f"{source}: no such file or directory")
         else:
             yield source
 
 
-def _documents(sources: Sequence[str], warnings: list[str]) -> Iterator[tuple[str, Any]]:
-    for source in _expand(sources):
-        try:
-            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            warnings.append(f"{source}: cannot read: {exc.strerror}")
-            continue
-        except UnicodeDecodeError as exc:
-            warnings.append(f"{source}: cannot read: not UTF-8 text ({exc.reason})")
+def _read(source: str, errors: list[str]) -> str | None:
+    try:
+        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        errors.append(f"{source}: cannot read: {exc.strerror or exc}")
+    except UnicodeDecodeError:
+        errors.append(f"{source}: not a text file (not UTF-8)")
+    return None
+
+
+def _documents(sources: Sequence[str], out: Loaded) -> Iterator[tuple[str, Any]]:
+    for source in _expand(sources, out.errors):
+        text = _read(source, out.errors)
+        if text is None:
             continue
         name = "<stdin>" if source == "-" else source
-        for doc in _parse_yaml(name, text, warnings):
+        for doc in _parse_yaml(name, text, out):
             if doc is None:
                 continue
-            if _is_list(doc):
+            if not _is_list(doc):
+                yield name, doc
+            elif isinstance(doc.get("items") or [], list):
                 for item in doc.get("items") or []:
                     yield name, item
             else:
-                yield name, doc
+                out.warnings.append(f"{name}: skipped a List whose items are not a list")
 
 
 def _is_list(doc: Any) -> bool:
@@ -73,14 +97,22 @@ def _is_list(doc: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
 
 
-def _parse_yaml(name: str, text: str, warnings: list[str]) -> Iterator[Any]:
+def _parse_yaml(name: str, text: str, out: Loaded) -> Iterator[Any]:
     """The documents of one file; at a YAML error, the documents before it are kept (as
-    ``kubectl apply`` applies them) and the rest of the file is skipped with a warning."""
+    ``kubectl apply`` applies them) and the rest of the file is skipped with a warning. A file
+    with characters YAML does not allow (NUL and other control bytes) is not text: an error."""
+    warnings = out.warnings
     docs = yaml.safe_load_all(text)
     while True:
         try:
             doc = next(docs)
         except StopIteration:
+            return
+        except yaml.reader.ReaderError as exc:
+            out.errors.append(f"{name}: {yaml_problem(exc)}")
+            return
+        except RecursionError:
+            warnings.append(f"{name}: invalid YAML: nested too deeply; rest of the file skipped")
             return
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -95,15 +127,20 @@ def load_manifests(sources: Sequence[str], *, epoch: float = EPOCH) -> Loaded:
     """The objects of ``sources``; those stating no creation time get one from ``epoch`` on."""
     out = Loaded()
     order = 0
-    for source, doc in _documents(sources, out.warnings):
+    for source, doc in _documents(sources, out):
         if not isinstance(doc, Mapping):
             out.warnings.append(f"{source}: skipped a document that is not an object")
             continue
         kind = doc.get("kind")
-        if kind not in KINDS:
+        if not isinstance(kind, str) or not kind:
             out.warnings.append(
-                f"{source}: ignored {kind or 'an object without kind'} "
-                f"{describe(str(kind), doc)}: kind not used by the scheduler"
+                f"{source}: skipped an object without kind {describe('', doc)}: "
+                "kind must be a non-empty string"
+            )
+            continue
+        if kind not in KINDS:
+            out.notes.append(
+                f"{source}: ignored {kind} {describe(kind, doc)}: kind not used by the scheduler"
             )
             continue
         raw = dict(doc)

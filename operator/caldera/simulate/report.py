@@ -1,7 +1,8 @@
 """What ``caldera simulate`` prints: a JSON document for tools, a table for people.
 
 The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``,
-``queues``, ``pods`` and ``unschedulable`` (and ``devices``, every shared card with its usage,
+``queues`` (each with its weight, deserved share and allocation, in the table's units), ``pods``
+and ``unschedulable`` (and ``devices``, every shared card with its usage,
 when some node registers any), with keys sorted so equal input gives equal bytes.
 """
 
@@ -56,21 +57,37 @@ def report(sim: Simulation) -> dict[str, Any]:
             }
             for key, pg in sorted(state.podgroups.items())
         },
-        "queues": {
-            name: {
-                "state": q.status.state or "Open",
-                "allocated": {
-                    k: format_resource(k, v) for k, v in sorted(q.status.allocated.items())
-                },
-            }
-            for name, q in sorted(state.queues.items())
-        },
+        "queues": _queue_docs(sim),
         "pods": {
             key: {"annotations": dict(sorted(a.items()))}
             for key, a in sorted(sim.bind_annotations.items())
         },
         "unschedulable": dict(sorted(_unschedulable(sim).items())),
     }
+
+
+def _shares(rec: CycleRecord) -> dict[str, tuple[dict[str, str] | None, dict[str, str] | None]]:
+    """Queue → (deserved share, allocation) after one cycle, in the units both outputs show.
+    A queue the session did not see, or one no plugin computes a share for, has None."""
+    allocated = {q.name: q.allocated for q in rec.result.queues}
+    deserved = rec.result.deserved
+    return {n: (deserved.get(n), allocated.get(n)) for n in sorted(set(allocated) | set(deserved))}
+
+
+def _queue_docs(sim: Simulation) -> dict[str, Any]:
+    shares = _shares(sim.cycles[-1]) if sim.cycles else {}
+    docs: dict[str, Any] = {}
+    for name, q in sorted(sim.state.queues.items()):
+        deserved, allocated = shares.get(name, (None, None))
+        if allocated is None:
+            allocated = {k: format_resource(k, v) for k, v in sorted(q.status.allocated.items())}
+        docs[name] = {
+            "state": q.status.state or "Open",
+            "weight": q.spec.weight,
+            "deserved": deserved,
+            "allocated": allocated,
+        }
+    return docs
 
 
 def _cards(sim: Simulation) -> list[CardState]:
@@ -168,17 +185,17 @@ def to_table(sim: Simulation) -> str:
         if pending:
             lines.append(f"  pending {len(pending)} pod(s):")
             lines += _rows(("POD", "REASON", "WHY"), pending)
-        allocated = {q.name: q.allocated for q in res.queues}
-        if res.deserved or allocated:
+        shares = _shares(rec)
+        if shares:
             lines.append("  queues:")
             rows = [
                 (
                     name,
                     str(sim.state.queues[name].spec.weight) if name in sim.state.queues else "-",
-                    _res(res.deserved.get(name)),
-                    _res(allocated.get(name)),
+                    _res(deserved),
+                    _res(allocated),
                 )
-                for name in sorted(set(allocated) | set(res.deserved))
+                for name, (deserved, allocated) in shares.items()
             ]
             lines += _rows(("QUEUE", "WEIGHT", "DESERVED", "ALLOCATED"), rows)
         lines.extend(

@@ -1,0 +1,77 @@
+"""What ``caldera simulate`` and ``caldera explain`` read, checked before anything runs.
+
+The policy is ``--policy`` (a policy file or a ConfigMap manifest carrying one), else the policy
+``manifests/`` installs. The manifests must give the scheduler something to work on: an input
+that cannot be read, or manifests without a single Node, stop the command with one line
+(:class:`InputError`); objects that are malformed are reported and skipped, and the rest runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from caldera.cache.state import ClusterState
+from caldera.errors import CalderaError, ConfigError
+from caldera.framework.policy import Policy
+from caldera.framework.policy_source import installed_policy, read_policy
+from caldera.framework.registry import Registry
+from caldera.simulate.manifests import Loaded, load_manifests
+
+__all__ = ["InputError", "Inputs", "pending_pods", "read_inputs"]
+
+_FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+class InputError(CalderaError):
+    """Input the command cannot run on; the message is one line."""
+
+
+@dataclass(slots=True)
+class Inputs:
+    registry: Registry
+    policy: Policy
+    loaded: Loaded
+
+
+def _named(sources: Sequence[str]) -> str:
+    return ", ".join("<stdin>" if s == "-" else s for s in sources)
+
+
+def read_inputs(
+    policy_path: str | None,
+    sources: Sequence[str],
+    report: Callable[[str], None],
+    *,
+    loaded: Loaded | None = None,
+) -> Inputs:
+    """The registry, the policy and the manifests (or ``loaded``, objects read elsewhere: a live
+    cluster). What was skipped or ignored while loading goes to ``report``, one message each;
+    anything that makes the run pointless raises InputError."""
+    registry = Registry.from_entry_points()
+    try:
+        policy = read_policy(policy_path, registry) if policy_path else installed_policy(registry)
+    except ConfigError as exc:
+        raise InputError(f"invalid policy: {exc}") from None
+    if loaded is None:
+        loaded = load_manifests(sources)
+    if loaded.errors:
+        raise InputError("; ".join(loaded.errors))
+    for message in [*loaded.warnings, *loaded.notes]:
+        report(message)
+    if not loaded.state.nodes:
+        where = _named(sources) if sources else "the cluster"
+        raise InputError(f"no nodes in {where}: nothing to schedule on")
+    return Inputs(registry, policy, loaded)
+
+
+def pending_pods(state: ClusterState, scheduler_names: Iterable[str]) -> int:
+    """Pods the named schedulers would place: theirs, on no node yet, not finished."""
+    names = frozenset(scheduler_names)
+    return sum(
+        1
+        for pod in state.pods.values()
+        if pod.spec.scheduler_name in names
+        and not pod.spec.node_name
+        and pod.status.phase not in _FINISHED
+    )
