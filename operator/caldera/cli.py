@@ -261,7 +261,17 @@ def _run(args: argparse.Namespace) -> int:
 
 def _command(argv: Sequence[str] | None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if (
+        extra
+        and args.command in ("simulate", "explain")
+        and not any(e.startswith("-") and e != "-" for e in extra)
+    ):
+        # MANIFEST... may follow options that follow the first positional (argparse stops
+        # filling an optional-count positional at the first option)
+        args.manifests = [*args.manifests, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command in ("simulate", "explain") and not (args.manifests or _live(args)):
         parser.error(f"{args.command}: give MANIFEST files, or --kubeconfig to read a cluster")
     if args.command == "simulate":

@@ -220,11 +220,22 @@ async def test_a_malformed_object_in_the_cluster_is_reported_and_the_rest_still_
 async def test_a_pod_not_in_the_cluster_is_said_to_be_not_in_the_cluster(
     k8s: K8sHandle, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    await k8s.create("nodes", node("a"))
     code, _, err = await cli(
         capsys, "explain", "default/nope", "--kubeconfig", str(k8s.kubeconfig_path)
     )
     assert code == 2
     assert err == "caldera: pod default/nope is not in the cluster\n"
+
+
+async def test_a_cluster_without_nodes_is_a_one_line_error(
+    k8s: K8sHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = await cli(
+        capsys, "explain", "default/nope", "--kubeconfig", str(k8s.kubeconfig_path)
+    )
+    assert code == 2
+    assert err == "caldera: no nodes in the cluster: nothing to schedule on\n"
 
 
 async def _configuration(k8s: K8sHandle) -> Any:
