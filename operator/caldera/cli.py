@@ -22,6 +22,7 @@ from caldera.simulate.explain import ExplainError, explain
 from caldera.simulate.explain import to_json as explain_json
 from caldera.simulate.explain import to_table as explain_table
 from caldera.simulate.manifests import Loaded, load_manifests
+from caldera.simulate.progress import Progress
 from caldera.simulate.report import to_json, to_table
 from caldera.simulate.runner import simulate
 
@@ -138,7 +139,7 @@ def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
     except ConfigError as exc:
         print(f"caldera: invalid policy: {exc}", file=sys.stderr)
         return None
-    loaded = load_manifests(args.manifests)
+    loaded = load_manifests(args.manifests, Progress(sys.stderr))
     for warning in loaded.warnings:
         print(f"caldera: {warning}", file=sys.stderr)
     return registry, policy, loaded
@@ -175,6 +176,7 @@ def _simulate(args: argparse.Namespace) -> int:
         registry,
         scheduler_names=args.scheduler_names or ["volcano"],
         cycles=args.cycles,
+        progress=Progress(sys.stderr),
     )
     seen: set[str] = set()
     for rec in sim.cycles:
