@@ -279,6 +279,7 @@ def phases(directory: Path, cycles: int) -> dict[str, float]:
     """CPU seconds of each phase of one run, in this process (the imports are already done);
     CPU rather than wall time, so that other work on a shared machine does not count."""
     from caldera.cache.snapshot import build_snapshot
+    from caldera.collector import fewer_collections
     from caldera.framework import cycle as cycle_module
     from caldera.framework.policy import default_policy
     from caldera.framework.registry import Registry
@@ -287,6 +288,7 @@ def phases(directory: Path, cycles: int) -> dict[str, float]:
     from caldera.simulate.progress import Progress
     from caldera.simulate.report import to_table
 
+    fewer_collections()  # as the command line does
     out: dict[str, float] = {}
     t0 = time.process_time()
     for _ in manifests_module._documents([str(directory)], [], Progress()):
@@ -330,6 +332,10 @@ def phases(directory: Path, cycles: int) -> dict[str, float]:
     return out
 
 
+def _median(values: list[float]) -> float:
+    return round(sorted(values)[len(values) // 2], 2) if values else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=2000)
@@ -362,19 +368,20 @@ def main() -> None:
         "generate_seconds": round(generate_s, 2),
         "whole_process_wall_seconds": [round(w, 2) for w, _ in wall],
         "whole_process_cpu_seconds": [round(c, 2) for _, c in wall],
-        "median_wall_seconds": round(sorted(w for w, _ in wall)[len(wall) // 2], 2),
-        "median_cpu_seconds": round(sorted(c for _, c in wall)[len(wall) // 2], 2),
+        "median_wall_seconds": _median([w for w, _ in wall]),
+        "median_cpu_seconds": _median([c for _, c in wall]),
         "phases": {k: round(v, 3) for k, v in phase.items()},
     }
     if args.json:
         print(json.dumps(out))
         return
     print(f"{args.nodes} nodes, {args.pods} pods, {args.cycles} cycle(s): {directory}")
-    print(
-        f"  caldera simulate, whole process: median {out['median_wall_seconds']:.2f} s wall, "
-        f"{out['median_cpu_seconds']:.2f} s cpu "
-        f"(runs: {', '.join(f'{w:.2f}/{c:.2f}' for w, c in wall)})"
-    )
+    if wall:
+        print(
+            f"  caldera simulate, whole process: median {out['median_wall_seconds']:.2f} s wall, "
+            f"{out['median_cpu_seconds']:.2f} s cpu "
+            f"(runs: {', '.join(f'{w:.2f}/{c:.2f}' for w, c in wall)})"
+        )
     print(f"  phases in one process, cpu seconds ({int(phase.pop('bound'))} pods bound):")
     for name, seconds in phase.items():
         print(f"    {name:<16}{seconds:8.3f} s")

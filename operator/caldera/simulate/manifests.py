@@ -3,11 +3,8 @@
 Each object is validated on its own; a malformed one is reported (kind, name, field) and skipped
 so the rest still load. Objects without a creation time get one from a fixed epoch in file order,
 which makes "older first" follow the order of the manifests and keeps runs reproducible.
-
-YAML is parsed by libyaml (PyYAML's C loader) when PyYAML was built with it, about ten times
-faster than the pure-Python loader; both build the same objects. A file the C loader rejects is
-parsed again by the pure-Python loader, so a YAML error reads the same (message and line) with
-or without libyaml.
+A file that is not valid YAML keeps the documents before the error, as ``kubectl apply`` does; how
+the YAML is read fast is in :mod:`caldera.simulate.yaml_load`.
 """
 
 from __future__ import annotations
@@ -19,16 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from caldera.cache.state import ClusterState, StateObject
 from caldera.models.parse import KINDS, describe, parse_object
 from caldera.simulate.progress import Progress
+from caldera.simulate.yaml_load import load_documents
 
 __all__ = ["EPOCH", "Loaded", "load_manifests"]
-
-_C_LOADER: type[Any] | None = getattr(yaml, "CSafeLoader", None)
-"""libyaml's safe loader, or None when PyYAML was installed without libyaml."""
 
 _PROGRESS_EVERY = 1000
 """Objects between two updates of the progress line."""
@@ -75,7 +68,7 @@ def _documents(
             warnings.append(f"{source}: cannot read: not UTF-8 text ({exc.reason})")
             continue
         name = "<stdin>" if source == "-" else source
-        for doc in _parse_yaml(name, text, warnings):
+        for doc in load_documents(name, text, warnings):
             if doc is None:
                 continue
             for item in (doc.get("items") or []) if _is_list(doc) else [doc]:
@@ -94,32 +87,6 @@ def _is_list(doc: Any) -> bool:
     if kind == "List":
         return True
     return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
-
-
-def _parse_yaml(name: str, text: str, warnings: list[str]) -> Iterator[Any]:
-    """The documents of one file; at a YAML error, the documents before it are kept (as
-    ``kubectl apply`` applies them) and the rest of the file is skipped with a warning."""
-    if _C_LOADER is not None:
-        try:
-            docs = list(yaml.load_all(text, Loader=_C_LOADER))
-        except yaml.YAMLError:
-            pass  # the pure-Python loader below finds the error and words it
-        else:
-            yield from docs
-            return
-    stream = yaml.load_all(text, Loader=yaml.SafeLoader)
-    while True:
-        try:
-            doc = next(stream)
-        except StopIteration:
-            return
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or exc
-            warnings.append(f"{name}: invalid YAML{where}: {problem}; rest of the file skipped")
-            return
-        yield doc
 
 
 def load_manifests(sources: Sequence[str], progress: Progress | None = None) -> Loaded:

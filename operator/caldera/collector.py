@@ -1,0 +1,19 @@
+"""How often Python collects cyclic garbage in Caldera's long-lived processes.
+
+The operator's cache, a session and ``caldera simulate`` all allocate millions of objects (models,
+dicts, arrays) that live as long as the work and form no cycles. Python's default collects the
+young generation every 700 allocations and rescans everything that survived, over and over: at
+50,000 pods the default thresholds spend a third of a session collecting nothing, and a third of
+reading a big manifest directory. Every process that does such work sets the thresholds here.
+"""
+
+from __future__ import annotations
+
+import gc
+
+__all__ = ["fewer_collections"]
+
+
+def fewer_collections() -> None:
+    """Collect cyclic garbage far less often than Python's default (every 700 allocations)."""
+    gc.set_threshold(100_000, 50, 1_000)
