@@ -3,13 +3,12 @@
 Each object is validated on its own; a malformed one is reported (kind, name, field) and skipped
 so the rest still load. Objects without a creation time get one from a fixed epoch in file order,
 which makes "older first" follow the order of the manifests and keeps runs reproducible.
-A file that is not valid YAML keeps the documents before the error, as ``kubectl apply`` does; how
-the YAML is read fast is in :mod:`caldera.simulate.yaml_load`.
+A file that is not valid YAML keeps the documents before the error, as ``kubectl apply`` does. How
+big inputs are read fast: :mod:`caldera.simulate.reading` and :mod:`caldera.simulate.yaml_load`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from typing import Any
 from caldera.cache.state import ClusterState, StateObject
 from caldera.models.parse import KINDS, describe, parse_object
 from caldera.simulate.progress import Progress
-from caldera.simulate.yaml_load import load_documents
+from caldera.simulate.reading import read_files
 
 __all__ = ["EPOCH", "Loaded", "load_manifests"]
 
@@ -57,25 +56,19 @@ def _documents(
     def show(number: int) -> None:
         progress.show(f"reading manifests: file {number}/{len(files)}, {count:,} objects")
 
-    for number, source in enumerate(files, 1):
+    show(1)
+    for number, read in enumerate(read_files(files), 1):
         show(number)
-        try:
-            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            warnings.append(f"{source}: cannot read: {exc.strerror}")
-            continue
-        except UnicodeDecodeError as exc:
-            warnings.append(f"{source}: cannot read: not UTF-8 text ({exc.reason})")
-            continue
-        name = "<stdin>" if source == "-" else source
-        for doc in load_documents(name, text, warnings):
+        for doc in read.docs:
             if doc is None:
                 continue
             for item in (doc.get("items") or []) if _is_list(doc) else [doc]:
                 count += 1
                 if count % _PROGRESS_EVERY == 0:
                     show(number)
-                yield name, item
+                yield read.name, item
+        if read.problem is not None:
+            warnings.append(read.problem)
 
 
 def _is_list(doc: Any) -> bool:

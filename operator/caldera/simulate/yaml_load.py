@@ -59,14 +59,13 @@ class _Quick:
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)  # type: ignore[call-arg]
-        self._tags: dict[tuple[str, bool], str] = {}
+        self._tags: dict[str, str] = {}
 
     def resolve(self, kind: type[Node], value: str, implicit: tuple[bool, bool]) -> str:
-        if kind is ScalarNode and not self.yaml_path_resolvers:
-            key = (value, implicit[0])
-            tag = self._tags.get(key)
+        if kind is ScalarNode and implicit[0] and not self.yaml_path_resolvers:
+            tag = self._tags.get(value)
             if tag is None:
-                tag = self._tags[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                tag = self._tags[value] = super().resolve(kind, value, implicit)  # type: ignore[misc]
             return tag
         return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
 
@@ -99,7 +98,7 @@ class _Quick:
             data = {}
             for key_node, value_node in node.value:
                 key = self._build(key_node, built)  # a merge key (<<) is _Uncommon
-                if not isinstance(key, Hashable):
+                if type(key) is not str and not isinstance(key, Hashable):
                     raise _Uncommon
                 data[key] = self._build(value_node, built)
         elif type(node) is SequenceNode and tag == _SEQ:
@@ -120,12 +119,13 @@ _C_LOADER: type[Any] | None = (
 """The libyaml loader, or None when PyYAML was installed without libyaml."""
 
 
-def load_documents(name: str, text: str, warnings: list[str]) -> list[Any]:
-    """The documents of one file; at a YAML error, the documents before it (as ``kubectl apply``
-    applies them) and a warning that the rest of the file was skipped."""
+def load_documents(name: str, text: str) -> tuple[list[Any], str | None]:
+    """The documents of one file, and the problem that ended it early, if any: at a YAML error,
+    the documents before it are kept (as ``kubectl apply`` applies them) and the rest of the file
+    is skipped."""
     if _C_LOADER is not None:
         try:
-            return list(yaml.load_all(text, Loader=_C_LOADER))
+            return list(yaml.load_all(text, Loader=_C_LOADER)), None
         except (yaml.YAMLError, ValueError):
             pass  # the pure-Python loader below finds the error and words it
     docs = []
@@ -134,13 +134,11 @@ def load_documents(name: str, text: str, warnings: list[str]) -> list[Any]:
         try:
             docs.append(next(stream))
         except StopIteration:
-            return docs
+            return docs, None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
             where = f" at line {mark.line + 1}" if mark else ""
             problem = getattr(exc, "problem", None) or exc
-            warnings.append(f"{name}: invalid YAML{where}: {problem}; rest of the file skipped")
-            return docs
+            return docs, f"{name}: invalid YAML{where}: {problem}; rest of the file skipped"
         except ValueError as exc:  # a scalar its explicit tag cannot hold: !!int abc
-            warnings.append(f"{name}: invalid YAML: {exc}; rest of the file skipped")
-            return docs
+            return docs, f"{name}: invalid YAML: {exc}; rest of the file skipped"
