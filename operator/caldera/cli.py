@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from caldera.collector import fewer_collections
+from caldera.collector import fewer_collections, no_collection_at_exit
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import Policy, default_policy, load_policy_file
@@ -133,6 +133,7 @@ def _add_run(sub: Any) -> None:
 def _load(args: argparse.Namespace) -> tuple[Registry, Policy, Loaded] | None:
     """The registry, the policy and the manifests; None (reported) when the policy is invalid."""
     fewer_collections()  # a big input is millions of objects that form no cycles
+    no_collection_at_exit()
     registry = Registry.from_entry_points()
     try:
         policy = (
