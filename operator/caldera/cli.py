@@ -160,6 +160,7 @@ def _explain(args: argparse.Namespace) -> int:
             registry,
             args.pod,
             scheduler_names=args.scheduler_names or ["volcano"],
+            progress=Progress(sys.stderr),
         )
     except ExplainError as exc:
         print(f"caldera: {exc}", file=sys.stderr)

@@ -10,6 +10,7 @@ import pytest
 from caldera.cli import main
 from caldera.framework.policy import default_policy
 from caldera.framework.registry import Registry
+from caldera.simulate.explain import explain
 from caldera.simulate.manifests import load_manifests
 from caldera.simulate.progress import Progress
 from caldera.simulate.runner import simulate
@@ -82,3 +83,21 @@ def test_the_command_line_prints_no_progress_when_stderr_is_not_a_terminal(
     assert "\r" not in err
     assert "reading manifests" not in err
     assert "cycle 1/2" not in err
+
+
+def test_explain_shows_its_session_and_then_the_explaining_on_a_terminal() -> None:
+    loaded = load_manifests([str(EXAMPLES)])
+    registry = Registry.from_entry_points()
+    stream = io.StringIO()
+    explain(
+        loaded.state,
+        default_policy(registry),
+        registry,
+        "production/climate-sim-0",
+        scheduler_names=["volcano"],
+        progress=Progress(stream, tty=True),
+    )
+    shown = [line for line in stream.getvalue().split(ERASE) if line]
+    assert shown[0] == "cycle 1/1 (0 pods bound so far): building the snapshot"
+    assert shown[-1] == "explaining production/climate-sim-0: every node's filters and scores"
+    assert stream.getvalue().endswith(ERASE)
