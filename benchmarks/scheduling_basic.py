@@ -39,13 +39,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
 from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
+from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.policy import DEFAULT_POLICY_YAML, default_policy, load_policy
 from caldera.framework.registry import Registry
 from caldera.models.core import Node, Pod
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
-from caldera.operator.loop.worker import fewer_collections
 
 RUNNING = 1000
 ZONES = 10

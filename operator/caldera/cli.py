@@ -18,6 +18,7 @@ from typing import Any
 
 from caldera import __version__, console
 from caldera.cache.state import overlay
+from caldera.collector import fewer_collections, no_collection_at_exit
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import load_policy_file
@@ -27,6 +28,7 @@ from caldera.simulate.explain import to_json as explain_json
 from caldera.simulate.explain import to_table as explain_table
 from caldera.simulate.inputs import InputError, Inputs, pending_pods, read_inputs
 from caldera.simulate.manifests import Loaded, load_manifests
+from caldera.simulate.progress import Progress
 from caldera.simulate.report import to_json, to_table
 from caldera.simulate.runner import simulate
 
@@ -185,9 +187,13 @@ def _add_run(sub: Any) -> None:
 
 def _load(args: argparse.Namespace) -> Inputs | None:
     """The registry, the policy and the manifests; None (said in one line) when unusable."""
+    fewer_collections()  # a big input is millions of objects that form no cycles
+    no_collection_at_exit()
     try:
         cluster = _read_cluster(args) if _live(args) else None
-        return read_inputs(args.policy, args.manifests, console.say, loaded=cluster)
+        return read_inputs(
+            args.policy, args.manifests, console.say, loaded=cluster, progress=Progress(sys.stderr)
+        )
     except InputError as exc:
         console.say(str(exc))
         return None
@@ -209,6 +215,7 @@ def _explain(args: argparse.Namespace) -> int:
             args.pod,
             scheduler_names=args.scheduler_names or ["volcano"],
             source="the cluster" if _live(args) else "the manifests",
+            progress=Progress(sys.stderr),
         )
     except ExplainError as exc:
         console.say(str(exc))
@@ -225,7 +232,14 @@ def _simulate(args: argparse.Namespace) -> int:
     if not pending_pods(inputs.loaded.state, names):
         console.say(f"nothing to schedule: no pending pod has schedulerName {' or '.join(names)}")
     state, policy, registry = inputs.loaded.state, inputs.policy, inputs.registry
-    sim = simulate(state, policy, registry, scheduler_names=names, cycles=args.cycles)
+    sim = simulate(
+        state,
+        policy,
+        registry,
+        scheduler_names=names,
+        cycles=args.cycles,
+        progress=Progress(sys.stderr),
+    )
     seen: set[str] = set()
     for rec in sim.cycles:
         for problem in rec.problems:

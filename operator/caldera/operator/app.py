@@ -26,6 +26,7 @@ from typing import Any
 import kopf
 from prometheus_client import CollectorRegistry
 
+from caldera.collector import fewer_collections
 from caldera.devices.vendors import enabled_vendors
 from caldera.errors import ConfigError
 from caldera.framework.intents import Bind
@@ -41,7 +42,7 @@ from caldera.operator import logs
 from caldera.operator.device_metrics import DeviceCollector
 from caldera.operator.loop.scheduler import Scheduler, Writers
 from caldera.operator.loop.trigger import Trigger
-from caldera.operator.loop.worker import SessionConfig, SessionWorker, fewer_collections
+from caldera.operator.loop.worker import SessionConfig, SessionWorker
 from caldera.operator.metrics import Metrics
 from caldera.operator.settings import Settings
 from caldera.operator.watch.assume import Assumptions

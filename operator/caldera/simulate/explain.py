@@ -33,6 +33,7 @@ from caldera.models.volcano import GROUP_NAME_ANNOTATION
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
+from caldera.simulate.progress import Progress
 from caldera.simulate.runner import adopt_bare_pods, simulate
 
 __all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
@@ -117,23 +118,44 @@ def explain(
     scheduler_names: Iterable[str],
     default_queue: str = "default",
     source: str = "the manifests",
+    progress: Progress | None = None,
 ) -> Explanation:
-    """Why ``pod`` goes where it goes; ``source`` names where the objects came from, for the
-    error when the pod is not among them."""
+    """Where the next session puts ``pod``, and every node's filter verdicts and scores for it;
+    ``source`` names where the objects came from (for the error when the pod is not among them);
+    ``progress`` (shown on a terminal only) follows that session."""
+    shown = progress or Progress()
+    try:
+        return _explain(
+            state, policy, registry, pod, list(scheduler_names), default_queue, shown, source
+        )
+    finally:
+        shown.clear()
+
+
+def _explain(
+    state: ClusterState,
+    policy: Policy,
+    registry: Registry,
+    pod: str,
+    names: list[str],
+    default_queue: str,
+    progress: Progress,
+    source: str,
+) -> Explanation:
     key = pod if "/" in pod else f"default/{pod}"
     found = state.pods.get(key)
     if found is None:
         raise ExplainError(f"pod {key} is not in {source}")
     if found.spec.node_name:
         raise ExplainError(f"pod {key} is already bound to {found.spec.node_name}")
-    names = list(scheduler_names)
     if found.spec.scheduler_name not in names:
         raise ExplainError(
             f"pod {key} has schedulerName {found.spec.scheduler_name!r}, not {' or '.join(names)}"
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    next_ = _next_session(state, policy, registry, key, names, default_queue)
+    next_ = _next_session(state, policy, registry, key, names, default_queue, progress)
+    progress.show(f"explaining {key}: every node's filters and scores")
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=names,
@@ -228,12 +250,20 @@ def _next_session(
     key: str,
     names: list[str],
     default_queue: str,
+    progress: Progress,
 ) -> _Next:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
     the pods it evicts to make room for it; when it evicts none, why (if preempt or reclaim
     tried); its job's HyperNode search; and what else the session bound."""
     copy = replace(state, **{f.name: dict(getattr(state, f.name)) for f in fields(state)})
-    sim = simulate(copy, policy, registry, scheduler_names=names, default_queue=default_queue)
+    sim = simulate(
+        copy,
+        policy,
+        registry,
+        scheduler_names=names,
+        default_queue=default_queue,
+        progress=progress,
+    )
     result = sim.cycles[0].result
     victims = sorted(
         f"{e.namespace}/{e.name} ({e.reason})" for e in result.evictions if e.preemptor == key

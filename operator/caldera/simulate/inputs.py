@@ -17,6 +17,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.policy_source import installed_policy, read_policy
 from caldera.framework.registry import Registry
 from caldera.simulate.manifests import Loaded, load_manifests
+from caldera.simulate.progress import Progress
 
 __all__ = ["InputError", "Inputs", "pending_pods", "read_inputs"]
 
@@ -44,6 +45,7 @@ def read_inputs(
     report: Callable[[str], None],
     *,
     loaded: Loaded | None = None,
+    progress: Progress | None = None,
 ) -> Inputs:
     """The registry, the policy and the manifests (or ``loaded``, objects read elsewhere: a live
     cluster). What was skipped or ignored while loading goes to ``report``, one message each;
@@ -54,7 +56,7 @@ def read_inputs(
     except ConfigError as exc:
         raise InputError(f"invalid policy: {exc}") from None
     if loaded is None:
-        loaded = load_manifests(sources)
+        loaded = load_manifests(sources, progress)
     if loaded.errors:
         raise InputError("; ".join(loaded.errors))
     for message in [*loaded.warnings, *loaded.notes]:

@@ -1,30 +1,33 @@
 """Reading manifests: multi-document YAML, ``kind: List``, files, directories or stdin.
 
 Each object is validated on its own; a malformed one is reported (kind, name, field) and skipped
-so the rest still load. An input that cannot be read at all (a path that does not exist, a
+so the rest still load. A file that is not valid YAML keeps the documents before the error, as
+``kubectl apply`` does. An input that cannot be read at all (a path that does not exist, a
 directory without YAML files, a file that is not text) is an error instead: nothing in it can be
 reported on, so the command stops.
 
 Objects without a creation time get one from a fixed epoch in file order, which makes "older
-first" follow the order of the manifests and keeps runs reproducible.
+first" follow the order of the manifests and keeps runs reproducible. How big inputs are read
+fast: :mod:`caldera.simulate.reading` and :mod:`caldera.simulate.yaml_load`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from caldera.cache.state import ClusterState, StateObject
-from caldera.errors import yaml_problem
 from caldera.models.parse import KINDS, ObjectError, describe, parse_object
+from caldera.simulate.progress import Progress
+from caldera.simulate.reading import read_files
 
 __all__ = ["EPOCH", "Loaded", "load_manifests"]
+
+_PROGRESS_EVERY = 1000
+"""Objects between two updates of the progress line."""
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC).timestamp()
 """Creation time given, in file order (1 ms apart), to objects that state none."""
@@ -41,49 +44,23 @@ class Loaded:
     """Inputs that could not be read at all."""
 
 
-def _expand(sources: Sequence[str], errors: list[str]) -> Iterator[str]:
+def _expand(sources: Sequence[str], errors: list[str]) -> list[str]:
     """Files as given; a directory stands for its ``*.yaml``/``*.yml`` files in name order."""
+    files: list[str] = []
     for source in sources:
         path = Path(source)
         if source == "-":
-            yield source
+            files.append(source)
         elif path.is_dir():
             found = sorted(str(p) for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
             if not found:
                 errors.append(f"{source}: no *.yaml or *.yml file in this directory")
-            yield from found
+            files += found
         elif not path.exists():
             errors.append(f"{source}: no such file or directory")
         else:
-            yield source
-
-
-def _read(source: str, errors: list[str]) -> str | None:
-    try:
-        return sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        errors.append(f"{source}: cannot read: {exc.strerror or exc}")
-    except UnicodeDecodeError:
-        errors.append(f"{source}: not a text file (not UTF-8)")
-    return None
-
-
-def _documents(sources: Sequence[str], out: Loaded) -> Iterator[tuple[str, Any]]:
-    for source in _expand(sources, out.errors):
-        text = _read(source, out.errors)
-        if text is None:
-            continue
-        name = "<stdin>" if source == "-" else source
-        for doc in _parse_yaml(name, text, out):
-            if doc is None:
-                continue
-            if not _is_list(doc):
-                yield name, doc
-            elif isinstance(doc.get("items") or [], list):
-                for item in doc.get("items") or []:
-                    yield name, item
-            else:
-                out.warnings.append(f"{name}: skipped a List whose items are not a list")
+            files.append(source)
+    return files
 
 
 def _is_list(doc: Any) -> bool:
@@ -97,37 +74,56 @@ def _is_list(doc: Any) -> bool:
     return isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list)
 
 
-def _parse_yaml(name: str, text: str, out: Loaded) -> Iterator[Any]:
-    """The documents of one file; at a YAML error, the documents before it are kept (as
-    ``kubectl apply`` applies them) and the rest of the file is skipped with a warning. A file
-    with characters YAML does not allow (NUL and other control bytes) is not text: an error."""
-    warnings = out.warnings
-    docs = yaml.safe_load_all(text)
-    while True:
-        try:
-            doc = next(docs)
-        except StopIteration:
-            return
-        except yaml.reader.ReaderError as exc:
-            out.errors.append(f"{name}: {yaml_problem(exc)}")
-            return
-        except RecursionError:
-            warnings.append(f"{name}: invalid YAML: nested too deeply; rest of the file skipped")
-            return
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or exc
-            warnings.append(f"{name}: invalid YAML{where}: {problem}; rest of the file skipped")
-            return
-        yield doc
+def _documents(
+    sources: Sequence[str], out: Loaded, progress: Progress
+) -> Iterator[tuple[str, Any]]:
+    files = _expand(sources, out.errors)
+    count = 0
+
+    def show(number: int) -> None:
+        progress.show(f"reading manifests: file {number}/{len(files)}, {count:,} objects")
+
+    show(1)
+    for number, read in enumerate(read_files(files), 1):
+        show(number)
+        for doc in read.docs:
+            if doc is None:
+                continue
+            if not _is_list(doc):
+                items = [doc]
+            elif isinstance(doc.get("items") or [], list):
+                items = doc.get("items") or []
+            else:
+                out.warnings.append(f"{read.name}: skipped a List whose items are not a list")
+                continue
+            for item in items:
+                count += 1
+                if count % _PROGRESS_EVERY == 0:
+                    show(number)
+                yield read.name, item
+        if read.error is not None:
+            out.errors.append(read.error)
+        elif read.problem is not None:
+            out.warnings.append(read.problem)
 
 
-def load_manifests(sources: Sequence[str], *, epoch: float = EPOCH) -> Loaded:
-    """The objects of ``sources``; those stating no creation time get one from ``epoch`` on."""
+def load_manifests(
+    sources: Sequence[str], progress: Progress | None = None, *, epoch: float = EPOCH
+) -> Loaded:
+    """The objects of ``sources``; those stating no creation time get one from ``epoch`` on.
+    What was skipped, and why, is in ``warnings``; inputs that could not be read, in
+    ``errors``."""
+    shown = progress or Progress()
+    try:
+        return _load(sources, shown, epoch)
+    finally:
+        shown.clear()
+
+
+def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
     out = Loaded()
     order = 0
-    for source, doc in _documents(sources, out):
+    for source, doc in _documents(sources, out, progress):
         if not isinstance(doc, Mapping):
             out.warnings.append(f"{source}: skipped a document that is not an object")
             continue

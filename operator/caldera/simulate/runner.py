@@ -32,6 +32,7 @@ from caldera.models.storage import (
 )
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, GROUP_NAME_ANNOTATION
 from caldera.quantity import to_engine_units
+from caldera.simulate.progress import Progress
 
 __all__ = ["CycleRecord", "Simulation", "adopt_bare_pods", "simulate"]
 
@@ -203,23 +204,35 @@ def simulate(
     cycles: int = 1,
     period: float = 1.0,
     default_queue: str = "default",
+    progress: Progress | None = None,
 ) -> Simulation:
+    """Run ``cycles`` cycles, applying each one's decisions before the next; ``progress`` (shown
+    on a terminal only) says which cycle runs and how many pods were bound so far."""
     names = list(scheduler_names)
+    shown = progress or Progress()
     sim = Simulation(state=state)
     start = _start_time(state)
     ensure_builtin_queues(state, default_queue, created=start)
-    for cycle in range(1, cycles + 1):
-        adopt_bare_pods(state, names)
-        now = start + cycle * period
-        snapshot, problems = build_snapshot(
-            state,
-            scheduler_names=names,
-            now=now,
-            session_id=stable_uid("Session", str(cycle)),
-            default_queue=default_queue,
-            managed_resources=policy.managed_resources,
-        )
-        result = run_cycle(snapshot, policy, registry)
-        sim.cycles.append(CycleRecord(cycle, now, result, problems))
-        _apply(state, result, sim)
+    bound = 0
+    try:
+        for cycle in range(1, cycles + 1):
+            step = f"cycle {cycle}/{cycles} ({bound:,} pods bound so far)"
+            shown.show(f"{step}: building the snapshot")
+            adopt_bare_pods(state, names)
+            now = start + cycle * period
+            snapshot, problems = build_snapshot(
+                state,
+                scheduler_names=names,
+                now=now,
+                session_id=stable_uid("Session", str(cycle)),
+                default_queue=default_queue,
+                managed_resources=policy.managed_resources,
+            )
+            shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
+            result = run_cycle(snapshot, policy, registry)
+            bound += len(result.binds)
+            sim.cycles.append(CycleRecord(cycle, now, result, problems))
+            _apply(state, result, sim)
+    finally:
+        shown.clear()
     return sim

@@ -23,7 +23,6 @@ Cost per session on the event loop: pickling what changed (the first session: ev
 from __future__ import annotations
 
 import asyncio
-import gc
 import multiprocessing
 import signal
 import threading
@@ -36,6 +35,7 @@ from typing import Any
 
 from caldera.cache.snapshot import PodMemo, build_snapshot
 from caldera.cache.state import Changes, ClusterState
+from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
@@ -125,15 +125,6 @@ _memo = PodMemo()
 _registry: Registry | None = None
 _stream: Any = None
 """The queue binds go out on ahead of the session's result."""
-
-
-def fewer_collections() -> None:
-    """Collect cyclic garbage far less often than Python's default (every 700 allocations).
-
-    A session allocates millions of objects that live as long as it does and form no cycles; at
-    50,000 pods the default thresholds spend a third of a session collecting nothing.
-    """
-    gc.set_threshold(100_000, 50, 1_000)
 
 
 def _start(stream: Any) -> None:
