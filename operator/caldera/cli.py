@@ -57,47 +57,37 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"caldera {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sim = sub.add_parser("simulate", help="run the scheduler offline on Kubernetes manifests")
-    sim.add_argument("--policy", help=_POLICY_HELP)
-    sim.add_argument(
-        "--scheduler-name",
-        action="append",
-        dest="scheduler_names",
-        help="schedule pods with this schedulerName (repeatable; default volcano)",
-    )
+    _add_engine_options(sim, "YAML files (multi-document or kind: List), or - for stdin")
     sim.add_argument("--cycles", type=_positive, default=1, help="scheduling cycles to run")
-    sim.add_argument("--output", choices=("table", "json"), default="table")
-    sim.add_argument("--strict", action="store_true", help=_STRICT_HELP)
-    sim.add_argument(
-        "manifests",
-        nargs="*",
-        metavar="MANIFEST",
-        help="YAML files (multi-document or kind: List), or - for stdin; with --kubeconfig, "
-        "added to the cluster's objects (replacing any of the same kind and name)",
-    )
-    _add_live(sim)
     ex = sub.add_parser(
         "explain", help="why a pod goes where it goes: every node's filter verdicts and scores"
     )
     ex.add_argument("pod", metavar="POD", help="the pending pod, as namespace/name or name")
-    ex.add_argument("--policy", help=_POLICY_HELP)
-    ex.add_argument(
+    _add_engine_options(ex, "YAML files, or - for stdin")
+    _add_run(sub)
+    return parser
+
+
+def _add_engine_options(command: argparse.ArgumentParser, manifests_help: str) -> None:
+    """The options simulate and explain share: policy, schedulers, output, strictness, and where
+    the objects come from (manifests, a live cluster, or both)."""
+    command.add_argument("--policy", help=_POLICY_HELP)
+    command.add_argument(
         "--scheduler-name",
         action="append",
         dest="scheduler_names",
         help="schedule pods with this schedulerName (repeatable; default volcano)",
     )
-    ex.add_argument("--output", choices=("table", "json"), default="table")
-    ex.add_argument("--strict", action="store_true", help=_STRICT_HELP)
-    ex.add_argument(
+    command.add_argument("--output", choices=("table", "json"), default="table")
+    command.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    command.add_argument(
         "manifests",
         nargs="*",
         metavar="MANIFEST",
-        help="YAML files, or - for stdin; with --kubeconfig, added to the cluster's objects "
+        help=f"{manifests_help}; with --kubeconfig, added to the cluster's objects "
         "(replacing any of the same kind and name)",
     )
-    _add_live(ex)
-    _add_run(sub)
-    return parser
+    _add_live(command)
 
 
 def _add_live(command: argparse.ArgumentParser) -> None:
