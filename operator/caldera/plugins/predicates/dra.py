@@ -43,13 +43,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
 
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.intents import Bind, ClaimReservation
+from caldera.framework.intents import Bind
 from caldera.framework.session import EventHandler, Rejection, Session
 from caldera.models.dra import (
     RESERVED_FOR_MAX_SIZE,
@@ -72,6 +71,7 @@ from caldera.plugins.predicates.dra_devices import (
     RequestPlan,
     Search,
 )
+from caldera.plugins.predicates.dra_prebind import Decision, attach_claim_writes
 
 __all__ = ["CANNOT_ALLOCATE", "IN_USE", "NOT_AVAILABLE", "DynamicResources"]
 
@@ -80,15 +80,6 @@ NOT_AVAILABLE = "resourceclaim not available on the node"
 IN_USE = "resourceclaim in use"
 
 BoolArray = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    """What Reserve assumed for a placed task."""
-
-    claims: tuple[ResourceClaim, ...]
-    allocations: dict[str, AllocationResult]
-    devices: tuple[int, ...]
 
 
 class DynamicResources:
@@ -124,7 +115,7 @@ class DynamicResources:
         self._available: dict[str, BoolArray] = {}
         self.pending: dict[str, str] = {}
         """Claim key → the task whose Reserve allocated it this session (in flight)."""
-        self.decisions: dict[str, _Decision] = {}
+        self.decisions: dict[str, Decision] = {}
         self.node_filter = NodeFilter(
             "DynamicResources",
             self._reject,
@@ -446,7 +437,7 @@ class DynamicResources:
                 self.pending[plan.key] = task.uid
         devices = tuple(p.device for p in picks)
         self.inv.taken[list(devices)] = True
-        self.decisions[task.uid] = _Decision(tuple(claims), allocations, devices)
+        self.decisions[task.uid] = Decision(tuple(claims), allocations, devices)
 
     def _result(self, pick: Pick) -> DeviceRequestAllocationResult:
         spec = self.inv.slices[self.inv.device_slice[pick.device]].spec
@@ -503,34 +494,6 @@ class DynamicResources:
                 return [NOT_AVAILABLE]
         return []
 
-    # -- PreBind: the writes for the binder -------------------------------------------------------
-
     def attach(self, binds: list[Bind]) -> None:
-        """Give each bind of a task with claims the claim status writes of its PreBind."""
-        for i, bind in enumerate(binds):
-            decision = self.decisions.get(bind.uid)
-            if decision is None:
-                continue
-            writes = []
-            for claim in decision.claims:
-                allocation = decision.allocations.get(claim.key)
-                consumers = tuple((r.name, r.uid) for r in claim.status.reserved_for)
-                if allocation is None and any(uid == bind.uid for _n, uid in consumers):
-                    continue
-                if not any(uid == bind.uid for _n, uid in consumers):
-                    consumers += ((bind.name, bind.uid),)
-                writes.append(
-                    ClaimReservation(
-                        namespace=claim.metadata.namespace,
-                        claim=claim.metadata.name,
-                        claim_uid=claim.metadata.uid,
-                        claim_resource_version=claim.metadata.resource_version,
-                        allocation=None
-                        if allocation is None
-                        else allocation.model_dump(
-                            mode="json", by_alias=True, exclude_defaults=True
-                        ),
-                        reserved_for=consumers,
-                    )
-                )
-            binds[i] = replace(bind, claims=tuple(writes))
+        """PreBind: give each bind of a task with claims its claim status writes."""
+        attach_claim_writes(self.decisions, binds)

@@ -1,0 +1,53 @@
+"""DynamicResources' PreBind: what Reserve decided for a task, and the claim status writes that
+travel with its bind.
+
+The binder writes a claim's new allocation and adds the pod to ``status.reservedFor`` before the
+binding (kube's PreBind); this module turns the session's decisions into those writes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from caldera.framework.intents import Bind, ClaimReservation
+from caldera.models.dra import AllocationResult, ResourceClaim
+
+__all__ = ["Decision", "attach_claim_writes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What Reserve assumed for a placed task."""
+
+    claims: tuple[ResourceClaim, ...]
+    allocations: dict[str, AllocationResult]
+    devices: tuple[int, ...]
+
+
+def attach_claim_writes(decisions: dict[str, Decision], binds: list[Bind]) -> None:
+    """Give each bind of a task with claims the claim status writes of its PreBind."""
+    for i, bind in enumerate(binds):
+        decision = decisions.get(bind.uid)
+        if decision is None:
+            continue
+        writes = []
+        for claim in decision.claims:
+            allocation = decision.allocations.get(claim.key)
+            consumers = tuple((r.name, r.uid) for r in claim.status.reserved_for)
+            if allocation is None and any(uid == bind.uid for _n, uid in consumers):
+                continue
+            if not any(uid == bind.uid for _n, uid in consumers):
+                consumers += ((bind.name, bind.uid),)
+            writes.append(
+                ClaimReservation(
+                    namespace=claim.metadata.namespace,
+                    claim=claim.metadata.name,
+                    claim_uid=claim.metadata.uid,
+                    claim_resource_version=claim.metadata.resource_version,
+                    allocation=None
+                    if allocation is None
+                    else allocation.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                    reserved_for=consumers,
+                )
+            )
+        binds[i] = replace(bind, claims=tuple(writes))
