@@ -88,6 +88,17 @@ class HyperNodeTree:
         first = int(dom[rows[0]])
         return first if first >= 0 and bool((dom[rows] == first).all()) else -1
 
+    def lowest_holding(self, rows: IntArray, highest: int | None = None) -> int:
+        """The lowest-tier HyperNode (of tier ≤ ``highest``, if given) holding every one of
+        ``rows`` (-1: none does)."""
+        for tier in self.tiers:
+            if highest is not None and tier > highest:
+                break
+            holder = self.holding(rows, tier)
+            if holder >= 0:
+                return holder
+        return -1
+
 
 class HyperNodeUsage:
     """Per HyperNode, the sums of its nodes' allocatable and ``future_idle``, kept current for a
@@ -152,6 +163,8 @@ class TierTrial:
     tried: list[tuple[str, str]] = field(default_factory=list)
     """(HyperNode, why it did not take the job), pruned ones first."""
     note: str = ""
+    most_room: int = -1
+    """Of the HyperNodes ruled out for too little room, the most pods one could take."""
 
     def label(self) -> str:
         return f"tier {self.tier}" + (f" ({self.name})" if self.name else "")
@@ -162,14 +175,11 @@ class TierTrial:
         if not self.candidates:
             return f"{self.label()}: no HyperNode"
         reasons: dict[str, int] = {}
-        most_room = -1
         for _, why in self.tried:
-            if why.startswith(ROOM):
-                most_room = max(most_room, int(why[len(ROOM) :].split()[0]))
             reasons[_category(why)] = reasons.get(_category(why), 0) + 1
         top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
         text = "; ".join(
-            f"{n} × {why}" + (f" (at most {most_room})" if why == _ROOMY else "")
+            f"{n} × {why}" + (f" (at most {self.most_room})" if why == _ROOMY else "")
             for why, n in top[:3]
         )
         more = len(top) - 3

@@ -7,7 +7,11 @@ through :meth:`Job.set_status`, which keeps those indexes right.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
 
 from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import TopologyTrace
@@ -116,6 +120,15 @@ class Job:
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.by_status.get(s, ())) for s in statuses)
+
+    def node_rows(
+        self, statuses: frozenset[TaskStatus] | None = None, among: Iterable[str] | None = None
+    ) -> npt.NDArray[np.intp]:
+        """The node rows (sorted, distinct) of the job's tasks on a node: those in ``statuses``
+        (None: any), of the task UIDs ``among`` (None: all)."""
+        tasks = self.tasks.values() if among is None else (self.tasks[u] for u in among)
+        rows = {t.node for t in tasks if t.node >= 0 and (statuses is None or t.status in statuses)}
+        return np.array(sorted(rows), dtype=np.intp)
 
     def tasks_in(self, status: TaskStatus) -> list[Task]:
         return list(self.by_status.get(status, {}).values())

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.reasons import REASON_UNSCHEDULABLE, task_scheduling_reason
@@ -81,24 +79,8 @@ def _allocated_hypernode(job: Job, tree: HyperNodeTree | None) -> str:
     not remembered, so every session says the same until the job moves."""
     if tree is None or job.network_topology is None:
         return ""
-    rows = np.array(
-        sorted(
-            {
-                t.node
-                for s in ALLOCATED_STATUSES
-                for t in job.by_status.get(s, {}).values()
-                if t.node >= 0
-            }
-        ),
-        dtype=np.intp,
-    )
-    if not len(rows):
-        return ""
-    for tier in tree.tiers:
-        holder = tree.holding(rows, tier)
-        if holder >= 0:
-            return tree.names[holder]
-    return ""
+    holder = tree.lowest_holding(job.node_rows(ALLOCATED_STATUSES))
+    return tree.names[holder] if holder >= 0 else ""
 
 
 def _queue_allocated(ssn: Session) -> dict[str, Vector]:

@@ -95,10 +95,7 @@ def choose_node(
     if message is not None:
         return FitErrors(total=n, message=message)
     rejections = ssn.predicate(task)
-    if within is not None:
-        rejections = [(reason, mask & within) for reason, mask in rejections]
-        rejections.append(("", ~within))
-    blocked: BoolArray | None = None
+    blocked: BoolArray | None = None if within is None else ~within
     for _, mask in rejections:
         blocked = mask if blocked is None else (blocked | mask)
 
@@ -118,8 +115,8 @@ def choose_node(
     if len(candidates) == 0:
         avail = nodes.future_idle if future else nodes.idle
         found = rejections + resource_rejections(ssn.space, req, avail)
-        if within is not None:
-            found = [(reason, mask & within) for reason, mask in found if reason]
+        if within is not None:  # the reasons of the nodes that were in the running only
+            found = [(reason, mask & within) for reason, mask in found]
         return fit_errors(n, found)
     if len(candidates) == 1:
         return Choice(int(candidates[0]), idle)

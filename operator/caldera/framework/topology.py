@@ -23,7 +23,7 @@ A job that already has placed tasks may only grow inside the HyperNode holding a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,7 +77,7 @@ def rule_of(spec: NetworkTopologySpec | None, tree: HyperNodeTree | None) -> Top
     if not hard:
         highest = max(tiers)  # soft: every tier, lowest first, then the whole cluster
     if hard and not any(t <= highest for t in tiers):
-        return f"network topology ({'hard'}, tier ≤ {highest}): no HyperNode of such a tier exists"
+        return f"network topology (hard, tier ≤ {highest}): no HyperNode of such a tier exists"
     return TopologyRule(hard=hard, highest=highest)
 
 
@@ -106,10 +106,10 @@ class TopologySearch:
         tree = self.tree
         trace = TopologyTrace(rule=rule.text)
         if group is None:
-            placed = _placed_rows(job, job.tasks)
+            placed = job.node_rows(PLACED_STATUSES)
             need = _needed(job, tasks)
         else:
-            placed = _placed_rows(job, group.tasks)
+            placed = job.node_rows(PLACED_STATUSES, group.tasks)
             need = list(tasks[: max(group.size - group.placed(job, PLACED_STATUSES), 0)])
         shapes = _shapes(need)
         total = sum((t.resreq for t in need), self.ssn.space.zeros())
@@ -175,11 +175,12 @@ class TopologySearch:
                 for c in cols
                 if free[h, c] < total[c]
             ]
-            why = (
-                f"not enough free resources ({', '.join(lacking)} needed)"
-                if lacking
-                else f"{ROOM}{min(int(room[i]), need - 1)} of {need} pods"
-            )
+            if lacking:
+                why = f"not enough free resources ({', '.join(lacking)} needed)"
+            else:
+                most = min(int(room[i]), need - 1)
+                trial.most_room = max(trial.most_room, most)
+                why = f"{ROOM}{most} of {need} pods"
             trial.tried.append((self.tree.names[h], why))
         trial.pruned = int(short.sum())
         return self._ordered(job, pool[~short])
@@ -232,24 +233,15 @@ def home_of(ssn: Session, job: Job) -> BoolArray | str | None:
     if isinstance(rule, str):
         return rule
     assert tree is not None  # a bounded hard rule needs HyperNodes
-    placed = _placed_rows(job, job.tasks)
+    placed = job.node_rows(PLACED_STATUSES)
     if not len(placed):
         return "network topology: waits for the job's gang to be placed inside a HyperNode"
-    for tier in tree.tiers:
-        holder = tree.holding(placed, tier) if tier <= rule.highest else -1
-        if holder >= 0:
-            mask = np.zeros(len(ssn.nodes), dtype=bool)
-            mask[tree.rows[holder]] = True
-            return mask
-    return f"network topology ({rule.text}): the job's pods are not inside one such HyperNode"
-
-
-def _placed_rows(job: Job, uids: Iterable[str]) -> IntArray:
-    """Node rows of the placed tasks among ``uids``."""
-    rows = {
-        t.node for t in (job.tasks[u] for u in uids) if t.status in PLACED_STATUSES and t.node >= 0
-    }
-    return np.array(sorted(rows), dtype=np.intp)
+    holder = tree.lowest_holding(placed, rule.highest)
+    if holder < 0:
+        return f"network topology ({rule.text}): the job's pods are not inside one such HyperNode"
+    mask = np.zeros(len(ssn.nodes), dtype=bool)
+    mask[tree.rows[holder]] = True
+    return mask
 
 
 def _needed(job: Job, tasks: Sequence[Task]) -> list[Task]:

@@ -100,10 +100,7 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArgs]):
         return self._normal_pod(task, idx)
 
     def _near_the_job(self, job: Job, idx: IntArray) -> Vector | float:
-        rows = np.array(
-            sorted({t.node for t in job.tasks.values() if t.node >= 0}),
-            dtype=np.intp,
-        )
+        rows = job.node_rows()
         if not len(rows):
             return 0.0
         tree = self.tree
