@@ -7,6 +7,8 @@ implicit pod slot).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from caldera.api.resources import ResourceSpace, Vector
@@ -36,18 +38,25 @@ def short_names(space: ResourceSpace, left: Vector, right: Vector, dims: Vector)
     return [space.names[i] for i in np.flatnonzero(mask)]
 
 
-def overrun(space: ResourceSpace, held: Vector, request: Vector, limit: Vector, what: str) -> str:
-    """Where ``held + request`` passes ``limit`` (in the requested quota dimensions), with the
-    numbers: ``cpu 6 held + 2 requested > 7 deserved``."""
+def overrun(
+    space: ResourceSpace,
+    terms: Sequence[tuple[Vector, str]],
+    limit: Vector,
+    what: str,
+    names: Sequence[str] | None = None,
+) -> str:
+    """Where the sum of ``terms`` passes ``limit``, with the numbers, e.g. ``cpu 6 held + 2
+    requested > 7 deserved``: in ``names``, else in the quota dimensions the last term (the
+    request) asks for."""
+    total = sum((v for v, _ in terms), space.zeros())
+    if names is None:
+        names = short_names(space, total, limit, terms[-1][0])
     parts = []
-    for name in short_names(space, held + request, limit, request):
+    for name in names:
         i = space.index[name]
-        fmt = format_resource
-        parts.append(
-            f"{name} {fmt(name, held[i])} held + {fmt(name, request[i])} requested > "
-            f"{fmt(name, limit[i])} {what}"
-        )
-    return ", ".join(parts)
+        added = " + ".join(f"{format_resource(name, v[i])} {label}" for v, label in terms)
+        parts.append(f"{name} {added} > {format_resource(name, limit[i])} {what}")
+    return "; ".join(parts)
 
 
 def share(space: ResourceSpace, allocated: Vector, deserved: Vector) -> float:

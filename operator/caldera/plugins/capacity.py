@@ -118,7 +118,12 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 return False
             for n in chain(queue.name):
                 if not le_where(space, n.allocated + task.resreq, n.real_capability, task.resreq):
-                    over = overrun(space, n.allocated, task.resreq, n.real_capability, "capability")
+                    over = overrun(
+                        space,
+                        [(n.allocated, "held"), (task.resreq, "requested")],
+                        n.real_capability,
+                        "capability",
+                    )
                     ssn.refuse(task, f"queue {n.queue.name} is at its capability: {over}")
                     return False
             return True

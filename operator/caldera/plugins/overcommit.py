@@ -11,14 +11,12 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.api.compare import le_where, short_names
+from caldera.api.compare import le_where, overrun, short_names
 from caldera.api.job import Job
-from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import ALLOCATED_STATUSES
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import Session
-from caldera.quantity import format_resource
 
 __all__ = ["OvercommitArgs", "OvercommitPlugin"]
 
@@ -27,29 +25,6 @@ DEFAULT_FACTOR = 1.2
 
 class OvercommitArgs(Args):
     factor: float = Field(DEFAULT_FACTOR, alias="overcommit-factor")
-
-
-def _budget(
-    space: ResourceSpace,
-    names: list[str],
-    used: Vector,
-    admitted: Vector,
-    request: Vector,
-    budget: Vector,
-) -> str:
-    """``cpu 4 used + 20 admitted + 10 requested > 28.8 allocatable × overcommit-factor``."""
-    parts = []
-    for name in names:
-        i = space.index[name]
-
-        def q(value: float, name: str = name) -> str:
-            return format_resource(name, value)
-
-        parts.append(
-            f"{name} {q(used[i])} used + {q(admitted[i])} admitted + {q(request[i])} "
-            f"requested > {q(budget[i])} allocatable × overcommit-factor"
-        )
-    return "; ".join(parts)
 
 
 class OvercommitPlugin(Plugin[OvercommitArgs]):
@@ -82,7 +57,9 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
             msg = "resource in cluster is overused" + (f": {over}" if over else "")
             ssn.record_event(job, "Normal", "Unschedulable", msg)  # Volcano's exact event text
             if short:  # the reason then gives the numbers that make it true
-                msg += f" ({_budget(space, short, used, inqueue, job.min_resources, budget)})"
+                terms = [(used, "used"), (inqueue, "admitted"), (job.min_resources, "requested")]
+                what = "allocatable × overcommit-factor"
+                msg += f" ({overrun(space, terms, budget, what, short)})"
             job.fit_error = msg
             return REJECT
 

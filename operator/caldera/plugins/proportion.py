@@ -169,7 +169,9 @@ class ProportionPlugin(Plugin[ProportionArgs]):
                 return False
             if le_where(space, s.allocated + task.resreq, s.deserved, task.resreq):
                 return True
-            over = overrun(space, s.allocated, task.resreq, s.deserved, "deserved")
+            over = overrun(
+                space, [(s.allocated, "held"), (task.resreq, "requested")], s.deserved, "deserved"
+            )
             ssn.refuse(task, f"queue {queue.name} is at its deserved share: {over}")
             return False
 
