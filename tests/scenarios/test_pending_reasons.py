@@ -17,6 +17,12 @@ from builders import Obj, node, pod, podgroup, queue, scenario, summary
 from caldera.cli import main
 from caldera.simulate.runner import Simulation
 
+NODE = (
+    "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n"
+    'status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}\n'
+)
+"""One 4-cpu node, as a manifest."""
+
 
 def pending(sim: Simulation) -> dict[str, str]:
     reasons: dict[str, str] = summary(sim)["unschedulable"]
@@ -54,8 +60,7 @@ def test_a_pod_of_an_invalid_podgroup_stays_pending_naming_what_is_invalid(
 ) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
-        "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n"
-        'status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}\n---\n'
+        f"{NODE}---\n"
         "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
         "metadata: {name: bad, namespace: default}\nspec: {minMember: -3}\n---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, annotations: "
@@ -79,8 +84,7 @@ def test_explain_explains_a_pod_whose_queue_is_missing(
 ) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
-        "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n"
-        'status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}\n---\n'
+        f"{NODE}---\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, annotations: "
         "{scheduling.volcano.sh/queue-name: nope}}\nspec: {schedulerName: volcano, containers: "
         '[{name: c, image: x, resources: {requests: {cpu: "1"}}}]}\n'
@@ -116,12 +120,7 @@ def test_explain_names_the_pods_the_session_placed_first_on_the_nodes_the_table_
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "c.yaml"
-    docs = [
-        (
-            "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\n"
-            'status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}\n'
-        ),
-    ]
+    docs = [NODE]
     for name, created in (("first", "2024-01-01T00:00:00Z"), ("second", "2024-01-02T00:00:00Z")):
         docs.append(
             f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, "
