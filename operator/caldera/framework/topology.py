@@ -41,6 +41,7 @@ __all__ = ["PLACED_STATUSES", "Attempt", "TopologyRule", "TopologySearch", "home
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.intp]
+FloatArray = npt.NDArray[np.float64]
 
 Attempt = Callable[[BoolArray | None], tuple[Statement, str]]
 """Place the job's tasks on the masked nodes (None: anywhere): the statement holding what was
@@ -111,7 +112,10 @@ class TopologySearch:
         else:
             placed = job.node_rows(PLACED_STATUSES, group.tasks)
             need = list(tasks[: max(group.size - group.placed(job, PLACED_STATUSES), 0)])
-        shapes = _shapes(need)
+        # per shape, the pods of it each node could take: the same at every tier (a failed trial
+        # leaves the nodes as they were), so counted once
+        idle = self.ssn.nodes.future_idle
+        slots = [(_pods_per_node(idle, req), count) for req, count in _shapes(need)]
         total = sum((t.resreq for t in need), self.ssn.space.zeros())
         for tier in tree.tiers:
             if rule.highest >= 0 and tier > rule.highest:
@@ -125,7 +129,7 @@ class TopologySearch:
                     trial.note = "the job's running pods are not all inside one HyperNode here"
             else:
                 pool = tree.at_tier(tier)
-            survivors = self._prune(job, pool, shapes, total, len(need), trial)
+            survivors = self._prune(job, pool, slots, total, len(need), trial)
             chosen, verdict = self._try(survivors, attempt, trial)
             if chosen:
                 trace.chosen = chosen
@@ -143,7 +147,7 @@ class TopologySearch:
         self,
         job: Job,
         pool: IntArray,
-        shapes: list[tuple[npt.NDArray[np.float64], int]],
+        slots: list[tuple[FloatArray, int]],
         total: npt.NDArray[np.float64],
         need: int,
         trial: TierTrial,
@@ -157,12 +161,9 @@ class TopologySearch:
         cols = np.flatnonzero(total)
         short = (free[pool][:, cols] < total[cols]).any(axis=1)
         room = np.full(len(pool), need, dtype=np.int64)
-        nodes = self.ssn.nodes
         dom = self.tree.domain[int(self.tree.tier[pool[0]])]
         inside = dom >= 0
-        for req, count in shapes:
-            rc = np.flatnonzero(req)
-            per_node = np.floor(nodes.future_idle[:, rc] / req[rc]).min(axis=1).clip(min=0)
+        for per_node, count in slots:
             per_hn = np.bincount(dom[inside], weights=per_node[inside], minlength=len(self.tree))
             fits = per_hn[pool]
             room = np.minimum(room, (fits * need // count).astype(np.int64))
@@ -248,6 +249,13 @@ def _needed(job: Job, tasks: Sequence[Task]) -> list[Task]:
     """The first tasks (in order) the job still needs to be ready."""
     missing = job.min_available - job.ready_task_num() - job.pending_best_effort_num()
     return list(tasks[: max(missing, 0)])
+
+
+def _pods_per_node(idle: npt.NDArray[np.float64], req: npt.NDArray[np.float64]) -> FloatArray:
+    """How many pods asking ``req`` each node could take: ``min over resources ⌊idle/req⌋``."""
+    cols = np.flatnonzero(req)
+    out: FloatArray = np.floor(idle[:, cols] / req[cols]).min(axis=1).clip(min=0)
+    return out
 
 
 def _shapes(tasks: Sequence[Task]) -> list[tuple[npt.NDArray[np.float64], int]]:
