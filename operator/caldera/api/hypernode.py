@@ -19,6 +19,7 @@ over every node the cluster has, Ready or not, as Volcano's controller counts th
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,24 +224,13 @@ def build_tree(
     """The tree of ``hypernodes`` over the cluster's nodes (name → labels); ``rows`` maps the
     names of the nodes in the session's node table to their rows."""
     problems: list[Problem] = []
-    node_names = sorted(node_labels)
-    hn_names = sorted(hypernodes)
+    node_names = tuple(sorted(node_labels))
+    hn_names = tuple(sorted(hypernodes))
     hn_set = frozenset(hn_names)
-    regex_cache: dict[tuple[str, str], list[str] | None] = {}
 
-    def by_regex(kind: str, pattern: str) -> list[str] | None:
-        """Names of ``kind`` matching ``pattern`` (None: it does not compile), once per
-        pattern."""
-        key = (kind, pattern)
-        if key not in regex_cache:
-            names = node_names if kind == "Node" else hn_names
-            try:
-                rx = re.compile(pattern)
-            except re.error:
-                regex_cache[key] = None
-            else:
-                regex_cache[key] = [n for n in names if rx.search(n)]
-        return regex_cache[key]
+    def by_regex(kind: str, pattern: str) -> tuple[str, ...] | None:
+        """Names of ``kind`` matching ``pattern`` (None: it does not compile)."""
+        return _matching(pattern, node_names if kind == "Node" else hn_names)
 
     direct_nodes: dict[str, set[str]] = {}
     children: dict[str, list[str]] = {}
@@ -327,6 +317,18 @@ def build_tree(
     return tree, problems
 
 
+@functools.lru_cache(maxsize=1024)
+def _matching(pattern: str, names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The ``names`` ``pattern`` finds (None: it does not compile). Remembered across sessions:
+    a leaf per rack selected by regex is hundreds of patterns over thousands of node names, the
+    same every session until a node or a HyperNode changes."""
+    try:
+        rx = re.compile(pattern)
+    except re.error:
+        return None
+    return tuple(n for n in names if rx.search(n))
+
+
 def _self_loop(problems: list[Problem], name: str, i: int) -> bool:
     problems.append((name, f"spec.members[{i}]: a HyperNode cannot be its own member; ignored"))
     return False
@@ -338,8 +340,8 @@ def _resolve(
     node_labels: Mapping[str, Mapping[str, str]],
     hn_names: Sequence[str],
     hn_set: Container[str],
-    by_regex: Callable[[str, str], list[str] | None],
-) -> list[str] | str:
+    by_regex: Callable[[str, str], tuple[str, ...] | None],
+) -> Sequence[str] | str:
     """The names a member selects, or why it selects nothing usable."""
     sel = member.selector
     if sel is None:
