@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from caldera.quantity import format_resource
 
-__all__ = ["CPU", "MEMORY", "PODS", "ResourceSpace", "Vector"]
+__all__ = ["CPU", "CPU_MEMORY", "MEMORY", "PODS", "ResourceSpace", "Vector"]
 
 Vector = npt.NDArray[np.float64]
 
@@ -22,6 +22,9 @@ CPU = "cpu"
 MEMORY = "memory"
 PODS = "pods"
 _FIXED = (CPU, MEMORY, PODS)
+CPU_MEMORY = slice(0, 2)
+"""The cpu and memory columns of every space (they always come first): a slice, so picking them
+out of a node matrix costs no index array."""
 
 
 class ResourceSpace:

@@ -78,7 +78,7 @@ class ScoreCache:
             if fresh > len(self._all) // 8:
                 scores = self._local_scores(task, self._all)
             elif fresh:
-                rows = np.unique(np.asarray(log[seen:], dtype=np.intp))
+                rows = np.fromiter(dict.fromkeys(log[seen:]), dtype=np.intp)
                 scores[rows] = self._local_scores(task, rows)
         self._entries[key] = (scores, len(log))
         return scores

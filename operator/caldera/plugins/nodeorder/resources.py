@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from caldera.api.node import Matrix, NodeTable
-from caldera.api.resources import CPU, MEMORY, ResourceSpace, Vector
+from caldera.api.resources import CPU, CPU_MEMORY, MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.session import IntArray
 
@@ -33,72 +33,89 @@ GPU = "nvidia.com/gpu"
 Scorer = Callable[[Task, IntArray], Vector]
 
 
-def _mean_over_present(scores: Matrix, present: npt.NDArray[np.bool_]) -> Vector:
-    """Integer mean over the resources each node has (kube: skip zero allocatable)."""
-    count = present.sum(axis=1)
-    total = np.where(present, scores, 0.0).sum(axis=1)
-    mean: Vector = np.where(count > 0, np.floor_divide(total, np.maximum(count, 1)), 0.0)
-    return mean
+class _CpuMemory:
+    """Per node, what the cpu/memory scorers read of its allocatable, computed once per session
+    (allocatable does not change within one): a task is then scored on a few rows with a handful
+    of numpy calls, which is what the score cache asks of it after each placement."""
+
+    __slots__ = ("alloc", "both", "count", "divisor")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.alloc: Matrix = np.ascontiguousarray(table.allocatable[:, CPU_MEMORY])
+        present = self.alloc > 0
+        self.divisor: Matrix = np.where(present, self.alloc, 1.0)
+        """Allocatable with 1 where there is none (a node without the resource scores 0 on it
+        by the formulas themselves, so no mask is needed)."""
+        self.count: Vector = np.maximum(present.sum(axis=1), 1).astype(np.float64)
+        """How many of cpu and memory each node has (at least 1: the mean's divisor)."""
+        self.both: npt.NDArray[np.bool_] = np.all(present, axis=1)
 
 
-def _nonzero(table: NodeTable, task: Task, idx: IntArray) -> tuple[Matrix, Matrix]:
-    """(requested, allocatable) as rows × (cpu, memory), with kube's non-zero defaults."""
-    cols = np.array([table.space.index[CPU], table.space.index[MEMORY]], dtype=np.intp)
-    requested = table.nonzero_used[idx] + (task.nonzero_cpu, task.nonzero_memory)
-    return requested, table.allocatable[np.ix_(idx, cols)]
+def _nonzero_requested(table: NodeTable, task: Task, idx: IntArray) -> Matrix:
+    """rows × (cpu, memory) requested with the task, with kube's non-zero defaults."""
+    requested: Matrix = table.nonzero_used[idx] + (task.nonzero_cpu, task.nonzero_memory)
+    return requested
 
 
 def least_requested(table: NodeTable) -> Scorer:
+    node = _CpuMemory(table)
+
     def score(task: Task, idx: IntArray) -> Vector:
-        req, alloc = _nonzero(table, task, idx)
-        present = alloc > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.floor_divide((alloc - req) * MAX, np.where(present, alloc, 1.0))
-        return _mean_over_present(np.where(req > alloc, 0.0, s), present)
+        req, alloc = _nonzero_requested(table, task, idx), node.alloc[idx]
+        s = np.floor_divide((alloc - req) * MAX, node.divisor[idx])
+        s[req > alloc] = 0.0  # also every resource the node lacks (alloc 0, request above it)
+        mean: Vector = np.floor_divide(s.sum(axis=1), node.count[idx])
+        return mean
 
     return score
 
 
 def most_requested(table: NodeTable) -> Scorer:
+    node = _CpuMemory(table)
+
     def score(task: Task, idx: IntArray) -> Vector:
-        req, alloc = _nonzero(table, task, idx)
-        present = alloc > 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.floor_divide(np.minimum(req, alloc) * MAX, np.where(present, alloc, 1.0))
-        return _mean_over_present(s, present)
+        req, alloc = _nonzero_requested(table, task, idx), node.alloc[idx]
+        s = np.floor_divide(np.minimum(req, alloc) * MAX, node.divisor[idx])
+        mean: Vector = np.floor_divide(s.sum(axis=1), node.count[idx])
+        return mean
 
     return score
+
+
+def _change(with_pod: Vector, without_pod: Vector) -> Vector:
+    """Kubernetes 1.36 scores the change in balance: 75 for no change, towards 100 for a node
+    the pod balances, towards 50 for one it unbalances (integer arithmetic)."""
+    change: Vector = MAX // 2 + np.floor_divide(MAX // 2 + with_pod - without_pod, 2)
+    return change
 
 
 def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
     names = [r for r in (CPU, MEMORY, GPU) if r in space.index]
     cols = np.array([space.index[r] for r in names], dtype=np.intp)
     extended = np.array([r not in (CPU, MEMORY) for r in names], dtype=bool)
+    gpu = space.index.get(GPU)
+    node = _CpuMemory(table)
 
     def balance(req: Matrix, alloc: Matrix, present: npt.NDArray[np.bool_]) -> Vector:
         """``trunc((1 − std of the requested fractions) × 100)`` per node."""
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = np.minimum(np.where(present, req / np.where(present, alloc, 1.0), 0.0), 1.0)
         count = present.sum(axis=1)
-        if frac.shape[1] == 2:
-            std = np.where(count == 2, np.abs(frac[:, 0] - frac[:, 1]) / 2, 0.0)
-        else:
-            n = np.maximum(count, 1)
-            mean = frac.sum(axis=1) / n
-            dev = np.where(present, frac - mean[:, None], 0.0)
-            general = np.sqrt((dev * dev).sum(axis=1) / n)
-            two = count == 2
-            # kube special-cases exactly two resources as |a - b| / 2; max − min is that
-            # difference computed exactly as kube does (a − b rounds the same as b − a)
-            with np.errstate(invalid="ignore"):
-                pair = (
-                    np.where(present, frac, -np.inf).max(axis=1)
-                    - np.where(present, frac, np.inf).min(axis=1)
-                ) / 2
-            std = np.where(count > 2, general, np.where(two, pair, 0.0))
+        n = np.maximum(count, 1)
+        mean = frac.sum(axis=1) / n
+        dev = np.where(present, frac - mean[:, None], 0.0)
+        general = np.sqrt((dev * dev).sum(axis=1) / n)
+        # kube special-cases exactly two resources as |a - b| / 2; max − min is that
+        # difference computed exactly as kube does (a − b rounds the same as b − a)
+        with np.errstate(invalid="ignore"):
+            pair = (
+                np.where(present, frac, -np.inf).max(axis=1)
+                - np.where(present, frac, np.inf).min(axis=1)
+            ) / 2
+        std = np.where(count > 2, general, np.where(count == 2, pair, 0.0))
         return np.trunc((1.0 - std) * MAX)
 
-    def score(task: Task, idx: IntArray) -> Vector:
+    def with_gpu(task: Task, idx: IntArray) -> Vector:
         alloc = table.allocatable[np.ix_(idx, cols)]
         used = table.used[np.ix_(idx, cols)]
         # kube skips an extended resource the pod does not request
@@ -109,10 +126,17 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
             np.concatenate((alloc, alloc)),
             np.concatenate((present, present)),
         )
-        with_pod, without_pod = both[: len(idx)], both[len(idx) :]
-        # Kubernetes 1.36 scores the change in balance: 75 for no change, towards 100 for a
-        # node the pod balances, towards 50 for one it unbalances (integer arithmetic).
-        change: Vector = MAX // 2 + np.floor_divide(MAX // 2 + with_pod - without_pod, 2)
-        return change
+        return _change(both[: len(idx)], both[len(idx) :])
+
+    def score(task: Task, idx: IntArray) -> Vector:
+        if gpu is not None and task.resreq[gpu] != 0:
+            return with_gpu(task, idx)
+        # cpu and memory only: the std of two fractions is |a − b| / 2 on a node that has
+        # both, 0 on one that lacks either; the rows with the pod, then the same rows without
+        used = table.used[idx, CPU_MEMORY]
+        frac = np.minimum(np.stack((used + task.resreq[CPU_MEMORY], used)) / node.divisor[idx], 1.0)
+        std = np.where(node.both[idx], np.abs(frac[..., 0] - frac[..., 1]) / 2, 0.0)
+        with_pod, without_pod = np.trunc((1.0 - std) * MAX)
+        return _change(with_pod, without_pod)
 
     return score
