@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import cel
 import numpy as np
 import numpy.typing as npt
 
@@ -246,6 +245,8 @@ class SelectorEngine:
             self._domains.update(d["attributes"], d["capacity"])
         for domain in self._domains:
             self._add_domain(domain)
+        import cel  # here, not at the top: the package pulls in 0.2 s of imports
+
         self._context = cel.Context()
         for name, fn in FUNCTIONS.items():
             self._context.add_function(name, fn)
@@ -263,6 +264,8 @@ class SelectorEngine:
         if hit is not None:
             return hit
         n = len(self.devices)
+        import cel  # see __init__
+
         try:
             program = cel.compile(expression)
         except (ValueError, RuntimeError) as exc:
