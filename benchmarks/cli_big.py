@@ -299,16 +299,16 @@ def phases(directory: Path, cycles: int) -> dict[str, float]:
     """Wall seconds of each phase of one run, in this process (the imports are already done;
     worker processes parse the YAML while this one validates)."""
     from caldera.cache.snapshot import build_snapshot
-    from caldera.collector import fewer_collections
+    from caldera.collector import batch_process, keep_what_is_read
     from caldera.framework import cycle as cycle_module
-    from caldera.framework.policy import default_policy
+    from caldera.framework.policy_source import installed_policy
     from caldera.framework.registry import Registry
     from caldera.simulate import manifests as manifests_module
     from caldera.simulate import runner
     from caldera.simulate.progress import Progress
     from caldera.simulate.report import to_table
 
-    fewer_collections()  # as the command line does
+    batch_process()  # as the command line does
     out: dict[str, float] = {}
     t0 = time.perf_counter()
     for _ in manifests_module._documents([str(directory)], manifests_module.Loaded(), Progress()):
@@ -318,8 +318,9 @@ def phases(directory: Path, cycles: int) -> dict[str, float]:
     loaded = manifests_module.load_manifests([str(directory)])
     out["load_total"] = time.perf_counter() - t0
     out["validate"] = out["load_total"] - out["yaml_parse"]
+    keep_what_is_read()
     registry = Registry.from_entry_points()
-    policy = default_policy(registry)
+    policy = installed_policy(registry)  # the policy the command line uses
     spent = {"snapshot": 0.0, "session": 0.0}
 
     def timed(name: str, fn: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 
 from caldera import __version__, console
 from caldera.cache.state import overlay
-from caldera.collector import fewer_collections, no_collection_at_exit
+from caldera.collector import batch_process, keep_what_is_read
 from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import load_policy_file
@@ -177,16 +177,17 @@ def _add_run(sub: Any) -> None:
 
 def _load(args: argparse.Namespace) -> Inputs | None:
     """The registry, the policy and the manifests; None (said in one line) when unusable."""
-    fewer_collections()  # a big input is millions of objects that form no cycles
-    no_collection_at_exit()
+    batch_process()  # a big input is millions of objects that form no cycles
     try:
         cluster = _read_cluster(args) if _live(args) else None
-        return read_inputs(
+        inputs = read_inputs(
             args.policy, args.manifests, console.say, loaded=cluster, progress=Progress(sys.stderr)
         )
     except InputError as exc:
         console.say(str(exc))
         return None
+    keep_what_is_read()
+    return inputs
 
 
 def _verdict(args: argparse.Namespace, problems: int) -> int:

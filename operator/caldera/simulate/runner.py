@@ -19,6 +19,7 @@ from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_po
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
+from caldera.collector import between_cycles
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
@@ -195,6 +196,32 @@ def _start_time(state: ClusterState) -> float:
     return max(stamps, default=0.0)
 
 
+def _cycle(
+    state: ClusterState,
+    policy: Policy,
+    registry: Registry,
+    names: list[str],
+    cycle: int,
+    now: float,
+    default_queue: str,
+    shown: Progress,
+    step: str,
+) -> CycleRecord:
+    """One scheduling cycle on ``state`` as it stands (its snapshot and session end here)."""
+    shown.show(f"{step}: building the snapshot")
+    adopt_bare_pods(state, names)
+    snapshot, problems = build_snapshot(
+        state,
+        scheduler_names=names,
+        now=now,
+        session_id=stable_uid("Session", str(cycle)),
+        default_queue=default_queue,
+        managed_resources=policy.managed_resources,
+    )
+    shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
+    return CycleRecord(cycle, now, run_cycle(snapshot, policy, registry), problems)
+
+
 def simulate(
     state: ClusterState,
     policy: Policy,
@@ -216,23 +243,14 @@ def simulate(
     bound = 0
     try:
         for cycle in range(1, cycles + 1):
+            if cycle > 1:
+                between_cycles()  # the last cycle's snapshot and session are garbage now
             step = f"cycle {cycle}/{cycles} ({bound:,} pods bound so far)"
-            shown.show(f"{step}: building the snapshot")
-            adopt_bare_pods(state, names)
             now = start + cycle * period
-            snapshot, problems = build_snapshot(
-                state,
-                scheduler_names=names,
-                now=now,
-                session_id=stable_uid("Session", str(cycle)),
-                default_queue=default_queue,
-                managed_resources=policy.managed_resources,
-            )
-            shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
-            result = run_cycle(snapshot, policy, registry)
-            bound += len(result.binds)
-            sim.cycles.append(CycleRecord(cycle, now, result, problems))
-            _apply(state, result, sim)
+            record = _cycle(state, policy, registry, names, cycle, now, default_queue, shown, step)
+            bound += len(record.result.binds)
+            sim.cycles.append(record)
+            _apply(state, record.result, sim)
     finally:
         shown.clear()
     return sim
