@@ -33,6 +33,7 @@ from builders import NOW, REGISTRY, Obj, node, pod, podgroup, policy, policy_tex
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState, StateObject
+from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, ClaimReservation
 from caldera.framework.session import Session
 from caldera.models.core import Pod, PodResourceClaim, PodResourceClaimStatus
@@ -699,6 +700,24 @@ def test_the_bind_carries_the_allocation_and_the_consumer() -> None:
     assert written.status.allocation is not None
     assert [r.device for r in written.status.allocation.devices.results] == ["g1"]
     assert [(r.name, r.uid) for r in written.status.reserved_for] == [("p", POD_UID)]
+
+
+def test_a_bind_sent_ahead_of_the_session_end_already_carries_its_claim_writes() -> None:
+    # the operator starts binding as soon as a job commits, long before the session closes
+    snapshot, _ = build_snapshot(
+        cluster(
+            [*THREE, podgroup("pg"), claimant(uid=POD_UID)],
+            [*GPUS, claim("c", request(selectors=[MODEL]))],
+        ),
+        scheduler_names=["volcano"],
+        now=NOW,
+        session_id="test",
+    )
+    told: list[Bind] = []
+    result = run_cycle(snapshot, policy(dra_policy()), REGISTRY, on_bind=told.append)
+    assert [b.name for b in told] == ["p"]
+    assert devices_of(told[0]) == [("c", "gpu", "n1/g1")]
+    assert told == result.binds
 
 
 def test_a_claim_allocated_earlier_pulls_its_pod_to_its_node_and_is_only_reserved() -> None:

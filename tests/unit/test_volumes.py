@@ -43,6 +43,7 @@ from builders import (
 from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState, StateObject
 from caldera.cli import main
+from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, VolumeBind
 from caldera.framework.session import Session
 from caldera.models.parse import parse_object
@@ -727,6 +728,22 @@ def test_the_smallest_fitting_volume_is_taken_and_smaller_claims_choose_first() 
         volume="pv-10",
         volume_resource_version="rv-pv-10",
     )
+
+
+def test_a_bind_sent_ahead_of_the_session_end_already_carries_its_volume_writes() -> None:
+    storage: list[StateObject] = [LOCAL, pvc("small", storage="5Gi"), pv("pv-10", storage="10Gi")]
+    objects: list[Obj] = [
+        node("n1"),
+        podgroup("pg"),
+        pod("p", group="pg", volumes=[claim_volume("small")]),
+    ]
+    snapshot, _ = build_snapshot(
+        cluster(objects, storage), scheduler_names=["volcano"], now=NOW, session_id="test"
+    )
+    told: list[Bind] = []
+    result = run_cycle(snapshot, policy(predicates_policy()), REGISTRY, on_bind=told.append)
+    assert [volumes_of(b) for b in told] == [[("small", "pv-10")]]
+    assert told == result.binds
 
 
 def test_a_volume_taken_in_the_session_is_not_given_to_a_second_claim() -> None:

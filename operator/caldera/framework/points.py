@@ -83,7 +83,7 @@ POINT_FLAGS: dict[str, tuple[str, ...]] = {
     "enabledHyperNodeGradient": ("hypernode_gradient",),
 }
 """Volcano's per-plugin option keys (note its mixed ``enable``/``enabled`` prefixes) and the
-points each one switches. Absent means on. Job valid and event handlers have no switch."""
+points each one switches. Absent means on. Job valid, event handlers and PreBind have no switch."""
 
 
 class Point(Generic[F]):

@@ -127,6 +127,10 @@ class Session:
         self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
         self.simulate_predicate_point: Point[SimulateFn] = point("simulate_predicate")
         self.event_handlers: Point[EventHandler] = point("event_handler")
+        self.pre_bind_point: Point[Callable[[Bind], Bind]] = point("pre_bind")
+        """PreBind: each returns the bind with the writes the binder makes before binding
+        (volumes, claims). Applied the moment a task is bound, so a bind sent ahead of the
+        session's end carries them too."""
         self.refusals: dict[str, str] = {}
         """Task UID → why a plugin last refused it room in its queue (``allocatable``)."""
         self.releasable_reasons: set[str] = set()
@@ -334,6 +338,8 @@ class Session:
             dict(task.bind_annotations),
             node_lock=task.node_lock,
         )
+        for pre_bind in self.pre_bind_point:
+            bind = pre_bind(bind)
         self.result.binds.append(bind)
         if self.on_bind is not None:
             self.on_bind(bind)

@@ -138,15 +138,13 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         ssn.predicate_point.add(self.name, self.predicate)
         if any(f.simulate is not None for f in self.filters):
             ssn.simulate_predicate_point.add(self.name, self.simulate)
+        if self.volume_binding is not None:
+            ssn.pre_bind_point.add(self.name, self.volume_binding.pre_bind)
+        if self.dynamic_resources is not None:
+            ssn.pre_bind_point.add(self.name, self.dynamic_resources.pre_bind)
         scorer = self.volume_binding.scorer() if self.volume_binding else None
         if scorer is not None:
             ssn.node_order_point.add(self.name, scorer)
-
-    def on_session_close(self, ssn: Session) -> None:
-        if self.volume_binding is not None:
-            self.volume_binding.attach(ssn.result.binds)
-        if self.dynamic_resources is not None:
-            self.dynamic_resources.attach(ssn.result.binds)
 
     def pre_predicate(self, task: Task) -> str | None:
         skipped: set[str] = set()

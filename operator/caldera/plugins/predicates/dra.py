@@ -71,7 +71,7 @@ from caldera.plugins.predicates.dra_devices import (
     RequestPlan,
     Search,
 )
-from caldera.plugins.predicates.dra_prebind import Decision, attach_claim_writes
+from caldera.plugins.predicates.dra_prebind import Decision, with_claim_writes
 
 __all__ = ["CANNOT_ALLOCATE", "IN_USE", "NOT_AVAILABLE", "DynamicResources"]
 
@@ -494,6 +494,7 @@ class DynamicResources:
                 return [NOT_AVAILABLE]
         return []
 
-    def attach(self, binds: list[Bind]) -> None:
-        """PreBind: give each bind of a task with claims its claim status writes."""
-        attach_claim_writes(self.decisions, binds)
+    def pre_bind(self, bind: Bind) -> Bind:
+        """PreBind: the bind of a task with claims gets its claim status writes."""
+        decision = self.decisions.get(bind.uid)
+        return bind if decision is None else with_claim_writes(decision, bind)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from caldera.framework.intents import Bind, ClaimReservation
 from caldera.models.dra import AllocationResult, ResourceClaim
 
-__all__ = ["Decision", "attach_claim_writes"]
+__all__ = ["Decision", "with_claim_writes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,30 +24,26 @@ class Decision:
     devices: tuple[int, ...]
 
 
-def attach_claim_writes(decisions: dict[str, Decision], binds: list[Bind]) -> None:
-    """Give each bind of a task with claims the claim status writes of its PreBind."""
-    for i, bind in enumerate(binds):
-        decision = decisions.get(bind.uid)
-        if decision is None:
+def with_claim_writes(decision: Decision, bind: Bind) -> Bind:
+    """The bind of a task with claims, with the claim status writes of its PreBind."""
+    writes = []
+    for claim in decision.claims:
+        allocation = decision.allocations.get(claim.key)
+        consumers = tuple((r.name, r.uid) for r in claim.status.reserved_for)
+        if allocation is None and any(uid == bind.uid for _n, uid in consumers):
             continue
-        writes = []
-        for claim in decision.claims:
-            allocation = decision.allocations.get(claim.key)
-            consumers = tuple((r.name, r.uid) for r in claim.status.reserved_for)
-            if allocation is None and any(uid == bind.uid for _n, uid in consumers):
-                continue
-            if not any(uid == bind.uid for _n, uid in consumers):
-                consumers += ((bind.name, bind.uid),)
-            writes.append(
-                ClaimReservation(
-                    namespace=claim.metadata.namespace,
-                    claim=claim.metadata.name,
-                    claim_uid=claim.metadata.uid,
-                    claim_resource_version=claim.metadata.resource_version,
-                    allocation=None
-                    if allocation is None
-                    else allocation.model_dump(mode="json", by_alias=True, exclude_defaults=True),
-                    reserved_for=consumers,
-                )
+        if not any(uid == bind.uid for _n, uid in consumers):
+            consumers += ((bind.name, bind.uid),)
+        writes.append(
+            ClaimReservation(
+                namespace=claim.metadata.namespace,
+                claim=claim.metadata.name,
+                claim_uid=claim.metadata.uid,
+                claim_resource_version=claim.metadata.resource_version,
+                allocation=None
+                if allocation is None
+                else allocation.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                reserved_for=consumers,
             )
-        binds[i] = replace(bind, claims=tuple(writes))
+        )
+    return replace(bind, claims=tuple(writes))

@@ -355,34 +355,33 @@ class VolumeBinding:
 
     # -- PreBind: the decisions for the binder ----------------------------------------------------
 
-    def attach(self, binds: list[Bind]) -> None:
-        """Give each bind of a task with volume decisions its :class:`VolumeBind` writes."""
-        for i, bind in enumerate(binds):
-            decision = self.decisions.get(bind.uid)
-            if decision is None:
-                continue
-            writes = [
-                VolumeBind(
-                    namespace=claim.metadata.namespace,
-                    claim=claim.metadata.name,
-                    claim_uid=claim.metadata.uid,
-                    claim_resource_version=claim.metadata.resource_version,
-                    volume=pv.metadata.name,
-                    volume_resource_version=pv.metadata.resource_version,
-                    prebound=pv.spec.claim_ref is not None,
-                )
-                for claim, pv in decision.static
-            ]
-            writes += [
-                VolumeBind(
-                    namespace=claim.metadata.namespace,
-                    claim=claim.metadata.name,
-                    claim_uid=claim.metadata.uid,
-                    claim_resource_version=claim.metadata.resource_version,
-                )
-                for claim in decision.provision
-            ]
-            binds[i] = replace(bind, volumes=tuple(writes))
+    def pre_bind(self, bind: Bind) -> Bind:
+        """The bind of a task with volume decisions, with its :class:`VolumeBind` writes."""
+        decision = self.decisions.get(bind.uid)
+        if decision is None:
+            return bind
+        writes = [
+            VolumeBind(
+                namespace=claim.metadata.namespace,
+                claim=claim.metadata.name,
+                claim_uid=claim.metadata.uid,
+                claim_resource_version=claim.metadata.resource_version,
+                volume=pv.metadata.name,
+                volume_resource_version=pv.metadata.resource_version,
+                prebound=pv.spec.claim_ref is not None,
+            )
+            for claim, pv in decision.static
+        ]
+        writes += [
+            VolumeBind(
+                namespace=claim.metadata.namespace,
+                claim=claim.metadata.name,
+                claim_uid=claim.metadata.uid,
+                claim_resource_version=claim.metadata.resource_version,
+            )
+            for claim in decision.provision
+        ]
+        return replace(bind, volumes=tuple(writes))
 
     # -- Score ----------------------------------------------------------------------------------
 
