@@ -22,6 +22,7 @@ from caldera.api.node import Matrix
 from caldera.api.resources import CPU, MEMORY, Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
+from caldera.framework.rowwise import COLUMNS, FEW_ROWS, ROW, Math, Num
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 
@@ -63,20 +64,31 @@ def fill(
 ) -> tuple[Vector, npt.NDArray[np.bool_]]:
     """Per row, the weighted mean over requested ``cols`` of ``(used + req) / allocatable``
     (0–1), and whether ``req`` would overflow the row."""
-    total = np.zeros(len(alloc), dtype=np.float64)
-    overflow = np.zeros(len(alloc), dtype=bool)
+    total, overflow = _fill(COLUMNS, alloc.T, used.T, req, cols)
+    if isinstance(total, float):  # no weighted resource requested: still plain numbers
+        return np.zeros(len(alloc), dtype=np.float64), np.zeros(len(alloc), dtype=bool)
+    return total, overflow
+
+
+def _fill(
+    m: Math, alloc: Any, used: Any, req: Any, cols: Sequence[tuple[int, float]]
+) -> tuple[Num, Num]:
+    """:func:`fill` on one row (``alloc``/``used``: its values) or on columns (``alloc``/``used``:
+    one column per resource)."""
+    total: Num = 0.0
+    overflow: Num = False
     weight_sum = 0.0
     for col, weight in cols:
         r = req[col]
         if r == 0:
             continue
-        a = alloc[:, col]
-        final = used[:, col] + r
-        overflow |= final > a
-        total += np.where(a > 0, final * weight / np.where(a > 0, a, 1), 0)
+        a = alloc[col]
+        final = used[col] + r
+        overflow = overflow | (final > a)
+        total = total + m.where(a > 0, final * weight / m.where(a > 0, a, 1), 0)
         weight_sum += weight
     if weight_sum:
-        total /= weight_sum
+        total = total / weight_sum
     return total, overflow
 
 
@@ -137,9 +149,18 @@ class BinpackPlugin(Plugin[BinpackArgs]):
         scale = MAX_NODE_SCORE * self.args.weight
 
         def score(task: Task, idx: IntArray) -> Vector:
-            total, overflow = fill(nodes.allocatable[idx], nodes.used[idx], task.resreq, cols)
-            total *= scale
-            total[overflow] = 0.0
-            return total
+            if len(idx) > FEW_ROWS:
+                total, overflow = fill(nodes.allocatable[idx], nodes.used[idx], task.resreq, cols)
+                total *= scale
+                total[overflow] = 0.0
+                return total
+            req = task.resreq.tolist()  # a few rows: row by row on plain floats
+            out = []
+            for alloc, used in zip(
+                nodes.allocatable[idx].tolist(), nodes.used[idx].tolist(), strict=True
+            ):
+                total, overflow = _fill(ROW, alloc, used, req, cols)
+                out.append(0.0 if overflow else total * scale)
+            return np.array(out, dtype=np.float64)
 
         ssn.node_order_point.add(self.name, NodeScorer(score, local=True))

@@ -11,7 +11,8 @@ node, and so is an extended resource (``nvidia.com/gpu``) the pod does not reque
 kube-scheduler's ``calculateResourceAllocatableRequest`` does.
 
 Complexity per task: each costs O(C) numpy work for C rows; as per-node scorers they run through
-the session's score cache, so after a workload's first pod only the rows that changed are scored.
+the session's score cache, so after a workload's first pod only the rows that changed are scored,
+and those few row by row on plain floats (:mod:`caldera.framework.rowwise`: the same formulas).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy.typing as npt
 from caldera.api.node import Matrix, NodeTable
 from caldera.api.resources import CPU, CPU_MEMORY, MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.framework.rowwise import COLUMNS, Math, Num, evaluate
 from caldera.framework.session import IntArray
 
 __all__ = ["balanced_resource", "least_requested", "most_requested"]
@@ -35,37 +37,64 @@ Scorer = Callable[[Task, IntArray], Vector]
 
 class _CpuMemory:
     """Per node, what the cpu/memory scorers read of its allocatable, computed once per session
-    (allocatable does not change within one): a task is then scored on a few rows with a handful
-    of numpy calls, which is what the score cache asks of it after each placement."""
+    (allocatable does not change within one), as one matrix so a row is read in one go:
+    allocatable cpu and memory, the same with 1 where there is none (a node without the resource
+    scores 0 on it by the formulas themselves, so no mask is needed), how many of the two it has
+    (at least 1: the mean's divisor) and whether it has both (1.0 or 0.0)."""
 
-    __slots__ = ("alloc", "both", "count", "divisor")
+    __slots__ = ("facts",)
 
     def __init__(self, table: NodeTable) -> None:
-        self.alloc: Matrix = np.ascontiguousarray(table.allocatable[:, CPU_MEMORY])
-        present = self.alloc > 0
-        self.divisor: Matrix = np.where(present, self.alloc, 1.0)
-        """Allocatable with 1 where there is none (a node without the resource scores 0 on it
-        by the formulas themselves, so no mask is needed)."""
-        self.count: Vector = np.maximum(present.sum(axis=1), 1).astype(np.float64)
-        """How many of cpu and memory each node has (at least 1: the mean's divisor)."""
-        self.both: npt.NDArray[np.bool_] = np.all(present, axis=1)
+        alloc = table.allocatable[:, CPU_MEMORY]
+        present = alloc > 0
+        self.facts: Matrix = np.column_stack(
+            (
+                alloc,
+                np.where(present, alloc, 1.0),
+                np.maximum(present.sum(axis=1), 1),
+                np.all(present, axis=1),
+            )
+        ).astype(np.float64)
 
 
-def _nonzero_requested(table: NodeTable, task: Task, idx: IntArray) -> Matrix:
-    """rows × (cpu, memory) requested with the task, with kube's non-zero defaults."""
-    requested: Matrix = table.nonzero_used[idx] + (task.nonzero_cpu, task.nonzero_memory)
-    return requested
+def _least(m: Math, add_c: Num, add_m: Num, *v: Num) -> Num:
+    """LeastAllocated: the node's non-zero requests (``v``: cpu, memory, then the node's facts)
+    plus the pod's ``add_c``/``add_m``."""
+    req_c, req_m, alloc_c, alloc_m, div_c, div_m, count, _ = v
+    req_c, req_m = req_c + add_c, req_m + add_m
+    s_c = m.where(req_c > alloc_c, 0.0, m.floordiv((alloc_c - req_c) * MAX, div_c))
+    s_m = m.where(req_m > alloc_m, 0.0, m.floordiv((alloc_m - req_m) * MAX, div_m))
+    return m.floordiv(s_c + s_m, count)
+
+
+def _most(m: Math, add_c: Num, add_m: Num, *v: Num) -> Num:
+    """MostAllocated, read as :func:`_least` is."""
+    req_c, req_m, alloc_c, alloc_m, div_c, div_m, count, _ = v
+    req_c, req_m = req_c + add_c, req_m + add_m
+    s_c = m.floordiv(m.minimum(req_c, alloc_c) * MAX, div_c)
+    s_m = m.floordiv(m.minimum(req_m, alloc_m) * MAX, div_m)
+    return m.floordiv(s_c + s_m, count)
+
+
+def _balance_change(m: Math, add_c: Num, add_m: Num, *v: Num) -> Num:
+    """BalancedAllocation over cpu and memory: the node's used cpu and memory (``v``, then the
+    node's facts) with and without the pod's ``add_c``/``add_m``. The std of two fractions is
+    |a − b| / 2 on a node that has both, 0 on one that lacks either."""
+    used_c, used_m, _, _, div_c, div_m, _, both = v
+    with_c = m.minimum((used_c + add_c) / div_c, 1.0)
+    with_m = m.minimum((used_m + add_m) / div_m, 1.0)
+    without_c, without_m = m.minimum(used_c / div_c, 1.0), m.minimum(used_m / div_m, 1.0)
+    with_pod = m.trunc((1.0 - m.where(both, m.abs(with_c - with_m) / 2, 0.0)) * MAX)
+    without_pod = m.trunc((1.0 - m.where(both, m.abs(without_c - without_m) / 2, 0.0)) * MAX)
+    return _change(m, with_pod, without_pod)
 
 
 def least_requested(table: NodeTable) -> Scorer:
     node = _CpuMemory(table)
 
     def score(task: Task, idx: IntArray) -> Vector:
-        req, alloc = _nonzero_requested(table, task, idx), node.alloc[idx]
-        s = np.floor_divide((alloc - req) * MAX, node.divisor[idx])
-        s[req > alloc] = 0.0  # also every resource the node lacks (alloc 0, request above it)
-        mean: Vector = np.floor_divide(s.sum(axis=1), node.count[idx])
-        return mean
+        add = (task.nonzero_cpu, task.nonzero_memory)
+        return evaluate(_least, idx, table.nonzero_used, node.facts, args=add)
 
     return score
 
@@ -74,27 +103,25 @@ def most_requested(table: NodeTable) -> Scorer:
     node = _CpuMemory(table)
 
     def score(task: Task, idx: IntArray) -> Vector:
-        req, alloc = _nonzero_requested(table, task, idx), node.alloc[idx]
-        s = np.floor_divide(np.minimum(req, alloc) * MAX, node.divisor[idx])
-        mean: Vector = np.floor_divide(s.sum(axis=1), node.count[idx])
-        return mean
+        add = (task.nonzero_cpu, task.nonzero_memory)
+        return evaluate(_most, idx, table.nonzero_used, node.facts, args=add)
 
     return score
 
 
-def _change(with_pod: Vector, without_pod: Vector) -> Vector:
+def _change(m: Math, with_pod: Num, without_pod: Num) -> Num:
     """Kubernetes 1.36 scores the change in balance: 75 for no change, towards 100 for a node
     the pod balances, towards 50 for one it unbalances (integer arithmetic)."""
-    change: Vector = MAX // 2 + np.floor_divide(MAX // 2 + with_pod - without_pod, 2)
-    return change
+    return MAX // 2 + m.floordiv(MAX // 2 + with_pod - without_pod, 2)
 
 
 def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
     names = [r for r in (CPU, MEMORY, GPU) if r in space.index]
     cols = np.array([space.index[r] for r in names], dtype=np.intp)
     extended = np.array([r not in (CPU, MEMORY) for r in names], dtype=bool)
-    gpu = space.index.get(GPU)
+    gpu, cpu, memory = space.index.get(GPU), space.index[CPU], space.index[MEMORY]
     node = _CpuMemory(table)
+    used_cpu_memory = table.used[:, CPU_MEMORY]  # a view: always the current use
 
     def balance(req: Matrix, alloc: Matrix, present: npt.NDArray[np.bool_]) -> Vector:
         """``trunc((1 − std of the requested fractions) × 100)`` per node."""
@@ -126,17 +153,13 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
             np.concatenate((alloc, alloc)),
             np.concatenate((present, present)),
         )
-        return _change(both[: len(idx)], both[len(idx) :])
+        change: Vector = _change(COLUMNS, both[: len(idx)], both[len(idx) :])
+        return change
 
     def score(task: Task, idx: IntArray) -> Vector:
         if gpu is not None and task.resreq[gpu] != 0:
             return with_gpu(task, idx)
-        # cpu and memory only: the std of two fractions is |a − b| / 2 on a node that has
-        # both, 0 on one that lacks either; the rows with the pod, then the same rows without
-        used = table.used[idx, CPU_MEMORY]
-        frac = np.minimum(np.stack((used + task.resreq[CPU_MEMORY], used)) / node.divisor[idx], 1.0)
-        std = np.where(node.both[idx], np.abs(frac[..., 0] - frac[..., 1]) / 2, 0.0)
-        with_pod, without_pod = np.trunc((1.0 - std) * MAX)
-        return _change(with_pod, without_pod)
+        add = (float(task.resreq[cpu]), float(task.resreq[memory]))
+        return evaluate(_balance_change, idx, used_cpu_memory, node.facts, args=add)
 
     return score
