@@ -72,16 +72,20 @@ def share(space: ResourceSpace, allocated: Vector, deserved: Vector) -> float:
 class ShareMeter:
     """:func:`share` against a fixed denominator, precomputed for the hot path."""
 
-    __slots__ = ("_inv", "_pos", "_zero")
+    __slots__ = ("_any_zero", "_inv", "_zero")
 
     def __init__(self, space: ResourceSpace, denominator: Vector) -> None:
         q = space.quota
-        self._pos = q & (denominator > 0)
+        pos = q & (denominator > 0)
         self._zero = q & ~(denominator > 0)
-        self._inv = 1.0 / denominator[self._pos]
+        self._any_zero = bool(self._zero.any())
+        self._inv: Vector = np.where(pos, 1.0 / np.where(pos, denominator, 1.0), 0.0)
+        """1/denominator on the quota columns with one, 0 elsewhere (their products are 0)."""
 
     def __call__(self, allocated: Vector) -> float:
-        best = float((allocated[self._pos] * self._inv).max(initial=0.0))
-        if best < 1.0 and self._zero.any() and (allocated[self._zero] > 0).any():
+        best = float((allocated * self._inv).max())
+        if not best > 0.0:
+            best = 0.0
+        if best < 1.0 and self._any_zero and (allocated[self._zero] > 0).any():
             return 1.0
         return best

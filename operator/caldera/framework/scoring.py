@@ -57,8 +57,11 @@ class ScoreCache:
         self._entries: dict[tuple[Hashable, ...], tuple[Vector, int]] = {}
 
     def _local_scores(self, task: Task, rows: IntArray) -> Vector:
-        total = np.zeros(len(rows), dtype=np.float64)
-        for fn in self._local:
+        first, *rest = self._local
+        total: Vector = np.array(first(task, rows), dtype=np.float64, ndmin=1)
+        if total.shape != (len(rows),):  # a plain number: the same for every row
+            total = np.full(len(rows), total[0])
+        for fn in rest:
             total += fn(task, rows)
         return total
 

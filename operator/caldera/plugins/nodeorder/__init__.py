@@ -109,7 +109,8 @@ def _summed(weighted: list[tuple[Scorer, float]]) -> Callable[[Task, IntArray], 
     def score(task: Task, idx: IntArray) -> Vector | float:
         total: Vector | float = 0.0
         for scorer, weight in weighted:
-            total = total + scorer(task, idx) * weight
+            value = scorer(task, idx)
+            total = total + (value if weight == 1.0 else value * weight)
         return total
 
     return score
