@@ -196,32 +196,6 @@ def _start_time(state: ClusterState) -> float:
     return max(stamps, default=0.0)
 
 
-def _cycle(
-    state: ClusterState,
-    policy: Policy,
-    registry: Registry,
-    names: list[str],
-    cycle: int,
-    now: float,
-    default_queue: str,
-    shown: Progress,
-    step: str,
-) -> CycleRecord:
-    """One scheduling cycle on ``state`` as it stands (its snapshot and session end here)."""
-    shown.show(f"{step}: building the snapshot")
-    adopt_bare_pods(state, names)
-    snapshot, problems = build_snapshot(
-        state,
-        scheduler_names=names,
-        now=now,
-        session_id=stable_uid("Session", str(cycle)),
-        default_queue=default_queue,
-        managed_resources=policy.managed_resources,
-    )
-    shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
-    return CycleRecord(cycle, now, run_cycle(snapshot, policy, registry), problems)
-
-
 def simulate(
     state: ClusterState,
     policy: Policy,
@@ -240,14 +214,29 @@ def simulate(
     sim = Simulation(state=state)
     start = _start_time(state)
     ensure_builtin_queues(state, default_queue, created=start)
+
+    def one_cycle(cycle: int, step: str) -> CycleRecord:
+        """A cycle on ``state`` as it stands; its snapshot and session end with it."""
+        shown.show(f"{step}: building the snapshot")
+        adopt_bare_pods(state, names)
+        now = start + cycle * period
+        snapshot, problems = build_snapshot(
+            state,
+            scheduler_names=names,
+            now=now,
+            session_id=stable_uid("Session", str(cycle)),
+            default_queue=default_queue,
+            managed_resources=policy.managed_resources,
+        )
+        shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
+        return CycleRecord(cycle, now, run_cycle(snapshot, policy, registry), problems)
+
     bound = 0
     try:
         for cycle in range(1, cycles + 1):
             if cycle > 1:
                 between_cycles()  # the last cycle's snapshot and session are garbage now
-            step = f"cycle {cycle}/{cycles} ({bound:,} pods bound so far)"
-            now = start + cycle * period
-            record = _cycle(state, policy, registry, names, cycle, now, default_queue, shown, step)
+            record = one_cycle(cycle, f"cycle {cycle}/{cycles} ({bound:,} pods bound so far)")
             bound += len(record.result.binds)
             sim.cycles.append(record)
             _apply(state, record.result, sim)
