@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from builders import node, pod, podgroup, state_of
+from caldera.cache import snapshot as snapshot_module
 from caldera.cache.snapshot import PodMemo, build_snapshot
-from caldera.models.core import Pod
+from caldera.framework.policy import default_policy
+from caldera.framework.registry import Registry
+from caldera.models.core import Pod, PodSpec, effective_requests
+from caldera.simulate.manifests import load_manifests
+from caldera.simulate.runner import simulate
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def snapshot_cpu(state_pods: dict[str, Pod], memo: PodMemo) -> dict[str, float]:
@@ -35,3 +46,26 @@ def test_pods_gone_from_the_state_are_forgotten() -> None:
     snapshot_cpu({"default/a": a}, memo)
     assert memo.facts("default/a", a) is kept
     assert "default/b" not in memo._facts
+
+
+def test_a_simulation_works_out_each_pod_object_once_over_its_cycles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    computed: list[str] = []
+    real = effective_requests
+
+    def counted(spec: PodSpec) -> dict[str, float]:
+        computed.append(spec.containers[0].name)
+        return real(spec)
+
+    monkeypatch.setattr(snapshot_module, "effective_requests", counted)
+    loaded = load_manifests([str(EXAMPLES)])
+    pods = len(loaded.state.pods)
+    registry = Registry.from_entry_points()
+    sim = simulate(
+        loaded.state, default_policy(registry), registry, scheduler_names=["volcano"], cycles=3
+    )
+    bound = sum(len(rec.result.binds) for rec in sim.cycles)
+    assert bound > 0
+    # every pod once, and a bound pod once more: binding replaces its object
+    assert len(computed) == pods + bound
