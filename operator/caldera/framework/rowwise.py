@@ -98,4 +98,6 @@ def evaluate(
         )
     columns = [column for source in sources for column in source[rows].T]
     out: npt.NDArray[np.float64] = np.asarray(formula(COLUMNS, *args, *columns), dtype=np.float64)
+    if out.ndim == 0:  # the formula read no column (nothing it scores is requested)
+        out = np.full(len(rows), out, dtype=np.float64)
     return out

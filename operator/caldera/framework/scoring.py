@@ -57,11 +57,8 @@ class ScoreCache:
         self._entries: dict[tuple[Hashable, ...], tuple[Vector, int]] = {}
 
     def _local_scores(self, task: Task, rows: IntArray) -> Vector:
-        first, *rest = self._local
-        total: Vector = np.array(first(task, rows), dtype=np.float64, ndmin=1)
-        if total.shape != (len(rows),):  # a plain number: the same for every row
-            total = np.full(len(rows), total[0])
-        for fn in rest:
+        total = np.zeros(len(rows), dtype=np.float64)
+        for fn in self._local:
             total += fn(task, rows)
         return total
 

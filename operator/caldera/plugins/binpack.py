@@ -22,7 +22,7 @@ from caldera.api.node import Matrix
 from caldera.api.resources import CPU, MEMORY, Vector
 from caldera.api.task import Task
 from caldera.framework.plugin import Args, Plugin
-from caldera.framework.rowwise import COLUMNS, FEW_ROWS, ROW, Math, Num
+from caldera.framework.rowwise import COLUMNS, Math, Num, evaluate
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Session
 
@@ -147,20 +147,16 @@ class BinpackPlugin(Plugin[BinpackArgs]):
             if r in ssn.space.index and w > 0
         ]
         scale = MAX_NODE_SCORE * self.args.weight
+        width = len(ssn.space)
+
+        def formula(m: Math, *values: Num) -> Num:
+            """The task's request, then the node's allocatable and used (``width`` each)."""
+            req, alloc, used = values[:width], values[width : 2 * width], values[2 * width :]
+            total, overflow = _fill(m, alloc, used, req, cols)
+            return m.where(overflow, 0.0, total * scale)
 
         def score(task: Task, idx: IntArray) -> Vector:
-            if len(idx) > FEW_ROWS:
-                total, overflow = fill(nodes.allocatable[idx], nodes.used[idx], task.resreq, cols)
-                total *= scale
-                total[overflow] = 0.0
-                return total
-            req = task.resreq.tolist()  # a few rows: row by row on plain floats
-            out = []
-            for alloc, used in zip(
-                nodes.allocatable[idx].tolist(), nodes.used[idx].tolist(), strict=True
-            ):
-                total, overflow = _fill(ROW, alloc, used, req, cols)
-                out.append(0.0 if overflow else total * scale)
-            return np.array(out, dtype=np.float64)
+            request = tuple(task.resreq.tolist())
+            return evaluate(formula, idx, nodes.allocatable, nodes.used, args=request)
 
         ssn.node_order_point.add(self.name, NodeScorer(score, local=True))
