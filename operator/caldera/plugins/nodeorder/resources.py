@@ -89,24 +89,23 @@ def _balance_change(m: Math, add_c: Num, add_m: Num, *v: Num) -> Num:
     return _change(m, with_pod, without_pod)
 
 
-def least_requested(table: NodeTable) -> Scorer:
+def _over_nonzero_requests(table: NodeTable, formula: Callable[..., Num]) -> Scorer:
+    """A scorer running ``formula`` (:func:`_least` or :func:`_most`) on the candidate rows."""
     node = _CpuMemory(table)
 
     def score(task: Task, idx: IntArray) -> Vector:
         add = (task.nonzero_cpu, task.nonzero_memory)
-        return evaluate(_least, idx, table.nonzero_used, node.facts, args=add)
+        return evaluate(formula, idx, table.nonzero_used, node.facts, args=add)
 
     return score
+
+
+def least_requested(table: NodeTable) -> Scorer:
+    return _over_nonzero_requests(table, _least)
 
 
 def most_requested(table: NodeTable) -> Scorer:
-    node = _CpuMemory(table)
-
-    def score(task: Task, idx: IntArray) -> Vector:
-        add = (task.nonzero_cpu, task.nonzero_memory)
-        return evaluate(_most, idx, table.nonzero_used, node.facts, args=add)
-
-    return score
+    return _over_nonzero_requests(table, _most)
 
 
 def _change(m: Math, with_pod: Num, without_pod: Num) -> Num:
