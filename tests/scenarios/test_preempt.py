@@ -318,9 +318,11 @@ def test_explain_names_what_preempt_would_evict_for_a_pending_pod(
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["victims"] == []
-    assert doc["noVictims"] == (
-        "preempt: the plugins allow no victims that make room on the 1 node(s) examined"
-    )
+    assert doc["noVictims"] == "preempt: no node of the 1 examined could be freed for it"
+    assert doc["noVictimsByNode"] == {
+        "n1": "preempt: not enough room even after evicting what the plugins allow "
+        "(default/low-0, default/low-1 protected by priority)"
+    }
 
 
 def test_a_job_held_back_by_its_queues_share_says_so() -> None:
@@ -403,25 +405,47 @@ def test_a_queue_that_is_not_reclaimable_keeps_its_pods() -> None:
     assert len(evictions(scenario(objs(True), policy_yaml=HELM_RECLAIM))) == 1
 
 
-def test_a_gang_bound_to_one_hypernode_does_not_preempt() -> None:
-    # as Volcano's preempt: evictions anywhere would break the gang's hard topology
-    objs: list[Obj] = [
-        node("n1", cpu="4"),
-        hypernode("leaf", tier=1, nodes=["n1"]),
-        priority_class("low", 10),
-        priority_class("high", 1000),
-        podgroup("low", min_member=1, phase="Running", priority_class="low"),
-        *low_running(4, "n1"),
+def _bound_to_a_leaf(*, running_on: str | None, pending: int) -> list[Obj]:
+    """n1 and n2 (4 cpu each, full of 1-cpu low pods) in HyperNodes leaf1 and leaf2, n3 (as
+    full) in none; a high-priority job with a hard tier-1 topology, ``pending`` 2-cpu pods
+    waiting and, if ``running_on``, one 1-cpu pod running there."""
+    objs: list[Obj] = [node(n, cpu="4") for n in ("n1", "n2", "n3")]
+    objs += [hypernode("leaf1", tier=1, nodes=["n1"]), hypernode("leaf2", tier=1, nodes=["n2"])]
+    objs += [priority_class("low", 10), priority_class("high", 1000)]
+    objs.append(podgroup("low", min_member=1, phase="Running", priority_class="low"))
+    for n in ("n1", "n2", "n3"):
+        held = 3 if n == running_on else 4
+        objs += [
+            pod(f"low-{n}-{i}", group="low", node_name=n, priority_class="low") for i in range(held)
+        ]
+    topology = {"mode": "hard", "highestTierAllowed": 1}
+    size = pending + (1 if running_on else 0)
+    objs.append(
         podgroup(
             "high",
-            min_member=1,
-            phase="Inqueue",
+            min_member=size,
+            phase="Running" if running_on else "Inqueue",
             priority_class="high",
-            network_topology={"mode": "hard", "highestTierAllowed": 1},
-        ),
-        pod("high-0", group="high", cpu="2", priority_class="high"),
-    ]
-    assert evictions(scenario(objs, policy_yaml=PREEMPT)) == []
-    soft = [o for o in objs if o.metadata.name != "high"]
-    soft.append(podgroup("high", min_member=1, phase="Inqueue", priority_class="high"))
-    assert len(evictions(scenario(soft, policy_yaml=PREEMPT))) == 2
+            network_topology=topology,
+        )
+    )
+    if running_on:
+        objs.append(pod("high-run", group="high", node_name=running_on, priority_class="high"))
+    objs += [pod(f"high-{i}", group="high", cpu="2", priority_class="high") for i in range(pending)]
+    return objs
+
+
+def test_a_job_bound_to_a_hypernode_preempts_only_inside_the_hypernode_it_runs_in() -> None:
+    # Volcano skips such jobs (volcano#4374); Caldera keeps the victims inside its HyperNode
+    for where in ("n1", "n2"):
+        gone = evictions(
+            scenario(_bound_to_a_leaf(running_on=where, pending=1), policy_yaml=PREEMPT)
+        )
+        assert len(gone) == 2
+        assert all(name.startswith(f"default/low-{where}-") for name, _ in gone), gone
+
+
+def test_a_gang_bound_to_a_hypernode_takes_all_its_victims_from_one_hypernode() -> None:
+    sim = scenario(_bound_to_a_leaf(running_on=None, pending=2), policy_yaml=PREEMPT)
+    nodes = {name.split("-")[1] for name, _ in evictions(sim)}
+    assert len(evictions(sim)) == 4 and len(nodes) == 1 and nodes <= {"n1", "n2"}

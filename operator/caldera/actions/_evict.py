@@ -132,14 +132,16 @@ def make_room_for_job(
     may_grow: Callable[[Task], bool] = lambda _: True,
 ) -> None:
     """Pipeline ``job``'s pending tasks (task order) with the victims they need, until the job
-    is pipelined; commit the lot if it then is, else undo all of it. ``eligible_for`` gives a
-    task's candidate rows (None: it may not preempt); ``may_grow`` stops at the first task its
-    queue may not take (reclaim's ``Preemptive``)."""
+    starves no more (``JobStarving``); commit the lot if it is then pipelined, else undo all of
+    it. ``eligible_for`` gives a task's candidate rows (None: it may not preempt); a task its
+    queue may not take (reclaim's ``Preemptive``, ``may_grow``) is passed over."""
     stmt = ssn.statement()
     evicted: list[Task] = []
     for task in sorted(job.tasks_in(TaskStatus.PENDING), key=ssn.task_order_key()):
-        if ssn.job_pipelined(job) or not may_grow(task):
+        if not ssn.job_starving(job):
             break
+        if not may_grow(task):
+            continue
         eligible = eligible_for(task)
         if eligible is None:
             continue
@@ -208,6 +210,12 @@ class VictimTable:
         i = self.index.get(task.uid)
         if i is not None:
             self.held[i] = False
+
+    def restore(self, task: Task) -> None:
+        """``task``'s eviction was undone: it holds its resources again."""
+        i = self.index.get(task.uid)
+        if i is not None:
+            self.held[i] = task.preemptable
 
     def releasable(self, mask: BoolArray, cols: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         """Per node, the sum of the masked tasks' requests of resources ``cols`` (nodes × cols)."""

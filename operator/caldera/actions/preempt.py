@@ -1,41 +1,47 @@
 """preempt: starving jobs take room from lower-priority work of their own queue.
 
-As Volcano's preempt, for every valid job that is past Pending and starving (``JobStarving``), in
-queue then job order:
+As Volcano 1.15's ``preempt`` (``Action.Execute`` in ``actions/preempt/preempt.go``):
 
-1. **Between jobs of the same queue.** Each pending task (task order; ``preemptionPolicy: Never``
-   is respected) is pipelined onto a node, evicting ``Running``/``Bound`` preemptable tasks of
-   *other* jobs of its queue that the ``Preemptable`` tiers allow (a BestEffort preemptor never
-   evicts a task that requests resources), until the job is pipelined.
-2. **Within a job.** Its pending tasks may then evict its own lower-priority running tasks.
+- **Who preempts.** Every valid job past Pending whose queue exists and that is starving
+  (``JobStarving``; gang: pipelined + ready below minMember, priority: below its task count)
+  Queues take turns in queue order.
+- **Between jobs of a queue.** Jobs in job order; each job's pending tasks in task order, one
+  at a time *while the job is still starving*: each is pipelined on the first node (best score
+  first) where evicting ``Running``/``Bound``, preemptable tasks of *other* jobs of its queue,
+  chosen by the ``Preemptable`` tiers, makes it fit (:mod:`caldera.actions._walk`); a
+  ``preemptionPolicy: Never`` task and a BestEffort preemptor's claim on a pod that requests
+  resources are refused as Volcano refuses them. The job's statement is committed only if the
+  job is then pipelined (``JobPipelined``); otherwise every eviction is undone.
+- **Within a job.** Then each of those jobs' pending tasks may evict its own job's tasks (the
+  tiers decide: priority lets a task evict lower-priority tasks of its job), one statement per
+  task, stopping at the job's first task that gets nothing.
 
-Evictions and pipelines are staged in one statement per job and committed only if the job ends
-up pipelined (gang: minAvailable placed, counting what is already running); otherwise all is
-undone and nothing is evicted. How victims are found and which are cheapest:
-:mod:`caldera.actions._evict`. Volcano 1.15's gang-aware ``gangpreempt`` is the same action here.
+A task fits a node only if its queue is ``Allocatable``, its request is within the node's future
+idle resources and its filters pass, checked again after each eviction, so a queue at its
+capability evicts its own lower-priority pods until it is back within bounds.
+
+Caldera's switch ``preemptPendingJobs`` (on in the shipped policies) also serves jobs not
+admitted yet, admitting them when their statement commits. The gang-aware choice of the
+cheapest victims across nodes is ``gangpreempt`` (:mod:`caldera.actions.gang`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
+import numpy as np
 from pydantic import Field
 
-from caldera.actions._evict import (
-    BoolArray,
-    CandidateArgs,
-    VictimTable,
-    candidate_nodes,
-    commit_with_victims,
-    evict_for,
-    make_room_for_job,
-    starving_jobs,
-)
+from caldera.actions._evict import BoolArray, CandidateArgs, commit_with_victims
+from caldera.actions._jobs import discard_for, preemptors, queue_turns
+from caldera.actions._walk import NodeWalk
+from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Action
 from caldera.framework.session import Session
 
-__all__ = ["GangPreemptAction", "PreemptAction", "PreemptArgs"]
+__all__ = ["PreemptAction", "PreemptArgs"]
 
 
 class PreemptArgs(CandidateArgs):
@@ -53,54 +59,72 @@ class PreemptAction(Action[PreemptArgs]):
     Args = PreemptArgs
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
-        if not jobs:
+        by_queue = preemptors(ssn, self.name, pending_too=self.args.pending_jobs)
+        if not by_queue:
             return
-        table = VictimTable(ssn)
-        limit = candidate_nodes(self.args, len(ssn.nodes))
-        for job in jobs:
-            same_queue = table.queue == table.queue_ids.get(job.queue, -2)
-            others = same_queue & (table.job != table.job_id(job.uid))
-
-            def eligible(task: Task, others: BoolArray = others) -> BoolArray | None:
-                if task.spec.preemption_policy == "Never":
-                    return None
-                # a BestEffort preemptor never evicts a pod that requests resources
-                return others & table.best_effort if task.best_effort else others
-
-            make_room_for_job(
-                ssn, table, job, eligible, ssn.preemptable, "preempt", max_candidates=limit
-            )
-        self._within_jobs(ssn, table, limit)
-
-    def _within_jobs(self, ssn: Session, table: VictimTable, limit: int) -> None:
-        """Phase 2: a job's pending tasks evict its own running tasks of lower priority."""
+        walk = NodeWalk(
+            ssn,
+            self.args,
+            self.name,
+            ssn.preemptable_point,
+            allocatable=True,
+            needs_candidates=False,
+            topology_aware=self.args.enable_topology_aware_preemption,
+        )
+        table = walk.table
+        statuses = (TaskStatus.RUNNING, TaskStatus.BOUND)
+        victim_status = [t.status in statuses for t in table.tasks]
         task_key = ssn.task_order_key()
-        for job in starving_jobs(ssn, pending_too=self.args.pending_jobs):
-            for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
-                if task.spec.preemption_policy == "Never":
-                    continue
-                eligible = (table.job == table.job_id(job.uid)) & (table.priority < task.priority)
-                if not eligible.any():
-                    continue
+        for queue, jobs in queue_turns(ssn, by_queue):
+            qid = table.queue_ids.get(queue.name, -2)
+            for job, tasks in jobs:
                 stmt = ssn.statement()
-                got = evict_for(
-                    ssn,
-                    stmt,
-                    table,
-                    task,
-                    eligible,
-                    ssn.preemptable,
-                    "preempt",
-                    max_candidates=limit,
-                )
-                if got:
-                    commit_with_victims(ssn, stmt, job, got)
+                others = (table.queue == qid) & (table.job != table.job_id(job.uid))
+                rows_of = _rule(others, table.best_effort, victim_status)
+                while ssn.job_starving(job) and tasks:
+                    task = tasks.pop(0)
+                    if _eligible(walk, task):
+                        walk.make_room(stmt, task, job, queue, rows_of)
+                if ssn.job_pipelined(job):
+                    commit_with_victims(ssn, stmt, job, stmt.evicted())
                 else:
-                    stmt.discard()
+                    discard_for(walk, stmt, job, self.name)
+            # preemption between the tasks of one job (``preemptorTasks`` rebuilt per job)
+            walk.second_pass = True
+            for job in by_queue[queue.name]:
+                own = table.job == table.job_id(job.uid)
+                rows_of = _rule(own, table.best_effort, victim_status)
+                for task in sorted(_waiting(job), key=task_key):
+                    stmt = ssn.statement()
+                    if _eligible(walk, task) and walk.make_room(stmt, task, job, queue, rows_of):
+                        commit_with_victims(ssn, stmt, job, stmt.evicted())
+                        continue
+                    walk.rollback(stmt)
+                    break
+            walk.second_pass = False
 
 
-class GangPreemptAction(PreemptAction):
-    """Volcano 1.15's ``gangpreempt``: the same gang-aware search."""
+def _waiting(job: Job) -> list[Task]:
+    return job.tasks_in(TaskStatus.PENDING)
 
-    name: ClassVar[str] = "gangpreempt"
+
+def _eligible(walk: NodeWalk, task: Task) -> bool:
+    """``taskEligibleToPreempt``: a pod with ``preemptionPolicy: Never`` preempts nobody."""
+    if task.spec.preemption_policy == "Never":
+        walk.note(task, "its preemptionPolicy is Never")
+        return False
+    return True
+
+
+def _rule(
+    rows: BoolArray, best_effort: BoolArray, running: list[bool]
+) -> Callable[[Task], BoolArray]:
+    """Preempt's filter over the victim table: ``rows`` that are ``Running``/``Bound``; a
+    BestEffort preemptor only takes BestEffort pods."""
+    base: BoolArray = rows & np.array(running, dtype=bool)
+    be: BoolArray = base & best_effort
+
+    def rows_of(task: Task) -> BoolArray:
+        return be if task.best_effort else base
+
+    return rows_of

@@ -1,16 +1,27 @@
-"""reclaim: queues under their share take back what other queues hold beyond theirs.
+"""reclaim: queues that may grow take back what other queues hold beyond their share.
 
-As Volcano's reclaim: starving jobs (valid, past Pending) take turns by queue: the first queue in
-queue order that is not overused serves its first job in job order and goes back in line keyed by
-its share as it is then, so a queue that has just reclaimed may let another go first. Each pending
-task of the job whose queue may grow by it
-(``Preemptive``: for proportion, the queue is open and stays within its deserved share) is
-pipelined onto a node, evicting ``Running`` preemptable tasks of *other* queues that are
-reclaimable (``spec.reclaimable``, default true) and that the ``Reclaimable`` tiers allow (for
-proportion: tasks of queues above their deserved share, while they stay above it), until the task
-fits. The job's evictions and pipelines are committed only if the job ends up pipelined, so a gang
-that cannot start as a whole evicts nothing. Victim search: :mod:`caldera.actions._evict`.
-Volcano 1.15's gang-aware ``gangreclaim`` is the same action here.
+As Volcano 1.15's ``reclaim`` (``Action.Execute`` and ``reclaimForTask`` in
+``actions/reclaim/reclaim.go``):
+
+- **Who reclaims.** Starving jobs, as for preempt (:mod:`caldera.actions._jobs`). Queues take
+  turns in queue order; a queue that is ``Overused`` when its turn comes is passed over. A turn
+  serves the queue's next job in job order, and the queue goes back in line (keyed by its share
+  as that job left it) while it has jobs left.
+- **A job's tasks.** In task order, while the job is starving. A task with ``preemptionPolicy:
+  Never``, one whose pre-filter fails, or one its queue may not grow by (``Preemptive``; for
+  proportion: within its deserved share, for capacity: see the plugin) is passed over and the
+  next task is tried.
+- **Where.** Only a node holding ``Running``, preemptable tasks of *another* queue that is
+  reclaimable (``spec.reclaimable``, default true) is a reclaim candidate; reclaim never
+  pipelines onto the idle room of a node with nothing to reclaim (allocate places such pods).
+  Nodes are walked best score first; on each the ``Reclaimable`` tiers choose victims among the
+  candidates, evicted in victim order while the task does not fit the node's future idle
+  resources (its idle room counts) and filters (:mod:`caldera.actions._walk`).
+- The job's statement is committed if the job is then pipelined, else undone.
+
+Caldera's switch ``reclaimPendingJobs`` (on in the shipped policies) also serves jobs not
+admitted yet, admitting them when their statement commits (volcano #4679, #4817). The
+gang-aware search is ``gangreclaim`` (:mod:`caldera.actions.gang`).
 """
 
 from __future__ import annotations
@@ -20,21 +31,16 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.actions._evict import (
-    BoolArray,
-    CandidateArgs,
-    VictimTable,
-    candidate_nodes,
-    make_room_for_job,
-    starving_jobs,
-    turns_by_queue_share,
-)
-from caldera.api.queue import Queue
+from caldera.actions._evict import BoolArray, CandidateArgs, commit_with_victims
+from caldera.actions._jobs import discard_for, preemptors, tell
+from caldera.actions._queues import OrderedQueue
+from caldera.actions._walk import NodeWalk
+from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Action
 from caldera.framework.session import Session
 
-__all__ = ["GangReclaimAction", "ReclaimAction", "ReclaimArgs"]
+__all__ = ["ReclaimAction", "ReclaimArgs"]
 
 
 class ReclaimArgs(CandidateArgs):
@@ -50,43 +56,70 @@ class ReclaimAction(Action[ReclaimArgs]):
     Args = ReclaimArgs
 
     def execute(self, ssn: Session) -> None:
-        jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
-        if not jobs:
+        by_queue = preemptors(ssn, self.name, pending_too=self.args.pending_jobs)
+        if not by_queue:
             return
-        table = VictimTable(ssn)
-        reclaimable_queue = np.array(
+        walk = NodeWalk(
+            ssn,
+            self.args,
+            self.name,
+            ssn.reclaimable_point,
+            allocatable=False,
+            needs_candidates=True,
+        )
+        table = walk.table
+        open_queue = np.array(
             [ssn.queues[q].reclaimable if q in ssn.queues else False for q in table.queue_ids],
             dtype=bool,
         )
-        open_victims = np.append(reclaimable_queue, False)[table.queue]
         running = np.array([t.status is TaskStatus.RUNNING for t in table.tasks], dtype=bool)
-        limit = candidate_nodes(self.args, len(ssn.nodes))
-        for job in turns_by_queue_share(ssn, jobs):
-            queue = ssn.queues[job.queue]
+        reclaimable = np.append(open_queue, False)[table.queue] & running
+        task_key = ssn.task_order_key()
+        lines = {q: list(jobs) for q, jobs in by_queue.items()}
+        queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(lines)))
+        while queues:
+            queue = queues.pop()
+            line = lines[queue.name]
             if ssn.overused(queue):
+                for job in line:
+                    tell(ssn, job, f"reclaim: queue {queue.name} is overused (at its share)")
                 continue
-            mine = table.queue_ids.get(job.queue, -2)
-            others = open_victims & running & (table.queue != mine)
+            job = line.pop(0)
+            others = reclaimable & (table.queue != table.queue_ids.get(queue.name, -2))
 
-            def eligible(_: Task, others: BoolArray = others) -> BoolArray:
+            def rows_of(_: Task, others: BoolArray = others) -> BoolArray:
                 return others
 
-            def may_grow(task: Task, queue: Queue = queue) -> bool:
-                return ssn.preemptive(queue, task)
+            stmt = ssn.statement()
+            tasks = sorted(job.tasks_in(TaskStatus.PENDING), key=task_key)
+            while ssn.job_starving(job) and tasks:
+                task = tasks.pop(0)
+                if self._may_reclaim(ssn, walk, job, task):
+                    walk.make_room(stmt, task, job, queue, rows_of)
+            if ssn.job_pipelined(job):
+                commit_with_victims(ssn, stmt, job, stmt.evicted())
+            else:
+                discard_for(walk, stmt, job, self.name)
+            if line:
+                queues.push(queue)
 
-            make_room_for_job(
-                ssn,
-                table,
-                job,
-                eligible,
-                ssn.reclaimable,
-                "reclaim",
-                max_candidates=limit,
-                may_grow=may_grow,
+    @staticmethod
+    def _may_reclaim(ssn: Session, walk: NodeWalk, job: Job, task: Task) -> bool:
+        """The per-task gates of Volcano's reclaim loop, in its order."""
+        if task.spec.preemption_policy == "Never":
+            walk.note(task, "its preemptionPolicy is Never")
+            return False
+        message = ssn.pre_predicate(task)
+        if message is not None:
+            walk.note(task, f"the pod fits no node at all ({message})")
+            return False
+        queue = ssn.queues[job.queue]
+        if not ssn.preemptive(queue, task):
+            why = ssn.refusals.get(task.uid, "")
+            walk.note(
+                task,
+                f"queue {queue.name} may not grow by this pod (not Preemptive)"
+                + (f": {why}" if why else ""),
             )
-
-
-class GangReclaimAction(ReclaimAction):
-    """Volcano 1.15's ``gangreclaim``: the same gang-aware search."""
-
-    name: ClassVar[str] = "gangreclaim"
+            return False
+        return True

@@ -164,3 +164,6 @@ class CycleResult:
     """Tasks preempt and reclaim tried to make room for."""
     preemption_notes: dict[str, str] = field(default_factory=dict)
     """Pod → why preempt or reclaim evicted nothing for it (``caldera explain`` says it)."""
+    preemption_nodes: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Pod → node → why preempt or reclaim could not make room for it there (the nodes it
+    tried, at most :data:`~caldera.actions._walk.NODES_NOTED` of them)."""

@@ -113,6 +113,11 @@ class Session:
         )
         self.preemptable_point: Point[VictimFn] = point("preemptable")
         self.reclaimable_point: Point[VictimFn] = point("reclaimable")
+        self.victim_queue_order_point: Point[Callable[[Queue, Queue], Any]] = point(
+            "victim_queue_order"
+        )
+        """Keys (lower first) ordering a victim's queue for a preemptor's queue (Volcano's
+        ``VictimQueueOrderFn``; capacity's hierarchy registers one)."""
         self.victim_tasks_point: Point[Callable[[Sequence[Task]], Sequence[Task]]] = point(
             "victim_tasks"
         )
@@ -162,8 +167,9 @@ class Session:
     # -- ordering ----------------------------------------------------------------------------
 
     def job_order_key(self) -> Callable[[Job], Any]:
-        """Plugins' job order, then PodGroup creation time, then UID (Volcano's fallback)."""
-        return self.job_order_point.sort_key(lambda j: (j.creation, j.pg_uid, j.uid))
+        """Plugins' job order, then PodGroup creation time, then the job ID ``namespace/name``
+        (Volcano's ``JobOrderFn`` fallback: ``CreationTimestamp``, then ``JobInfo.UID``)."""
+        return self.job_order_point.sort_key(lambda j: (j.creation, j.uid))
 
     def queue_order_key(self) -> Callable[[Queue], Any]:
         return self.queue_order_point.sort_key(lambda q: (q.creation, q.uid, q.name))
@@ -269,7 +275,7 @@ class Session:
         rules.call_all(self.reserved_nodes_point)
 
     def subjob_order_key(self) -> Callable[[Job], Any]:
-        return self.subjob_order_point.sort_key(lambda j: (j.creation, j.pg_uid, j.uid))
+        return self.subjob_order_point.sort_key(lambda j: (j.creation, j.uid))
 
     def subjob_ready(self, job: Job) -> bool:
         return rules.all_true(self.subjob_ready_point, job)
@@ -284,6 +290,51 @@ class Session:
 
     def reclaimable(self, reclaimer: Task, reclaimees: Sequence[Task]) -> list[Task] | None:
         return rules.intersection(self.reclaimable_point, reclaimer, reclaimees)
+
+    def refusals_of(
+        self, point: Point[VictimFn], actor: Task, candidates: Sequence[Task]
+    ) -> dict[str, list[Task]]:
+        """Plugin → the candidates it does not offer as victims of ``actor`` (plugins that
+        abstain are left out): why the victim tiers came up empty, for ``caldera explain``."""
+        out: dict[str, list[Task]] = {}
+        for name, fn in point.named():
+            chosen, verdict = fn(actor, candidates)
+            if verdict == rules.ABSTAIN:
+                continue
+            keep = {id(v) for v in chosen}
+            refused = [c for c in candidates if id(c) not in keep]
+            if refused:
+                out[name] = refused
+        return out
+
+    def victim_order(self, victims: Sequence[Task], preemptor: Task) -> list[Task]:
+        """``victims`` in the order Volcano evicts them (``BuildVictimsPriorityQueue``): two
+        tasks of one job in reverse task order; of two jobs of one queue, in reverse job
+        order; of two queues, by the plugins' victim queue order for the preemptor's queue
+        (capacity's hierarchy: the deeper common ancestor first), else in reverse queue order."""
+        jobs, queues = self.jobs, self.queues
+        mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
+        named = sorted({jobs[v.job].queue for v in victims if v.job in jobs} & set(queues))
+        queue_rank = {
+            q.name: i
+            for i, q in enumerate(sorted((queues[n] for n in named), key=self.queue_order_key()))
+        }
+        plugin_keys = list(self.victim_queue_order_point)
+        by_queue: dict[str, tuple[Any, ...]] = {}
+        for name in named:
+            extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()
+            by_queue[name] = (*extra, -queue_rank[name])
+        owners = sorted(
+            (jobs[j] for j in {v.job for v in victims} if j in jobs), key=self.job_order_key()
+        )
+        job_rank = {j.uid: i for i, j in enumerate(owners)}
+        task_rank = {id(t): i for i, t in enumerate(sorted(victims, key=self.task_order_key()))}
+
+        def key(t: Task) -> tuple[Any, ...]:
+            queue = jobs[t.job].queue if t.job in jobs else ""
+            return (by_queue.get(queue, ()), -job_rank.get(t.job, -1), -task_rank[id(t)])
+
+        return sorted(victims, key=key)
 
     def victim_tasks(self, tasks: Sequence[Task]) -> list[Task]:
         return rules.union(self.victim_tasks_point, tasks)

@@ -59,6 +59,20 @@ class Statement:
         self._ssn.release(task)
         self._ops.append(_Entry(Op.EVICT, task, reason, previous, preemptor))
 
+    def reprieve(self, task: Task) -> None:
+        """Undo this statement's eviction of ``task`` alone (it stays where it runs)."""
+        for i in range(len(self._ops) - 1, -1, -1):
+            entry = self._ops[i]
+            if entry.op is Op.EVICT and entry.task is task:
+                del self._ops[i]
+                self._ssn.unrelease(task, entry.previous)
+                return
+        raise ValueError(f"{task.key} was not evicted by this statement")
+
+    def evicted(self) -> list[Task]:
+        """The tasks this statement evicts, oldest first."""
+        return [e.task for e in self._ops if e.op is Op.EVICT]
+
     def absorb(self, other: Statement) -> None:
         """Take over ``other``'s operations (a sub-group's placement joins its job's)."""
         self._ops.extend(other._ops)

@@ -1,25 +1,38 @@
 """capacity: elastic queues by ``deserved``, ``capability`` and ``guarantee``, optionally a tree.
 
-Each queue has what it deserves (``spec.deserved``; its real capability in the resources it
-leaves out, and in all of them when it has none: such a queue, ``root`` for one, is never
-reclaimed from), what it may never pass (``spec.capability``, and the cluster less every other
-queue's guarantee: its real capability) and what it is guaranteed (``spec.guarantee``), per
-resource, scalar resources included. With ``enableHierarchy`` the queues form the tree of their
-``spec.parent`` (``root`` at the top): a queue's allocation includes its descendants', and every
-check is made against the queue and all its ancestors.
+As Volcano 1.15's ``plugins/capacity/capacity.go``. Each queue has what it deserves
+(``spec.deserved``; a resource it leaves out is deserved as 0, and a queue without deserved is
+best-effort), what it may never pass (its *real capability*) and what it is guaranteed
+(``spec.guarantee``), per resource, scalar resources included.
 
-- **Allocatable**: the task keeps the queue (and each ancestor) within its real capability.
-- **Overused**: the queue (or an ancestor) has reached its real capability.
+- **Real capability.** Flat (``buildQueueAttrs``): ``min(capability, cluster − Σ guarantees +
+  own guarantee)``, and deserved is capped by it. With ``enableHierarchy``
+  (``buildHierarchicalQueueAttrs``, ``checkHierarchicalQueue``) the queues form the tree of
+  their ``spec.parent`` (``root`` at the top): root's capability is its own or unbounded (users
+  may submit more than the cluster holds), root deserves and is guaranteed what its children
+  are, and a child's real capability is its parent's less the guarantees of the parent's
+  children, plus its own guarantee, within its own capability (cpu and memory it leaves out are
+  its parent's). A queue's allocation includes its descendants'. Jobs run only in leaf queues: a
+  job of a queue with children waits and says so.
+- **Allocatable**: the task keeps the queue and each ancestor within real capability.
 - **Enqueueable**: the job's minResources, with what the queue holds and has admitted, fit its
-  real capability (and each ancestor's), as Volcano's capacity checks (volcano #4118).
-- **Queue order**: higher ``spec.priority`` first, then the smaller dominant share of deserved.
-- **Preemptive** (may reclaim): the task keeps the queue (and each ancestor) within its deserved.
-- **Reclaimable**: victims of queues that hold more than they deserve in a resource the victim
-  uses (counting the victims already offered); never the reclaimer's own queue or its
-  ancestors. With the hierarchy, victims come from the nearest relatives first (siblings before
-  cousins), and ``ancestorReclaimLevel`` (0: no limit) bounds how many levels above the
-  reclaimer's queue the common ancestor may be. Root's deserved is the whole cluster: it is not
-  checked when a queue may reclaim.
+  real capability (and each ancestor's).
+- **No Overused**: capacity does not stop a queue's turn in reclaim (Volcano has none).
+- **Queue order**: higher ``spec.priority`` first, then the smaller share of deserved (a queue
+  without deserved has share 1), a queue with deserved first on a tie.
+- **Preemptive** (may reclaim, ``AddPreemptiveFn``): the task keeps the queue within its real
+  capability on the resources it requests, and *some* requested resource stays within deserved
+  (resources where both are ~0 are not compared); with the hierarchy and
+  ``ancestorReclaimLevel`` L > 0, an ancestor at depth 1..L (not root) within its deserved
+  that way will do.
+- **Reclaimable** (``AddReclaimableFn``), in victim order: a candidate that shares no requested
+  resource with the reclaimer is skipped; none that would break its queue's guarantee; one
+  whose queue's deserved names none of its resources is a victim at once; otherwise its queue
+  (less the victims already offered) must hold more than deserved in a resource it uses; with
+  the hierarchy and L > 0, its ancestors at depth 1..L (not root, not shared with the
+  reclaimer) must too.
+- **Victim queue order** (hierarchy): victims of the queue sharing the deeper common ancestor
+  with the preemptor's come first.
 
 A parent cycle, a parent that does not exist, or a child whose guarantee exceeds its parent's is
 reported on that Queue (Warning event ``InvalidQueue`` and a log line) and the queue is treated as
@@ -36,10 +49,10 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.api.compare import le_where, overrun
+from caldera.api.compare import EPS, le_where, overrun
 from caldera.api.job import Job
 from caldera.api.queue import Queue
-from caldera.api.resources import Vector
+from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.intents import Event
 from caldera.framework.plugin import Args, Plugin
@@ -59,15 +72,44 @@ class CapacityArgs(Args):
 
 
 @dataclass(slots=True)
-class _Node:
+class _Attr:
+    """Volcano's ``queueAttr``."""
+
     queue: Queue
     parent: str
     deserved: Vector
+    capability: Vector
+    guarantee: Vector
     real_capability: Vector
     allocated: Vector
     inqueue: Vector
-    chain: list[str] = field(default_factory=list)
-    """This queue and its ancestors, nearest first (``root`` last)."""
+    ancestors: list[str] = field(default_factory=list)
+    """Root first, the parent last (Volcano's ``ancestors``); empty without the hierarchy."""
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def chain(self) -> list[str]:
+        """This queue, then its ancestors, nearest first."""
+        return [self.queue.name, *reversed(self.ancestors)]
+
+
+def _both(space: ResourceSpace, a: Vector, b: Vector) -> bool:
+    """Some quota resource is non-zero in both (Volcano's ``Intersection``)."""
+    return bool(np.any(space.quota & (a > EPS) & (b > EPS)))
+
+
+def _partly_within(space: ResourceSpace, used: Vector, deserved: Vector, req: Vector) -> bool:
+    """``LessEqualPartlyWithDimensionZeroFiltered``: in some resource the request asks for
+    (leaving out those where ``used`` and ``deserved`` are both ~0), ``used`` ≤ ``deserved``."""
+    dims = space.quota & (req > 0) & ~((used < EPS) & (deserved < EPS))
+    return bool(np.any((used <= deserved + EPS)[dims]))
+
+
+def _over_where(space: ResourceSpace, held: Vector, deserved: Vector, req: Vector) -> bool:
+    """``GreaterPartlyWithRelevantDimensions``: ``held`` > ``deserved`` in a resource ``req``
+    asks for."""
+    dims = space.quota & (req > 0)
+    return bool(np.any((held > deserved + EPS)[dims]))
 
 
 class CapacityPlugin(Plugin[CapacityArgs]):
@@ -77,78 +119,110 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
     def on_session_open(self, ssn: Session) -> None:
         space = ssn.space
-        quota = space.quota
-        total = ssn.snapshot.total_allocatable()
-        guarantees = sum((q.guarantee for q in ssn.queues.values()), space.zeros())
-        parents = self._parents(ssn)
-        nodes: dict[str, _Node] = {}
-        for name, q in ssn.queues.items():
-            real = np.minimum(q.capability, np.maximum(total - guarantees + q.guarantee, 0.0))
-            # a resource deserved leaves out is deserved up to the real capability
-            deserved = np.minimum(q.deserved_spec, real) if q.deserved_spec is not None else real
-            nodes[name] = _Node(q, parents[name], deserved, real, space.zeros(), space.zeros())
-        for name, n in nodes.items():
-            path, at = [name], n.parent
-            while at and at not in path and at in nodes:
-                path.append(at)
-                at = nodes[at].parent
-            n.chain = path if self.option.hierarchy else [name]
+        hierarchy = self.option.hierarchy
+        level = self.args.ancestor_reclaim_level
+        attrs = self._build(ssn, hierarchy)
         for job in ssn.jobs.values():
-            home = nodes.get(job.queue)
+            home = attrs.get(job.queue)
             if home is None:
                 continue
             for up in home.chain:
-                nodes[up].allocated += job.allocated
+                attrs[up].allocated += job.allocated
                 if job.phase == "Inqueue" and job.min_resources is not None:
-                    nodes[up].inqueue += job.min_resources
+                    attrs[up].inqueue += job.min_resources
 
-        def chain(queue: str) -> list[_Node]:
-            n = nodes.get(queue)
-            return [nodes[q] for q in n.chain] if n is not None else []
+        def chain(queue: str) -> list[_Attr]:
+            a = attrs.get(queue)
+            return [attrs[q] for q in a.chain] if a is not None else []
 
-        def share(n: _Node) -> float:
-            mask = quota & (n.deserved > 0)
-            if not mask.any():
-                return float(n.allocated[quota].any())
-            return float(np.max(n.allocated[mask] / n.deserved[mask]))
+        def share(a: _Attr) -> float:
+            dims = space.quota & (a.deserved > EPS)
+            if not dims.any():
+                return 1.0  # best-effort: after every queue still under its deserved
+            return float(np.max(a.allocated[dims] / a.deserved[dims]))
+
+        def not_leaf(queue: str) -> str:
+            a = attrs.get(queue)
+            if hierarchy and a is not None and a.children:
+                return (
+                    f"queue {queue} has child queues ({', '.join(sorted(a.children))}): with "
+                    "capacity's enableHierarchy jobs run only in leaf queues"
+                )
+            return ""
+
+        told: set[str] = set()
+        """Jobs of a parent queue already told so this session (one event each)."""
 
         def allocatable(queue: Queue, task: Task) -> bool:
             if not queue.is_open:
                 ssn.refuse(task, queue.closed_reason)
                 return False
-            for n in chain(queue.name):
-                if not le_where(space, n.allocated + task.resreq, n.real_capability, task.resreq):
+            why = not_leaf(queue.name)
+            if why:
+                ssn.refuse(task, why)
+                job = ssn.jobs.get(task.job)
+                if job is not None and job.uid not in told:
+                    told.add(job.uid)
+                    ssn.record_event(job, "Warning", "Unschedulable", why)
+                return False
+            for a in chain(queue.name):
+                if not le_where(space, a.allocated + task.resreq, a.real_capability, task.resreq):
                     over = overrun(
                         space,
-                        [(n.allocated, "held"), (task.resreq, "requested")],
-                        n.real_capability,
+                        [(a.allocated, "held"), (task.resreq, "requested")],
+                        a.real_capability,
                         "capability",
                     )
-                    ssn.refuse(task, f"queue {n.queue.name} is at its capability: {over}")
+                    ssn.refuse(task, f"queue {a.queue.name} is at its capability: {over}")
                     return False
             return True
 
-        def overused(queue: Queue) -> bool:
-            return any(
-                n.allocated[quota].any() and bool(np.all((n.allocated >= n.real_capability)[quota]))
-                for n in chain(queue.name)
-            )
-
         def preemptive(queue: Queue, task: Task) -> bool:
-            # root's deserved is the whole cluster, which reclaim does not grow
-            return queue.is_open and all(
-                le_where(space, n.allocated + task.resreq, n.deserved, task.resreq)
-                for n in chain(queue.name)
-                if n.queue.name != ROOT
+            a = attrs.get(queue.name)
+            if not queue.is_open or a is None:
+                return False
+            used = a.allocated + task.resreq
+            if not le_where(space, used, a.real_capability, task.resreq):
+                over = overrun(
+                    space,
+                    [(a.allocated, "held"), (task.resreq, "requested")],
+                    a.real_capability,
+                    "capability",
+                )
+                ssn.refuse(task, f"queue {queue.name} is at its capability: {over}")
+                return False
+            if _partly_within(space, used, a.deserved, task.resreq):
+                return True
+            if hierarchy and level > 0:
+                for depth in range(1, level + 1):
+                    if depth > len(a.ancestors) or a.ancestors[-depth] == ROOT:
+                        continue
+                    up = attrs[a.ancestors[-depth]]
+                    if _partly_within(space, up.allocated + task.resreq, up.deserved, task.resreq):
+                        return True
+            over = overrun(
+                space,
+                [(a.allocated, "held"), (task.resreq, "requested")],
+                a.deserved,
+                "deserved",
             )
+            ssn.refuse(task, f"queue {queue.name} is beyond its deserved share: {over}")
+            return False
 
         def enqueueable(job: Job) -> int:
+            why = not_leaf(job.queue)
+            if why:
+                job.fit_error = why
+                if job.uid not in told:
+                    told.add(job.uid)
+                    ssn.record_event(job, "Warning", "Unschedulable", why)
+                return REJECT
             if job.min_resources is None:
                 return PERMIT
-            for n in chain(job.queue):
-                need = job.min_resources + n.allocated + n.inqueue
-                if not le_where(space, need, n.real_capability, job.min_resources):
-                    msg = f"queue resource quota insufficient (queue {n.queue.name})"
+            for a in chain(job.queue):
+                need = job.min_resources + a.allocated + a.inqueue
+                if not le_where(space, need, a.real_capability, job.min_resources):
+                    msg = f"queue resource quota insufficient (queue {a.queue.name})"
                     job.fit_error = msg
                     ssn.record_event(job, "Normal", "Unschedulable", msg)
                     return REJECT
@@ -156,74 +230,198 @@ class CapacityPlugin(Plugin[CapacityArgs]):
 
         def enqueued(job: Job) -> None:
             if job.min_resources is not None:
-                for n in chain(job.queue):
-                    n.inqueue += job.min_resources
-
-        def relatives(reclaimer: str, victim: str) -> int:
-            """How many levels above the reclaimer's queue their nearest common ancestor is."""
-            mine = nodes[reclaimer].chain if reclaimer in nodes else [reclaimer]
-            theirs = set(nodes[victim].chain) if victim in nodes else {victim}
-            return next((i for i, q in enumerate(mine) if q in theirs), len(mine))
+                for a in chain(job.queue):
+                    a.inqueue += job.min_resources
 
         def reclaimable(reclaimer: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
-            mine = ssn.jobs[reclaimer.job].queue
-            ancestors = set(nodes[mine].chain) if mine in nodes else {mine}
-            level = self.args.ancestor_reclaim_level
+            mine = attrs.get(ssn.jobs[reclaimer.job].queue) if reclaimer.job in ssn.jobs else None
+            if mine is None:
+                return [], REJECT
             left: dict[str, Vector] = {}
-            found: list[tuple[int, Task]] = []
-            for task in reclaimees:
-                queue = ssn.jobs[task.job].queue
-                if queue in ancestors or queue not in nodes:
+            victims: list[Task] = []
+            for task in ssn.victim_order(reclaimees, reclaimer):
+                job = ssn.jobs.get(task.job)
+                a = attrs.get(job.queue) if job is not None else None
+                if a is None or not _both(space, task.resreq, reclaimer.resreq):
+                    continue  # shouldSkipReclaimee
+                held = left.setdefault(a.queue.name, a.allocated.copy())
+                after = held - task.resreq
+                if np.any((a.guarantee > after + EPS)[space.quota]):
+                    continue  # checkGuaranteeConstraint
+                if not _both(space, task.resreq, a.deserved):  # isImmediateVictim
+                    shares = hierarchy and level > 0 and _shares_ancestor(mine, a, level)
+                    if shares and not _both(space, reclaimer.resreq, mine.deserved):
+                        continue
+                elif not _over_where(space, held, a.deserved, task.resreq):
+                    continue  # checkDeservedExceedance
+                ups: list[Vector] = []
+                if (
+                    hierarchy
+                    and level > 0
+                    and not self._ancestors_over(space, attrs, left, mine, a, task, level, ups)
+                ):
                     continue
-                distance = relatives(mine, queue)
-                if level and distance > level:
-                    continue
-                holds = left.setdefault(queue, nodes[queue].allocated.copy())
-                # Volcano's rule: the queue still holds more than it deserves in a resource
-                # the victim uses
-                dims = quota & (task.resreq > 0)
-                if np.any((holds > nodes[queue].deserved + 1e-9)[dims]):
-                    holds -= task.resreq
-                    found.append((distance, task))
-            if not found:
-                return [], PERMIT
-            nearest = min(d for d, _ in found)
-            return [t for d, t in found if d == nearest], PERMIT
+                held -= task.resreq
+                for up in ups:
+                    up -= task.resreq
+                victims.append(task)
+            return victims, PERMIT
+
+        def depth_shared(queue: Queue, preemptor: Queue) -> int:
+            """``getQueueLevel``: the deeper the common ancestor, the earlier (lower key)."""
+            a, b = attrs.get(queue.name), attrs.get(preemptor.name)
+            if a is None or b is None:
+                return 0
+            shared = 0
+            for i, (x, y) in enumerate(zip(a.ancestors, b.ancestors, strict=False)):
+                if x != y:
+                    break
+                shared = i
+            return -shared
 
         def update(task: Task, sign: float) -> None:
             job = ssn.jobs.get(task.job)
             if job is not None:
-                for n in chain(job.queue):
-                    n.allocated += sign * task.resreq
+                for a in chain(job.queue):
+                    a.allocated += sign * task.resreq
 
-        ssn.queue_order_point.add_key(
-            self.name, lambda q: (-q.priority, share(nodes[q.name]) if q.name in nodes else 0.0)
-        )
+        def queue_key(q: Queue) -> tuple[int, float, bool]:
+            a = attrs.get(q.name)
+            if a is None:
+                return (-q.priority, 0.0, False)
+            return (-q.priority, share(a), not bool(np.any((a.deserved > EPS)[space.quota])))
+
+        ssn.queue_order_point.add_key(self.name, queue_key)
         ssn.allocatable_point.add(self.name, allocatable)
-        ssn.overused_point.add(self.name, overused)
         ssn.preemptive_point.add(self.name, preemptive)
         ssn.job_enqueueable_point.add(self.name, enqueueable)
         ssn.job_enqueued_point.add(self.name, enqueued)
         ssn.reclaimable_point.add(self.name, reclaimable)
+        if hierarchy:
+            ssn.victim_queue_order_point.add(self.name, depth_shared)
         ssn.event_handlers.add(self.name, EventHandler.counting(update))
-        for name, n in nodes.items():
-            ssn.result.deserved[name] = space.to_quantities(n.deserved)
+        for name, a in attrs.items():
+            ssn.result.deserved[name] = space.to_quantities(a.deserved)
+
+    @staticmethod
+    def _ancestors_over(
+        space: ResourceSpace,
+        attrs: dict[str, _Attr],
+        left: dict[str, Vector],
+        mine: _Attr,
+        a: _Attr,
+        task: Task,
+        level: int,
+        ups: list[Vector],
+    ) -> bool:
+        """With ``ancestorReclaimLevel``: each ancestor of the victim's queue at depth 1..L
+        (not root, not the reclaimer's ancestor at that depth) holds more than it deserves in
+        a resource the victim uses (``getReclaimeeAncestorToCheck``); their holdings, less the
+        victims already offered, go to ``ups``."""
+        for depth in range(1, level + 1):
+            theirs = a.ancestors[-depth] if depth <= len(a.ancestors) else ""
+            if not theirs or theirs == ROOT:
+                continue
+            ours = mine.ancestors[-depth] if depth <= len(mine.ancestors) else ""
+            if ours == theirs:
+                continue
+            up = attrs.get(theirs)
+            if up is None:
+                return False
+            held = left.setdefault(theirs, up.allocated.copy())
+            ups.append(held)
+            if not _both(space, task.resreq, up.deserved):
+                continue
+            if not _over_where(space, held, up.deserved, task.resreq):
+                return False
+        return True
+
+    def _build(self, ssn: Session, hierarchy: bool) -> dict[str, _Attr]:
+        space = ssn.space
+        total = ssn.snapshot.total_allocatable()
+        inf = np.full(len(space), np.inf)
+        attrs: dict[str, _Attr] = {}
+        for name, q in ssn.queues.items():
+            spec = q.deserved_spec
+            deserved = np.where(np.isinf(spec), 0.0, spec) if spec is not None else space.zeros()
+            attrs[name] = _Attr(
+                q,
+                "",
+                deserved,
+                q.capability.copy(),
+                q.guarantee.copy(),
+                inf.copy(),
+                space.zeros(),
+                space.zeros(),
+            )
+        if not hierarchy:
+            guarantees = sum((q.guarantee for q in ssn.queues.values()), space.zeros())
+            for a in attrs.values():
+                free = np.maximum(total - guarantees, 0.0) + a.guarantee
+                a.real_capability = np.minimum(a.capability, free)
+                a.deserved = np.maximum(np.minimum(a.deserved, a.real_capability), a.guarantee)
+            return attrs
+        parents = self._parents(ssn)
+        for name, a in attrs.items():
+            a.parent = parents[name]
+            if a.parent in attrs:
+                attrs[a.parent].children.append(name)
+        if ROOT not in attrs:  # the operator always has it; a bare manifest set may not
+            root_queue = Queue(
+                ROOT, ROOT, 1, inf.copy(), space.zeros(), None, "", "Open", False, 0, 0.0, {}
+            )
+            attrs[ROOT] = _Attr(
+                root_queue,
+                "",
+                space.zeros(),
+                inf.copy(),
+                space.zeros(),
+                inf.copy(),
+                space.zeros(),
+                space.zeros(),
+            )
+            for name, a in attrs.items():
+                if a.parent == ROOT:
+                    attrs[ROOT].children.append(name)
+        root = attrs[ROOT]
+        root.real_capability = root.capability.copy()  # unbounded where root names no amount
+
+        def walk(parent: _Attr, ancestors: list[str]) -> None:
+            kids = [attrs[c] for c in sorted(parent.children)]
+            guarantees = sum((k.guarantee for k in kids), space.zeros())
+            for k in kids:
+                k.deserved = np.maximum(k.deserved, k.guarantee)
+                k.capability = np.where(np.isinf(k.capability), parent.capability, k.capability)
+            if parent.queue.name == ROOT:
+                parent.guarantee = guarantees
+                parent.deserved = sum((k.deserved for k in kids), space.zeros())
+            for k in kids:
+                free = np.maximum(parent.real_capability - guarantees, 0.0) + k.guarantee
+                k.real_capability = np.minimum(free, k.capability)
+                k.ancestors = [*ancestors, parent.queue.name]
+                walk(k, k.ancestors)
+
+        walk(root, [])
+        return attrs
 
     def _parents(self, ssn: Session) -> dict[str, str]:
         """Each queue's parent; a queue whose place in the tree is invalid hangs under root."""
         queues = ssn.queues
         parents = {name: "" if name == ROOT else (q.parent or ROOT) for name, q in queues.items()}
+        in_cycle: set[str] = set()
+        for name in queues:
+            seen: list[str] = []
+            at = name
+            while at and at in parents and at not in seen:
+                seen.append(at)
+                at = parents[at]
+            if at == name:
+                in_cycle.update(seen)  # every queue of a cycle hangs under root
         for name, q in sorted(queues.items()):
             problem = ""
             parent = parents[name]
-            seen = {name}
-            at = parent
-            while at and at in parents:
-                if at in seen:
-                    problem = f"spec.parent: queue {name!r} is its own ancestor (a parent cycle)"
-                    break
-                seen.add(at)
-                at = parents[at]
+            if name in in_cycle:
+                problem = f"spec.parent: queue {name!r} is its own ancestor (a parent cycle)"
             if not problem and parent and parent != ROOT and parent not in queues:
                 problem = f"spec.parent: queue {parent!r} does not exist"
             if not problem and parent in queues and parent != ROOT:
@@ -234,10 +432,18 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                         f"spec.guarantee: {', '.join(names)} exceeds the guarantee of its parent "
                         f"{parent!r}"
                     )
-            if problem and self.option.hierarchy:
+            if problem:
                 log.warning("queue %s: %s; placed under root for now", name, problem)
                 ssn.result.events.append(
                     Event("Queue", "", name, "Warning", "InvalidQueue", problem)
                 )
                 parents[name] = ROOT
         return parents
+
+
+def _shares_ancestor(mine: _Attr, theirs: _Attr, level: int) -> bool:
+    """``sharesAnyNonRootAncestorWithinLevel``: the two queues have a common ancestor other
+    than root among their ancestors at depth 1..``level``."""
+    ours = {mine.ancestors[-d] for d in range(1, level + 1) if d <= len(mine.ancestors)}
+    other = {theirs.ancestors[-d] for d in range(1, level + 1) if d <= len(theirs.ancestors)}
+    return bool((ours & other) - {ROOT})

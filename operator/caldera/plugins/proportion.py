@@ -217,14 +217,16 @@ class ProportionPlugin(Plugin[ProportionArgs]):
             if job.min_resources is not None:
                 shares[job.queue].inqueue += job.min_resources
 
-        def reclaimable(reclaimer: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
+        def reclaimable(_: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
+            # Volcano's proportion ReclaimableFn: a victim while its queue (less the victims
+            # already offered) holds more than it deserves. The "queue holds less than the
+            # reclaimer asks" guard is gone from Volcano (2025): the node's idle room and
+            # other queues' victims count towards the reclaim too.
             left: dict[str, Vector] = {}
             victims = []
             for task in reclaimees:
                 s = shares[ssn.jobs[task.job].queue]
                 alloc = left.setdefault(s.queue.name, s.allocated.copy())
-                if np.any((alloc < reclaimer.resreq - 0.1)[space.quota]):
-                    continue
                 if not le_all(space, alloc, s.deserved):
                     alloc -= task.resreq
                     victims.append(task)

@@ -73,6 +73,9 @@ class Explanation:
     """Pods the next session's preempt or reclaim would evict to make room for it."""
     no_victims: str = ""
     """Why preempt or reclaim would evict nothing for it (empty: they did not try)."""
+    victim_nodes: dict[str, str] = field(default_factory=dict)
+    """Node → why preempt or reclaim could not make room for it there (the nodes they tried
+    or ruled out, as many as the session kept)."""
     topology: TopologyTrace | None = None
     """The next session's HyperNode search for the pod's job (jobs with network topology)."""
     taken: str = ""
@@ -223,6 +226,7 @@ def _explain(
         session=next_.text,
         victims=next_.victims,
         no_victims=next_.no_victims,
+        victim_nodes=next_.victim_nodes,
         topology=next_.topology,
         taken=_taken(next_, {v.node for v in verdicts if v.fits}),
         chosen=chosen,
@@ -239,6 +243,7 @@ class _Next:
     text: str
     victims: list[str]
     no_victims: str
+    victim_nodes: dict[str, str]
     topology: TopologyTrace | None
     bound: bool
     binds: list[tuple[str, str]]
@@ -273,6 +278,7 @@ def _next_session(
         f"{e.namespace}/{e.name} ({e.reason})" for e in result.evictions if e.preemptor == key
     )
     note = "" if victims else result.preemption_notes.get(key, "")
+    per_node = {} if victims else dict(result.preemption_nodes.get(key, {}))
     pod = copy.pods[key]
     group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
     trace = result.topology.get(f"{pod.metadata.namespace}/{group}")
@@ -285,8 +291,8 @@ def _next_session(
             text = f"{cond.reason}: {cond.message}"
     for pod_key, node in binds:
         if pod_key == key:
-            return _Next(f"bound to {node}", victims, note, trace, True, binds)
-    return _Next(text, victims, note, trace, False, binds)
+            return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds)
+    return _Next(text, victims, note, per_node, trace, False, binds)
 
 
 def _taken(next_: _Next, fitting: set[str]) -> str:
@@ -316,6 +322,7 @@ def to_json(ex: Explanation) -> str:
         "victims": ex.victims,
         "takenBy": ex.taken or None,
         "noVictims": ex.no_victims or None,
+        "noVictimsByNode": ex.victim_nodes or None,
         "node": ex.chosen,
         "topology": _topology_doc(ex.topology),
         "preFilter": ex.pre_filter,
@@ -409,6 +416,8 @@ def to_table(ex: Explanation) -> str:
         lines.append(f"it would evict: {', '.join(ex.victims)}")
     elif ex.no_victims:
         lines.append(f"it would evict nothing: {ex.no_victims}")
+    if not ex.victims:
+        lines += [f"  {node}: {why}" for node, why in sorted(ex.victim_nodes.items())]
     if ex.topology is not None:
         lines += _topology_lines(ex.topology)
     if ex.pre_filter:

@@ -45,6 +45,17 @@ from caldera.plugins.predicates.volume_binding import VolumeBinding
 __all__ = ["TEMPLATE_UID_ANNOTATION", "PredicatesArgs", "PredicatesPlugin", "ShapePoint"]
 
 TEMPLATE_UID_ANNOTATION = "volcano.sh/template-uid"
+CURABLE = frozenset(
+    {
+        interpod.ANTI_AFFINITY_REASON,
+        interpod.EXISTING_ANTI_AFFINITY_REASON,
+        ports.REASON,
+        spread.NOT_MATCH,
+    }
+)
+"""Reasons kube-scheduler's filters return as ``Unschedulable`` (not ``…AndUnresolvable``):
+evicting pods from the node may cure them, so preemption keeps such nodes in play
+(InterPodAffinity's anti-affinity either way, NodePorts, PodTopologySpread's skew)."""
 
 
 class ShapePoint(Args):
@@ -138,6 +149,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         ssn.predicate_point.add(self.name, self.predicate)
         if any(f.simulate is not None for f in self.filters):
             ssn.simulate_predicate_point.add(self.name, self.simulate)
+            ssn.releasable_reasons.update(CURABLE)
         if self.volume_binding is not None:
             ssn.pre_bind_point.add(self.name, self.volume_binding.pre_bind)
         if self.dynamic_resources is not None:

@@ -1,0 +1,393 @@
+"""Volcano's per-task victim search: walk the nodes, evict in victim order until the task fits.
+
+``preempt`` and ``reclaim`` make room for one pending task at a time the way Volcano 1.15 does
+(``normalPreempt`` and ``preemptorFitsOnNode`` in ``actions/preempt/preempt.go``,
+``reclaimForTask`` in ``actions/reclaim/reclaim.go``):
+
+1. **Nodes in play.** The task's filters run once. A node is ruled out by a reason evictions
+   cannot cure (kube's ``UnschedulableAndUnresolvable``: node affinity, taints, pod affinity...);
+   reasons a victim can cure (``ssn.releasable_reasons``: pod anti-affinity either way, host
+   ports, spread skew, shared-card capacity) keep it in play
+   (``Session.PredicateForPreemptAction``). A job bound to a HyperNode tier may only use the
+   nodes of the HyperNode it is in, or of any HyperNode of that tier before it has a node.
+2. **Every node, best score first.** The first node that works wins. A node whose future idle
+   resources plus everything its candidates hold could not hold the task is skipped without a
+   look (one ``np.bincount`` per requested resource over all nodes): the same answer as looking,
+   since the plugins only ever offer a subset of the candidates (``util.ValidateVictims``).
+3. **On a node.** The action's filter picks the candidates (reclaim: a node without any is no
+   reclaim candidate at all); the plugins' victim tiers choose among them; the victims are
+   evicted in victim order (``Session.victim_order``, Volcano's ``BuildVictimsPriorityQueue``) while
+   the task does not fit: its queue allocatable (preempt only), its request within the node's
+   future idle resources, and its filters passing on the node as it is then. Evictions go into a
+   statement of the node, merged into the job's on success and discarded otherwise.
+
+With ``enableTopologyAwarePreemption`` (preempt), candidate nodes are dry-run instead
+(``utils.SelectVictimsOnNode``): victims are removed in victim order until the task fits, then
+reprieved in reverse order wherever it still fits; the first ``candidate_nodes()`` nodes that
+work are compared as kube-scheduler compares them (lowest highest victim priority, lowest sum
+of priorities, fewest victims, node score) and the best is evicted.
+
+Why a task got nothing is kept per node for ``caldera explain`` (``result.preemption_nodes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from caldera.actions._evict import BoolArray, CandidateArgs, VictimTable, candidate_nodes
+from caldera.api.job import Job
+from caldera.api.queue import Queue
+from caldera.api.task import Task
+from caldera.framework import points as rules
+from caldera.framework.points import Point
+from caldera.framework.session import Session, VictimFn
+from caldera.framework.statement import Statement
+from caldera.models.volcano import NetworkTopologySpec
+
+__all__ = ["NODES_NOTED", "NodeWalk", "hard_topology"]
+
+NODES_NOTED = 16
+"""Nodes per pod whose reason is kept for ``caldera explain``."""
+
+Filter = Callable[[Task], BoolArray]
+"""Preemptor → the victim-table rows it may evict (the action's own rule)."""
+
+
+def hard_topology(job: Job) -> NetworkTopologySpec | None:
+    """The job's hard ``networkTopology`` (None: none, or soft)."""
+    spec = job.network_topology
+    return spec if spec is not None and spec.mode == "hard" else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A dry-run plan of the topology-aware mode: the node and the victims it needs."""
+
+    row: int
+    victims: list[Task]
+    rank: int
+
+    def cost(self) -> tuple[int, int, int, int]:
+        """kube-scheduler's ``pickOneNodeForPreemption`` order, lowest first."""
+        prios = [v.priority for v in self.victims]
+        return (max(prios, default=-(2**31)), sum(prios), len(prios), self.rank)
+
+
+class NodeWalk:
+    """One action's victim search: the victim table and the plugins' victim tiers it uses."""
+
+    def __init__(
+        self,
+        ssn: Session,
+        args: CandidateArgs,
+        reason: str,
+        tiers: Point[VictimFn],
+        *,
+        allocatable: bool,
+        needs_candidates: bool,
+        topology_aware: bool = False,
+    ) -> None:
+        self.ssn = ssn
+        self.table = VictimTable(ssn)
+        self.reason = reason
+        self.tiers = tiers
+        """The plugins' victim tiers (``preemptable`` or ``reclaimable``)."""
+        self.allocatable = allocatable
+        """Preempt: the preemptor's queue must be allocatable for it to fit (reclaim: no)."""
+        self.needs_candidates = needs_candidates
+        """Reclaim: a node holding no candidate is not a reclaim candidate."""
+        self.topology_aware = topology_aware
+        self.second_pass = False
+        """Set for preempt's within-job pass: a task's notes from the first pass are kept."""
+        self.limit = candidate_nodes(args, len(ssn.nodes))
+        """Dry-run candidates the topology-aware mode compares (``findCandidates``)."""
+
+    # -- notes ---------------------------------------------------------------------------------
+
+    def note(self, task: Task, why: str) -> None:
+        notes = self.ssn.result.preemption_notes
+        if self.second_pass:
+            notes.setdefault(task.key, f"{self.reason}: {why}")
+        else:
+            notes[task.key] = f"{self.reason}: {why}"
+
+    def note_node(self, task: Task, row: int, why: str) -> None:
+        per_node = self.ssn.result.preemption_nodes.setdefault(task.key, {})
+        name = self.ssn.nodes.names[row]
+        if len(per_node) < NODES_NOTED and not (self.second_pass and name in per_node):
+            per_node[name] = f"{self.reason}: {why}"
+
+    def succeeded(self, task: Task) -> None:
+        self.ssn.result.preemption_notes.pop(task.key, None)
+        self.ssn.result.preemption_nodes.pop(task.key, None)
+        self.ssn.refusals.pop(task.uid, None)
+
+    # -- the search ----------------------------------------------------------------------------
+
+    def make_room(
+        self, stmt: Statement, task: Task, job: Job, queue: Queue, rows_of: Filter
+    ) -> bool:
+        """Pipeline ``task`` on the first node (best score first) where evicting victims among
+        its ``rows_of`` candidates makes it fit; the evictions and the pipeline go into
+        ``stmt``. False (and nothing changed) when no node works."""
+        ssn = self.ssn
+        ssn.result.preemption_attempts += 1
+        if not self.second_pass:
+            ssn.result.preemption_nodes.pop(task.key, None)
+        message = ssn.pre_predicate(task)
+        if message is not None:
+            self.note(task, f"the pod fits no node at all ({message})")
+            return False
+        rows, curable = self._in_play(task, job)
+        if not len(rows):
+            return False
+        mask = rows_of(task) & self.table.held
+        req = task.resreq
+        cols = np.flatnonzero(req)
+        freed = self.table.releasable(mask, cols)
+        future = ssn.nodes.future_idle
+        could = (future[rows][:, cols] + freed[rows] >= req[cols] - 1e-9).all(axis=1)
+        if self.needs_candidates:
+            holds = np.bincount(self.table.node[mask], minlength=len(ssn.nodes)) > 0
+            could &= holds[rows]
+        for row in rows[~could][:NODES_NOTED].tolist():
+            why = "no candidate victims here" if self.needs_candidates else "too little room"
+            self.note_node(task, row, f"{why} even if every pod it may evict were gone")
+        rows = rows[could]
+        if not len(rows):
+            self.note(task, self._nowhere(mask))
+            return False
+        if len(rows) > 1:
+            scores = ssn.node_order(task, rows)
+            rows = rows[np.argsort(-scores, kind="stable")]
+        if self.topology_aware:
+            return self._topology_aware(stmt, task, queue, rows, mask, curable)
+        for row in rows.tolist():
+            if self._on_node(stmt, task, queue, row, mask, bool(curable[row])):
+                self.succeeded(task)
+                return True
+        self.note(task, f"no node of the {len(rows)} examined could be freed for it")
+        return False
+
+    def _nowhere(self, mask: BoolArray) -> str:
+        if not mask.any():
+            if self.needs_candidates:
+                return "no running pod of another reclaimable queue to reclaim"
+            return "no running pod it may evict (see the rules of this action)"
+        return "no node where evicting the pods it may evict would make enough room"
+
+    def _in_play(self, task: Task, job: Job) -> tuple[npt.NDArray[np.intp], BoolArray]:
+        """Rows the task may use, in row order, and which of them only fail on curable reasons
+        (over all nodes)."""
+        ssn = self.ssn
+        n = len(ssn.nodes)
+        feasible = np.ones(n, dtype=bool)
+        curable = np.zeros(n, dtype=bool)
+        ruled: dict[int, str] = {}
+        for why, rejected in ssn.predicate(task):
+            if why in ssn.releasable_reasons:
+                curable |= rejected
+            else:
+                feasible &= ~rejected
+                for row in np.flatnonzero(rejected)[:NODES_NOTED].tolist():
+                    ruled.setdefault(row, why)
+        domain = self._domain(job)
+        if domain is not None:
+            for row in np.flatnonzero(feasible & ~domain)[:NODES_NOTED].tolist():
+                ruled.setdefault(row, "outside the HyperNode the job is bound to")
+            feasible &= domain
+        for row, why in list(ruled.items())[:NODES_NOTED]:
+            self.note_node(task, row, f"ruled out by a filter evictions cannot cure ({why})")
+        rows = np.flatnonzero(feasible)
+        if not len(rows):
+            self.note(task, "every node is ruled out by a filter evictions cannot cure")
+        return rows, curable
+
+    def _domain(self, job: Job) -> BoolArray | None:
+        """For a job with a hard network topology: the nodes it may still use (those of the
+        HyperNode of its highest allowed tier it already runs in, else of any HyperNode of that
+        tier). None: the job is not bound to a HyperNode."""
+        spec = hard_topology(job)
+        tree = self.ssn.hypernodes
+        if spec is None or tree is None or not len(tree):
+            return None
+        tier = spec.highest_tier_allowed
+        if tier is None and spec.highest_tier_name:
+            tier = tree.tier_of_name(spec.highest_tier_name)
+        tiers = [t for t in tree.tiers if tier is None or t <= tier]
+        allowed = np.zeros(len(self.ssn.nodes), dtype=bool)
+        if not tiers:
+            return allowed
+        top = tiers[-1]
+        used = job.node_rows()
+        if len(used):
+            holder = tree.holding(used, top)
+            if holder >= 0:
+                allowed[tree.rows[holder]] = True
+            return allowed
+        allowed |= tree.domain[top] >= 0
+        return allowed
+
+    def _candidates(self, row: int, mask: BoolArray) -> list[Task]:
+        table = self.table
+        return [
+            t
+            for t in self.ssn.nodes.tasks[row].values()
+            if (i := table.index.get(t.uid)) is not None and mask[i]
+        ]
+
+    def _victims(self, task: Task, row: int, mask: BoolArray) -> list[Task] | None:
+        """The victims the plugins allow on ``row`` (empty: none needed or none allowed), or
+        None when the node cannot work (``util.ValidateVictims``)."""
+        ssn = self.ssn
+        candidates = self._candidates(row, mask)
+        if self.needs_candidates and not candidates:
+            self.note_node(task, row, "no pod of another reclaimable queue runs here")
+            return None
+        victims = (rules.intersection(self.tiers, task, candidates) if candidates else None) or []
+        req = task.resreq
+        cols = np.flatnonzero(req)
+        room = ssn.nodes.future_idle[row, cols].copy()
+        for v in victims:
+            room += v.resreq[cols]
+        if not (room >= req[cols] - 1e-9).all():
+            self.note_node(task, row, self._refused(task, candidates, victims))
+            return None
+        return victims
+
+    def _refused(self, task: Task, candidates: Sequence[Task], allowed: Sequence[Task]) -> str:
+        if not candidates:
+            return "too little room and no pod it may evict here"
+        refusals = self.ssn.refusals_of(self.tiers, task, candidates)
+        kept = {id(v) for v in allowed}
+        parts = []
+        for plugin, refused in refusals.items():
+            names = [t.key for t in refused if id(t) not in kept]
+            if names:
+                parts.append(f"{', '.join(sorted(names))} protected by {plugin}")
+        protected = "; ".join(parts) if parts else "the victims allowed free too little"
+        return f"not enough room even after evicting what the plugins allow ({protected})"
+
+    def fits(self, task: Task, queue: Queue, row: int, check_filters: bool) -> bool:
+        """``preemptorFitsOnNode``: the queue allocatable (preempt), the request within the
+        node's future idle resources, the filters passing on the node as it is now."""
+        ssn = self.ssn
+        if self.allocatable and not ssn.allocatable(queue, task):
+            return False
+        req = task.resreq
+        cols = np.flatnonzero(req)
+        if not (ssn.nodes.future_idle[row, cols] >= req[cols] - 1e-9).all():
+            return False
+        return not (check_filters and ssn.simulate_predicate(task, row))
+
+    def _evict_until_fit(
+        self,
+        node_stmt: Statement,
+        task: Task,
+        queue: Queue,
+        row: int,
+        victims: list[Task],
+        curable: bool,
+    ) -> bool:
+        """Evict ``victims`` in victim order while ``task`` does not fit ``row``; whether it
+        fits in the end."""
+        fit = self.fits(task, queue, row, curable)
+        for victim in self.ssn.victim_order(victims, task):
+            if fit:
+                break
+            node_stmt.evict(victim, self.reason, task.key)
+            self.table.evicted(victim)
+            fit = self.fits(task, queue, row, True)
+        return fit
+
+    def _on_node(
+        self, stmt: Statement, task: Task, queue: Queue, row: int, mask: BoolArray, curable: bool
+    ) -> bool:
+        victims = self._victims(task, row, mask)
+        if victims is None:
+            return False
+        node_stmt = self.ssn.statement()
+        if self._evict_until_fit(node_stmt, task, queue, row, victims, curable):
+            node_stmt.pipeline(task, row)
+            stmt.absorb(node_stmt)
+            return True
+        self.rollback(node_stmt)
+        self.note_node(task, row, self._still_short(task, queue))
+        return False
+
+    def _still_short(self, task: Task, queue: Queue) -> str:
+        """Why ``task`` still does not fit once every allowed victim is gone."""
+        if self.allocatable and not self.ssn.allocatable(queue, task):
+            why = self.ssn.refusals.get(task.uid, f"queue {queue.name} is not allocatable")
+            return f"its queue does not allow it even after evicting every victim ({why})"
+        return "it still does not fit after evicting every victim"
+
+    def rollback(self, node_stmt: Statement) -> None:
+        evicted = node_stmt.evicted()
+        node_stmt.discard()
+        for t in evicted:
+            self.table.restore(t)
+
+    # -- enableTopologyAwarePreemption ---------------------------------------------------------
+
+    def _dry_run(
+        self, task: Task, queue: Queue, row: int, mask: BoolArray, curable: bool
+    ) -> list[Task] | None:
+        """``SelectVictimsOnNode``: the fewest victims (removed in victim order, reprieved in
+        reverse) with which ``task`` fits ``row``; None when it cannot fit. Leaves the session
+        as it was."""
+        victims = self._victims(task, row, mask)
+        if victims is None:
+            return None
+        node_stmt = self.ssn.statement()
+        removed: list[Task] = []
+        fit = self.fits(task, queue, row, curable)
+        for victim in self.ssn.victim_order(victims, task):
+            if fit:
+                break
+            node_stmt.evict(victim, self.reason, task.key)
+            removed.append(victim)
+            fit = self.fits(task, queue, row, True)
+        if not fit:
+            node_stmt.discard()
+            self.note_node(task, row, self._still_short(task, queue))
+            return None
+        chosen: list[Task] = []
+        for victim in reversed(removed):  # reprieve the higher-ordered victims first
+            node_stmt.reprieve(victim)
+            if not self.fits(task, queue, row, True):
+                node_stmt.evict(victim, self.reason, task.key)
+                chosen.append(victim)
+        node_stmt.discard()
+        return chosen
+
+    def _topology_aware(
+        self,
+        stmt: Statement,
+        task: Task,
+        queue: Queue,
+        rows: npt.NDArray[np.intp],
+        mask: BoolArray,
+        curable: BoolArray,
+    ) -> bool:
+        found: list[_Candidate] = []
+        for rank, row in enumerate(rows.tolist()):
+            victims = self._dry_run(task, queue, row, mask, bool(curable[row]))
+            if victims is not None:
+                found.append(_Candidate(row, victims, rank))
+                if len(found) >= max(self.limit, 1):
+                    break
+        if not found:
+            self.note(task, f"no node of the {len(rows)} examined could be freed for it")
+            return False
+        best = min(found, key=_Candidate.cost)
+        for victim in best.victims:
+            stmt.evict(victim, self.reason, task.key)
+            self.table.evicted(victim)
+        stmt.pipeline(task, best.row)
+        self.succeeded(task)
+        return True

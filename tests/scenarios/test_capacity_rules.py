@@ -1,0 +1,161 @@
+"""capacity reclaims as Volcano 1.15's ``capacity.go`` decides: a table in the style of its
+``capacity_test.go``, each case named after the Go function whose rule it checks."""
+
+from __future__ import annotations
+
+import pytest
+from test_capacity import capacity_policy
+from test_preempt_rules import Case, check, cluster, job
+
+from builders import Obj, node, open_session, pod, podgroup, queue, scenario
+
+RECLAIM = "enqueue, allocate, reclaim"
+
+
+def policy(*, hierarchy: bool = False) -> str:
+    """Reclaim with capacity choosing the victims: gang and conformance, in the first tier,
+    would otherwise decide for it (Volcano's tier rule; volcano#5896)."""
+    text = capacity_policy(RECLAIM, hierarchy=hierarchy)
+    for name in ("gang", "conformance"):
+        text = text.replace(f"- name: {name}\n", f"- name: {name}\n    enableReclaimable: false\n")
+    assert text.count("enableReclaimable: false") == 2
+    return text
+
+
+def leveled(level: int) -> str:
+    text = policy(hierarchy=True)
+    return text.replace(
+        "    enableHierarchy: true",
+        f"    enableHierarchy: true\n    arguments:\n      ancestorReclaimLevel: {level}",
+    )
+
+
+def _two_teams() -> list[Obj]:
+    """root → eng (deserved 2) → e1 (deserved 1), root → ops (deserved 2) → o1 (deserved 2),
+    root → z (deserved 2); e1 runs 2 cpu (over its deserved, eng at its deserved), o1 runs 2
+    cpu; z waits for 1 cpu on the full 4-cpu node."""
+    objs: list[Obj] = [node("n1", cpu="4", memory="32Gi")]
+    objs += [queue("eng", deserved={"cpu": "2"}), queue("ops", deserved={"cpu": "2"})]
+    objs += [queue("e1", parent="eng", deserved={"cpu": "1"})]
+    objs += [queue("o1", parent="ops", deserved={"cpu": "2"}), queue("z", deserved={"cpu": "2"})]
+    objs += job("e", pods=2, node_name="n1", q="e1")
+    objs += job("o", pods=2, node_name="n1", q="o1")
+    objs += job("w", q="z")
+    return objs
+
+
+CASES = {
+    "isImmediateVictim: a queue without deserved is reclaimed from first": Case(
+        cluster(
+            node("n1", cpu="2", memory="32Gi"),
+            queue("free"),
+            queue("paid", deserved={"cpu": "2"}),
+            job("a", cpu="2", node_name="n1", q="free"),
+            job("b", cpu="2", q="paid"),
+        ),
+        policy(),
+        {"a-0"},
+    ),
+    "Preemptive: some requested resource within deserved is enough (cpu, not memory)": Case(
+        cluster(
+            node("n1", cpu="4", memory="8Gi"),
+            queue("qa", deserved={"cpu": "2", "memory": "4Gi"}),
+            queue("qb", deserved={"cpu": "1", "memory": "1Gi"}),
+            job("a", cpu="1", memory="6Gi", node_name="n1", q="qa"),
+            job("b", cpu="3", memory="1Gi", node_name="n1", q="qb"),
+            job("more", cpu="1", memory="1Gi", q="qa"),
+        ),
+        policy(),
+        {"b-0"},
+    ),
+    "no OverusedFn: hierarchical capacity reclaims on a full cluster": Case(
+        cluster(
+            node("n1", cpu="4", memory="32Gi"),
+            queue("qa", parent="root", deserved={"cpu": "2"}),
+            queue("qb", parent="root", deserved={"cpu": "2"}),
+            job("b", pods=2, cpu="2", node_name="n1", q="qb"),
+            job("a", cpu="2", q="qa"),
+        ),
+        policy(hierarchy=True),
+        {"b-0", "b-1"},
+        exactly=1,
+    ),
+    "checkGuaranteeConstraint: a victim never breaks its queue's guarantee": Case(
+        cluster(
+            node("n1", cpu="4", memory="32Gi"),
+            queue("kept", deserved={"cpu": "1"}, guarantee={"cpu": "3"}),
+            queue("paid", deserved={"cpu": "3"}),
+            job("a", pods=3, node_name="n1", q="kept"),
+            job("x", node_name="n1", q="paid"),
+            job("b", q="paid"),
+        ),
+        policy(),
+        set(),
+    ),
+    "shouldSkipReclaimee: a victim sharing no requested resource is skipped": Case(
+        cluster(
+            node("n1", cpu="2", memory="8Gi"),
+            queue("qa"),
+            queue("qb", deserved={"cpu": "2"}),
+            job("cpu", cpu="2", memory=None, node_name="n1", q="qa", created=1_700_000_000.0),
+            job("mem", cpu=None, memory="4Gi", node_name="n1", q="qa", created=1_700_000_100.0),
+            job("b", cpu="2", memory=None, q="qb"),
+        ),
+        policy(),
+        {"cpu-0"},
+    ),
+    "checkDeservedExceedance: a queue within its deserved keeps its pods": Case(
+        cluster(
+            node("n1", cpu="4", memory="32Gi"),
+            queue("qa", deserved={"cpu": "2"}),
+            queue("qb", deserved={"cpu": "4"}),
+            job("a", pods=2, node_name="n1", q="qa"),
+            job("x", pods=2, node_name="n1", q="qb"),
+            job("b", q="qb"),
+        ),
+        policy(),
+        set(),
+    ),
+    "ancestorReclaimLevel 0: the leaf over its deserved is enough": Case(
+        _two_teams(), leveled(0), {"e-0", "e-1"}, exactly=1
+    ),
+    "getReclaimeeAncestorToCheck: with level 1 the victim's parent must be over too": Case(
+        _two_teams(), leveled(1), set()
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_capacity_reclaim(case: Case) -> None:
+    check(case, scenario(case.objects, policy_yaml=case.policy, cycles=case.cycles))
+
+
+def test_with_hierarchy_a_job_in_a_parent_queue_waits_and_says_why() -> None:
+    objs: list[Obj] = [node("n1", cpu="4", memory="32Gi")]
+    objs += [queue("team"), queue("leaf", parent="team")]
+    objs += [podgroup("p", queue="team", phase="Pending"), pod("p-0", group="p")]
+    sim = scenario(objs, policy_yaml=policy(hierarchy=True))
+    result = sim.cycles[0].result
+    assert not result.binds
+    events = [e.message for e in result.events if e.kind == "PodGroup" and e.name == "p"]
+    assert any("jobs run only in leaf queues" in m for m in events), events
+    (group,) = [g for g in result.podgroups if g.name == "p"]
+    assert "jobs run only in leaf queues" in group.conditions[0].message
+    assert "jobs run only in leaf queues" in result.pod_conditions[0].message
+
+
+def test_with_hierarchy_victims_come_from_the_nearest_relatives_first() -> None:
+    # VictimQueueOrderFn: a sibling under the same parent before a cousin across root
+    objs: list[Obj] = [node("n1", cpu="4", memory="32Gi")]
+    objs += [queue("eng", deserved={"cpu": "4"}), queue("ops")]
+    objs += [queue("e1", parent="eng", deserved={"cpu": "2"}), queue("e2", parent="eng")]
+    objs += [queue("o1", parent="ops")]
+    objs += job("w", q="e1")
+    ssn = open_session(
+        cluster(objs, job("e", node_name="n1", q="e2"), job("o", node_name="n1", q="o1")),
+        policy(hierarchy=True),
+    )
+    victims = [t for j in ssn.jobs.values() if j.name in ("e", "o") for t in j.tasks.values()]
+    (preemptor,) = ssn.jobs["default/w"].tasks.values()
+    assert [t.name for t in ssn.victim_order(victims, preemptor)] == ["e-0", "o-0"]
+    assert [t.name for t in ssn.victim_order(victims[::-1], preemptor)] == ["e-0", "o-0"]
