@@ -212,7 +212,7 @@ def _explain(args: argparse.Namespace) -> int:
         console.say(str(exc))
         return console.USAGE
     console.out(explain_json(ex) if args.output == "json" else explain_table(ex))
-    return _verdict(args, len(inputs.loaded.warnings))
+    return _verdict(args, len(inputs.loaded.warnings) + inputs.problems)
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -238,7 +238,7 @@ def _simulate(args: argparse.Namespace) -> int:
                 seen.add(str(problem))
                 console.say(str(problem))
     console.out(to_json(sim) if args.output == "json" else to_table(sim))
-    return _verdict(args, len(inputs.loaded.warnings) + len(seen))
+    return _verdict(args, len(inputs.loaded.warnings) + inputs.problems + len(seen))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -82,10 +82,9 @@ def test_binary_junk_is_an_error_naming_the_file(
     [
         pytest.param("", id="an empty file"),
         pytest.param("# nothing here\n---\n", id="only comments"),
-        pytest.param(POD, id="pods but no node"),
     ],
 )
-def test_manifests_without_a_node_are_an_error(
+def test_manifests_with_nothing_to_schedule_are_an_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
 ) -> None:
     path = write(tmp_path, text)
@@ -95,14 +94,33 @@ def test_manifests_without_a_node_are_an_error(
     assert error_line(capsys) == f"caldera: no nodes in {path}: nothing to schedule on"
 
 
-def test_a_node_skipped_as_malformed_is_reported_before_the_error(
+def test_pods_without_a_node_are_decided_as_far_as_they_can_be(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, POD)
+    no_nodes = (
+        f"caldera: no nodes in {path}: no pod can be placed; admission, phases and reasons only"
+    )
+    assert main(["simulate", path]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [no_nodes]
+    assert "default/p  Unschedulable  0/0 nodes are available" in out
+    assert main(["simulate", "--strict", path]) == 1
+    capsys.readouterr()
+    assert main(["explain", "p", path]) == 0
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [no_nodes]
+    assert "verdict: 0/0 nodes are available" in out
+
+
+def test_a_node_skipped_as_malformed_is_reported_before_the_no_nodes_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, NODE.replace('cpu: "4"', "cpu: four"), POD)
-    assert main(["simulate", path]) == 2
+    assert main(["simulate", path]) == 0
     first, second = capsys.readouterr().err.splitlines()
     assert first.startswith(f"caldera: {path}: Node n1: status.allocatable: cpu: invalid quantity")
-    assert second == f"caldera: no nodes in {path}: nothing to schedule on"
+    assert second.startswith(f"caldera: no nodes in {path}: no pod can be placed")
 
 
 def test_a_directory_without_manifests_is_an_error(

@@ -449,3 +449,43 @@ def test_a_gang_bound_to_a_hypernode_takes_all_its_victims_from_one_hypernode() 
     sim = scenario(_bound_to_a_leaf(running_on=None, pending=2), policy_yaml=PREEMPT)
     nodes = {name.split("-")[1] for name, _ in evictions(sim)}
     assert len(evictions(sim)) == 4 and len(nodes) == 1 and nodes <= {"n1", "n2"}
+
+
+def test_a_sub_group_bound_to_a_hypernode_takes_all_its_victims_from_one_hypernode() -> None:
+    objs = _bound_to_a_leaf(running_on=None, pending=0)
+    objs = [o for o in objs if o.metadata.name != "high"]
+    tp = {
+        "name": "tp",
+        "subGroupSize": 2,
+        "matchLabelKeys": ["replica"],
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    objs.append(
+        podgroup(
+            "high", min_member=2, phase="Inqueue", priority_class="high", sub_group_policy=[tp]
+        )
+    )
+    # each pod prefers a node of its own: free, they would spread over both HyperNodes
+    objs += [
+        pod(
+            f"high-{i}",
+            group="high",
+            cpu="2",
+            priority_class="high",
+            labels={"replica": "a"},
+            affinity=_prefers(f"n{i + 1}"),
+        )
+        for i in range(2)
+    ]
+    sim = scenario(objs, policy_yaml=PREEMPT)
+    nodes = {name.split("-")[1] for name, _ in evictions(sim)}
+    assert len(evictions(sim)) == 4 and len(nodes) == 1 and nodes <= {"n1", "n2"}
+
+
+def _prefers(node_name: str) -> dict[str, object]:
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node_name]}]}
+    return {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": term}]
+        }
+    }

@@ -55,18 +55,26 @@ def job(
     min_member: int = 1,
     created: float | None = None,
     memory: str | None = None,
+    namespace: str = "default",
     **extra: object,
 ) -> list[Obj]:
     """A job of ``pods`` pods (running on ``node_name``, else pending) in queue ``q``."""
     phase = "Running" if node_name else "Inqueue"
     out: list[Obj] = [
         podgroup(
-            name, min_member=min_member, queue=q, phase=phase, priority_class=prio, created=created
+            name,
+            namespace=namespace,
+            min_member=min_member,
+            queue=q,
+            phase=phase,
+            priority_class=prio,
+            created=created,
         )
     ]
     out.extend(
         pod(
             f"{name}-{i}",
+            namespace=namespace,
             group=name,
             cpu=cpu,
             memory=memory,

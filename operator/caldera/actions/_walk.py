@@ -8,8 +8,9 @@
    cannot cure (kube's ``UnschedulableAndUnresolvable``: node affinity, taints, pod affinity...);
    reasons a victim can cure (``ssn.releasable_reasons``: pod anti-affinity either way, host
    ports, spread skew, shared-card capacity) keep it in play
-   (``Session.PredicateForPreemptAction``). A job bound to a HyperNode tier may only use the
-   nodes of the HyperNode it is in, or of any HyperNode of that tier before it has a node.
+   (``Session.PredicateForPreemptAction``). A job (or sub-group) bound to a HyperNode tier may
+   only use the nodes of the HyperNode it runs in, or of any HyperNode of that tier before it
+   has a node (Volcano skips such jobs, volcano#4374).
 2. **Every node, best score first.** The first node that works wins. A node whose future idle
    resources plus everything its candidates hold could not hold the task is skipped without a
    look (one ``np.bincount`` per requested resource over all nodes): the same answer as looking,
@@ -101,6 +102,9 @@ class NodeWalk:
         self.needs_candidates = needs_candidates
         """Reclaim: a node holding no candidate is not a reclaim candidate."""
         self.topology_aware = topology_aware
+        self._asks_for: Task | None = None
+        self._asks: list[tuple[int, float]] = []
+        """The task ``fits`` last looked at, and its non-zero requests as (column, amount)."""
         self.second_pass = False
         """Set for preempt's within-job pass: a task's notes from the first pass are kept."""
         self.limit = candidate_nodes(args, len(ssn.nodes))
@@ -149,29 +153,35 @@ class NodeWalk:
         req = task.resreq
         cols = np.flatnonzero(req)
         freed = self.table.releasable(mask, cols)
-        future = ssn.nodes.future_idle
-        could = (future[rows][:, cols] + freed[rows] >= req[cols] - 1e-9).all(axis=1)
+        freed += ssn.nodes.future_idle[:, cols]
+        room: BoolArray = np.all(freed >= req[cols] - 1e-9, axis=1)
         if self.needs_candidates:
-            holds = np.bincount(self.table.node[mask], minlength=len(ssn.nodes)) > 0
-            could &= holds[rows]
-        for row in rows[~could][:NODES_NOTED].tolist():
-            why = "no candidate victims here" if self.needs_candidates else "too little room"
-            self.note_node(task, row, f"{why} even if every pod it may evict were gone")
+            room &= np.bincount(self.table.node[mask], minlength=len(ssn.nodes)) > 0
+        could = room[rows]
+        pruned = rows[~could]
         rows = rows[could]
         if not len(rows):
+            self._note_pruned(task, pruned)
             self.note(task, self._nowhere(mask))
             return False
         if len(rows) > 1:
             scores = ssn.node_order(task, rows)
             rows = rows[np.argsort(-scores, kind="stable")]
         if self.topology_aware:
-            return self._topology_aware(stmt, task, queue, rows, mask, curable)
+            return self._topology_aware(stmt, task, queue, rows, mask, curable, pruned)
         for row in rows.tolist():
             if self._on_node(stmt, task, queue, row, mask, bool(curable[row])):
                 self.succeeded(task)
                 return True
+        self._note_pruned(task, pruned)
         self.note(task, f"no node of the {len(rows)} examined could be freed for it")
         return False
+
+    def _note_pruned(self, task: Task, pruned: npt.NDArray[np.intp]) -> None:
+        """Say why the nodes skipped without a look were skipped (once nothing worked)."""
+        why = "no candidate victims here" if self.needs_candidates else "too little room"
+        for row in pruned[:NODES_NOTED].tolist():
+            self.note_node(task, row, f"{why} even if every pod it may evict were gone")
 
     def _nowhere(self, mask: BoolArray) -> str:
         if not mask.any():
@@ -195,10 +205,10 @@ class NodeWalk:
                 feasible &= ~rejected
                 for row in np.flatnonzero(rejected)[:NODES_NOTED].tolist():
                     ruled.setdefault(row, why)
-        domain = self._domain(job)
+        domain = self._domain(job, task)
         if domain is not None:
             for row in np.flatnonzero(feasible & ~domain)[:NODES_NOTED].tolist():
-                ruled.setdefault(row, "outside the HyperNode the job is bound to")
+                ruled.setdefault(row, "outside the HyperNode its job is bound to")
             feasible &= domain
         for row, why in list(ruled.items())[:NODES_NOTED]:
             self.note_node(task, row, f"ruled out by a filter evictions cannot cure ({why})")
@@ -207,14 +217,31 @@ class NodeWalk:
             self.note(task, "every node is ruled out by a filter evictions cannot cure")
         return rows, curable
 
-    def _domain(self, job: Job) -> BoolArray | None:
-        """For a job with a hard network topology: the nodes it may still use (those of the
-        HyperNode of its highest allowed tier it already runs in, else of any HyperNode of that
-        tier). None: the job is not bound to a HyperNode."""
-        spec = hard_topology(job)
+    def _domain(self, job: Job, task: Task) -> BoolArray | None:
+        """For a job, or the task's sub-group, with a hard network topology: the nodes the task
+        may still use (those of the HyperNode of the highest allowed tier the job, or sub-group,
+        already runs in, else of any HyperNode of that tier). None: nothing binds it."""
         tree = self.ssn.hypernodes
-        if spec is None or tree is None or not len(tree):
+        if tree is None or not len(tree):
             return None
+        bounds: list[tuple[NetworkTopologySpec | None, list[str] | None]]
+        bounds = [(hard_topology(job), None)]
+        bounds += [
+            (sg.topology, sg.tasks)
+            for sg in job.subgroups
+            if task.uid in sg.tasks and sg.topology is not None and sg.topology.mode == "hard"
+        ]
+        allowed: BoolArray | None = None
+        for spec, among in bounds:
+            if spec is None:
+                continue
+            inside = self._inside(spec, job.node_rows(among=among))
+            allowed = inside if allowed is None else allowed & inside
+        return allowed
+
+    def _inside(self, spec: NetworkTopologySpec, used: npt.NDArray[np.intp]) -> BoolArray:
+        tree = self.ssn.hypernodes
+        assert tree is not None
         tier = spec.highest_tier_allowed
         if tier is None and spec.highest_tier_name:
             tier = tree.tier_of_name(spec.highest_tier_name)
@@ -223,7 +250,6 @@ class NodeWalk:
         if not tiers:
             return allowed
         top = tiers[-1]
-        used = job.node_rows()
         if len(used):
             holder = tree.holding(used, top)
             if holder >= 0:
@@ -276,11 +302,14 @@ class NodeWalk:
         """``preemptorFitsOnNode``: the queue allocatable (preempt), the request within the
         node's future idle resources, the filters passing on the node as it is now."""
         ssn = self.ssn
+        if self._asks_for is not task:
+            self._asks_for = task
+            cols = np.flatnonzero(task.resreq)
+            self._asks = list(zip(cols.tolist(), (task.resreq[cols] - 1e-9).tolist(), strict=True))
+        free = ssn.nodes.future_idle[row].tolist()
+        if any(free[c] < need for c, need in self._asks):
+            return False  # the cheapest test first: the answer is the same in any order
         if self.allocatable and not ssn.allocatable(queue, task):
-            return False
-        req = task.resreq
-        cols = np.flatnonzero(req)
-        if not (ssn.nodes.future_idle[row, cols] >= req[cols] - 1e-9).all():
             return False
         return not (check_filters and ssn.simulate_predicate(task, row))
 
@@ -373,6 +402,7 @@ class NodeWalk:
         rows: npt.NDArray[np.intp],
         mask: BoolArray,
         curable: BoolArray,
+        pruned: npt.NDArray[np.intp],
     ) -> bool:
         found: list[_Candidate] = []
         for rank, row in enumerate(rows.tolist()):
@@ -382,6 +412,7 @@ class NodeWalk:
                 if len(found) >= max(self.limit, 1):
                     break
         if not found:
+            self._note_pruned(task, pruned)
             self.note(task, f"no node of the {len(rows)} examined could be freed for it")
             return False
         best = min(found, key=_Candidate.cost)

@@ -73,14 +73,14 @@ class PreemptAction(Action[PreemptArgs]):
         )
         table = walk.table
         statuses = (TaskStatus.RUNNING, TaskStatus.BOUND)
-        victim_status = [t.status in statuses for t in table.tasks]
+        held = np.array([t.status in statuses for t in table.tasks], dtype=bool)
         task_key = ssn.task_order_key()
         for queue, jobs in queue_turns(ssn, by_queue):
-            qid = table.queue_ids.get(queue.name, -2)
+            in_queue = held & (table.queue == table.queue_ids.get(queue.name, -2))
             for job, tasks in jobs:
                 stmt = ssn.statement()
-                others = (table.queue == qid) & (table.job != table.job_id(job.uid))
-                rows_of = _rule(others, table.best_effort, victim_status)
+                others = in_queue & (table.job != table.job_id(job.uid))
+                rows_of = _rule(others, table.best_effort)
                 while ssn.job_starving(job) and tasks:
                     task = tasks.pop(0)
                     if _eligible(walk, task):
@@ -92,8 +92,8 @@ class PreemptAction(Action[PreemptArgs]):
             # preemption between the tasks of one job (``preemptorTasks`` rebuilt per job)
             walk.second_pass = True
             for job in by_queue[queue.name]:
-                own = table.job == table.job_id(job.uid)
-                rows_of = _rule(own, table.best_effort, victim_status)
+                own = held & (table.job == table.job_id(job.uid))
+                rows_of = _rule(own, table.best_effort)
                 for task in sorted(_waiting(job), key=task_key):
                     stmt = ssn.statement()
                     if _eligible(walk, task) and walk.make_room(stmt, task, job, queue, rows_of):
@@ -116,15 +116,12 @@ def _eligible(walk: NodeWalk, task: Task) -> bool:
     return True
 
 
-def _rule(
-    rows: BoolArray, best_effort: BoolArray, running: list[bool]
-) -> Callable[[Task], BoolArray]:
-    """Preempt's filter over the victim table: ``rows`` that are ``Running``/``Bound``; a
-    BestEffort preemptor only takes BestEffort pods."""
-    base: BoolArray = rows & np.array(running, dtype=bool)
-    be: BoolArray = base & best_effort
+def _rule(rows: BoolArray, best_effort: BoolArray) -> Callable[[Task], BoolArray]:
+    """Preempt's filter over the victim table (``rows``: ``Running``/``Bound`` tasks of the
+    jobs it may take from): a BestEffort preemptor only takes BestEffort pods."""
+    be: BoolArray = rows & best_effort
 
     def rows_of(task: Task) -> BoolArray:
-        return be if task.best_effort else base
+        return be if task.best_effort else rows
 
     return rows_of

@@ -143,6 +143,9 @@ class Session:
         fit, such as shared-device capacity): the victim search looks past them and checks the
         node with ``simulate_predicate`` once it has chosen victims."""
         self._handlers: list[EventHandler] | None = None
+        self._keys: dict[str, Callable[[Any], Any]] = {}
+        """The order points' sort keys, made once the plugins have registered (``open``)."""
+        self._victim_queue_keys: list[Callable[[Queue, Queue], Any]] | None = None
         self._scores: ScoreCache | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -156,6 +159,12 @@ class Session:
                 self.plugins.append(plugin)
                 plugin.on_session_open(self)
         self._handlers = list(self.event_handlers)
+        self._keys = {
+            "job": self.job_order_key(),
+            "queue": self.queue_order_key(),
+            "task": self.task_order_key(),
+        }
+        self._victim_queue_keys = list(self.victim_queue_order_point)
         self.result.timings["open"] = time.perf_counter() - start
 
     def run_actions(self) -> None:
@@ -169,14 +178,16 @@ class Session:
     def job_order_key(self) -> Callable[[Job], Any]:
         """Plugins' job order, then PodGroup creation time, then the job ID ``namespace/name``
         (Volcano's ``JobOrderFn`` fallback: ``CreationTimestamp``, then ``JobInfo.UID``)."""
-        return self.job_order_point.sort_key(lambda j: (j.creation, j.uid))
+        return self._keys.get("job") or self.job_order_point.sort_key(lambda j: (j.creation, j.uid))
 
     def queue_order_key(self) -> Callable[[Queue], Any]:
-        return self.queue_order_point.sort_key(lambda q: (q.creation, q.uid, q.name))
+        return self._keys.get("queue") or self.queue_order_point.sort_key(
+            lambda q: (q.creation, q.uid, q.name)
+        )
 
     def task_order_key(self) -> Callable[[Task], Any]:
         """Plugins' task order, then priority, creation time and name (Volcano's CompareTask)."""
-        return self.task_order_point.sort_key(
+        return self._keys.get("task") or self.task_order_point.sort_key(
             lambda t: (-t.priority, t.creation, t.namespace, t.name)
         )
 
@@ -312,6 +323,8 @@ class Session:
         tasks of one job in reverse task order; of two jobs of one queue, in reverse job
         order; of two queues, by the plugins' victim queue order for the preemptor's queue
         (capacity's hierarchy: the deeper common ancestor first), else in reverse queue order."""
+        if len(victims) < 2:
+            return list(victims)
         jobs, queues = self.jobs, self.queues
         mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
         named = sorted({jobs[v.job].queue for v in victims if v.job in jobs} & set(queues))
@@ -319,7 +332,9 @@ class Session:
             q.name: i
             for i, q in enumerate(sorted((queues[n] for n in named), key=self.queue_order_key()))
         }
-        plugin_keys = list(self.victim_queue_order_point)
+        plugin_keys = self._victim_queue_keys
+        if plugin_keys is None:
+            plugin_keys = list(self.victim_queue_order_point)
         by_queue: dict[str, tuple[Any, ...]] = {}
         for name in named:
             extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()

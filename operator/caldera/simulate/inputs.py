@@ -2,8 +2,10 @@
 
 The policy is ``--policy`` (a policy file or a ConfigMap manifest carrying one), else the policy
 ``manifests/`` installs. The manifests must give the scheduler something to work on: an input
-that cannot be read, or manifests without a single Node, stop the command with one line
-(:class:`InputError`); objects that are malformed are reported and skipped, and the rest runs.
+that cannot be read, or one without a Node, pod, PodGroup or Queue, stops the command with one
+line (:class:`InputError`); objects that are malformed are reported and skipped, and the rest
+runs. Workloads without a Node are decided as far as they can be (admission, phases, reasons)
+after one "no nodes" line, which counts as a problem for ``--strict``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class Inputs:
     registry: Registry
     policy: Policy
     loaded: Loaded
+    problems: int = 0
+    """Problems reported while reading beyond the loader's warnings (no nodes)."""
 
 
 def _named(sources: Sequence[str]) -> str:
@@ -61,10 +65,14 @@ def read_inputs(
         raise InputError("; ".join(loaded.errors))
     for message in [*loaded.warnings, *loaded.notes]:
         report(message)
-    if not loaded.state.nodes:
-        where = _named(sources) if sources else "the cluster"
+    state = loaded.state
+    if state.nodes:
+        return Inputs(registry, policy, loaded)
+    where = _named(sources) if sources else "the cluster"
+    if not (state.pods or state.podgroups or state.queues):
         raise InputError(f"no nodes in {where}: nothing to schedule on")
-    return Inputs(registry, policy, loaded)
+    report(f"no nodes in {where}: no pod can be placed; admission, phases and reasons only")
+    return Inputs(registry, policy, loaded, problems=1)
 
 
 def pending_pods(state: ClusterState, scheduler_names: Iterable[str]) -> int:
