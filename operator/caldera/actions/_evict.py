@@ -181,7 +181,6 @@ class VictimTable:
         tasks: list[Task] = []
         for row_tasks in ssn.nodes.tasks:
             tasks.extend(t for t in row_tasks.values() if t.status in _VICTIM_STATUSES)
-        tasks.sort(key=lambda t: t.node)  # grouped by node (they are already: a no-op pass)
         self.tasks = tasks
         self.index = {t.uid: i for i, t in enumerate(tasks)}
         queues = sorted({ssn.jobs[t.job].queue for t in tasks if t.job in ssn.jobs})
@@ -202,10 +201,6 @@ class VictimTable:
         self.held = np.array([t.preemptable for t in tasks], dtype=bool)
         """Still holding its resources and preemptable (``volcano.sh/preemptable``)."""
         self.n_nodes = len(ssn.nodes)
-        owners, starts = np.unique(self.node, return_index=True)
-        self._owners: npt.NDArray[np.intp] = owners
-        """Nodes that hold rows, and where each one's rows start (rows are grouped by node)."""
-        self._starts: npt.NDArray[np.intp] = starts
 
     def job_id(self, uid: str) -> int:
         """The row value of job ``uid`` (-1: it has no task here)."""
@@ -223,15 +218,12 @@ class VictimTable:
             self.held[i] = task.preemptable
 
     def releasable(self, mask: BoolArray, cols: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        """Per node, the sum of the masked tasks' requests of resources ``cols`` (nodes × cols).
-
-        Rows are grouped by node (the table is built node by node), so this is one segment sum
-        per node (``np.add.reduceat``) over the masked requests: each node's own rows only, as
-        exact as summing them one by one."""
-        out = np.zeros((self.n_nodes, len(cols)), dtype=np.float64)
-        if len(self._starts):
-            values = self.resreq[:, cols] * mask[:, None]
-            out[self._owners] = np.add.reduceat(values, self._starts, axis=0)
+        """Per node, the sum of the masked tasks' requests of resources ``cols`` (nodes × cols)."""
+        rows = np.flatnonzero(mask)
+        nodes = self.node[rows]
+        out = np.empty((self.n_nodes, len(cols)), dtype=np.float64)
+        for k, c in enumerate(cols.tolist()):
+            out[:, k] = np.bincount(nodes, weights=self.resreq[rows, c], minlength=self.n_nodes)
         return out
 
 

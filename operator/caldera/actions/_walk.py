@@ -275,15 +275,24 @@ class NodeWalk:
             self.note_node(task, row, "no pod of another reclaimable queue runs here")
             return None
         victims = (rules.intersection(self.tiers, task, candidates) if candidates else None) or []
-        req = task.resreq
-        cols = np.flatnonzero(req)
-        room = ssn.nodes.future_idle[row, cols].copy()
+        self._asks_of(task)
+        room = ssn.nodes.future_idle[row].tolist()
         for v in victims:
-            room += v.resreq[cols]
-        if not (room >= req[cols] - 1e-9).all():
+            held = v.resreq.tolist()
+            for c, _ in self._asks:
+                room[c] += held[c]
+        if any(room[c] < need for c, need in self._asks):
             self.note_node(task, row, self._refused(task, candidates, victims))
             return None
         return victims
+
+    def _asks_of(self, task: Task) -> None:
+        """Set :attr:`_asks` to ``task``'s non-zero requests (kept while it is the same task)."""
+        if self._asks_for is not task:
+            self._asks_for = task
+            cols = np.flatnonzero(task.resreq)
+            need = (task.resreq[cols] - 1e-9).tolist()
+            self._asks = list(zip(cols.tolist(), need, strict=True))
 
     def _refused(self, task: Task, candidates: Sequence[Task], allowed: Sequence[Task]) -> str:
         if not candidates:
@@ -302,10 +311,7 @@ class NodeWalk:
         """``preemptorFitsOnNode``: the queue allocatable (preempt), the request within the
         node's future idle resources, the filters passing on the node as it is now."""
         ssn = self.ssn
-        if self._asks_for is not task:
-            self._asks_for = task
-            cols = np.flatnonzero(task.resreq)
-            self._asks = list(zip(cols.tolist(), (task.resreq[cols] - 1e-9).tolist(), strict=True))
+        self._asks_of(task)
         free = ssn.nodes.future_idle[row].tolist()
         if any(free[c] < need for c, need in self._asks):
             return False  # the cheapest test first: the answer is the same in any order

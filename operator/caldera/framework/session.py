@@ -326,28 +326,31 @@ class Session:
         if len(victims) < 2:
             return list(victims)
         jobs, queues = self.jobs, self.queues
-        mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
-        named = sorted({jobs[v.job].queue for v in victims if v.job in jobs} & set(queues))
-        queue_rank = {
-            q.name: i
-            for i, q in enumerate(sorted((queues[n] for n in named), key=self.queue_order_key()))
-        }
-        plugin_keys = self._victim_queue_keys
-        if plugin_keys is None:
-            plugin_keys = list(self.victim_queue_order_point)
         by_queue: dict[str, tuple[Any, ...]] = {}
-        for name in named:
-            extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()
-            by_queue[name] = (*extra, -queue_rank[name])
-        owners = sorted(
-            (jobs[j] for j in {v.job for v in victims} if j in jobs), key=self.job_order_key()
-        )
-        job_rank = {j.uid: i for i, j in enumerate(owners)}
-        task_rank = {id(t): i for i, t in enumerate(sorted(victims, key=self.task_order_key()))}
+        named = sorted({jobs[v.job].queue for v in victims if v.job in jobs} & set(queues))
+        if len(named) > 1:  # one queue (preempt's case): nothing to compare
+            mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
+            ranked = sorted((queues[n] for n in named), key=self.queue_order_key())
+            queue_rank = {q.name: i for i, q in enumerate(ranked)}
+            plugin_keys = self._victim_queue_keys
+            if plugin_keys is None:
+                plugin_keys = list(self.victim_queue_order_point)
+            for name in named:
+                extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()
+                by_queue[name] = (*extra, -queue_rank[name])
+        owned = {v.job for v in victims}
+        job_rank: dict[str, int] = {}
+        if len(owned) > 1:
+            owners = sorted((jobs[j] for j in owned if j in jobs), key=self.job_order_key())
+            job_rank = {j.uid: i for i, j in enumerate(owners)}
+        task_rank: dict[int, int] = {}
+        if len(owned) < len(victims):  # some job offers two: their task order matters
+            ranked_tasks = sorted(victims, key=self.task_order_key())
+            task_rank = {id(t): i for i, t in enumerate(ranked_tasks)}
 
         def key(t: Task) -> tuple[Any, ...]:
-            queue = jobs[t.job].queue if t.job in jobs else ""
-            return (by_queue.get(queue, ()), -job_rank.get(t.job, -1), -task_rank[id(t)])
+            queue = jobs[t.job].queue if by_queue and t.job in jobs else ""
+            return (by_queue.get(queue, ()), -job_rank.get(t.job, -1), -task_rank.get(id(t), 0))
 
         return sorted(victims, key=key)
 
