@@ -165,32 +165,28 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                     told.add(job.uid)
                     ssn.record_event(job, "Warning", "Unschedulable", why)
                 return False
-            for a in chain(queue.name):
-                if not le_where(space, a.allocated + task.resreq, a.real_capability, task.resreq):
-                    over = overrun(
-                        space,
-                        [(a.allocated, "held"), (task.resreq, "requested")],
-                        a.real_capability,
-                        "capability",
-                    )
-                    ssn.refuse(task, f"queue {a.queue.name} is at its capability: {over}")
-                    return False
-            return True
+            return all(within_capability(a, task) for a in chain(queue.name))
+
+        def within_capability(a: _Attr, task: Task) -> bool:
+            """The task keeps queue ``a`` within its real capability (else it is told why)."""
+            if le_where(space, a.allocated + task.resreq, a.real_capability, task.resreq):
+                return True
+            over = overrun(
+                space,
+                [(a.allocated, "held"), (task.resreq, "requested")],
+                a.real_capability,
+                "capability",
+            )
+            ssn.refuse(task, f"queue {a.queue.name} is at its capability: {over}")
+            return False
 
         def preemptive(queue: Queue, task: Task) -> bool:
             a = attrs.get(queue.name)
             if not queue.is_open or a is None:
                 return False
-            used = a.allocated + task.resreq
-            if not le_where(space, used, a.real_capability, task.resreq):
-                over = overrun(
-                    space,
-                    [(a.allocated, "held"), (task.resreq, "requested")],
-                    a.real_capability,
-                    "capability",
-                )
-                ssn.refuse(task, f"queue {queue.name} is at its capability: {over}")
+            if not within_capability(a, task):
                 return False
+            used = a.allocated + task.resreq
             if _partly_within(space, used, a.deserved, task.resreq):
                 return True
             if hierarchy and level > 0:
