@@ -1,20 +1,22 @@
-"""Making room for one task by evicting others: the victim search ``preempt`` and ``reclaim`` share.
+"""The victim table both victim searches use, and the gang-aware search of ``gangpreempt`` and
+``gangreclaim``.
 
 Every placed task that could ever be a victim is one row of a :class:`VictimTable` built once per
 action: node, request, queue, job, priority, and whether it still holds its resources. For a
 preemptor the action's own rule (same queue, other queue, same job...) is a boolean mask over
-those rows; summing the masked requests per node (one ``np.add.at``) gives what evictions could
-free on every node at once, so only nodes where the preemptor would then fit are examined, and
-only up to ``max_candidates`` of them, best node score first.
+those rows; summing the masked requests per node (one ``np.bincount`` per resource) gives what
+evictions could free on every node at once. ``preempt`` and ``reclaim`` (Volcano's search,
+:mod:`caldera.actions._walk`) use that to skip nodes that could never work.
 
-On each examined node the plugins' victim tiers (``ssn.preemptable`` / ``ssn.reclaimable``) choose
-among the node's eligible tasks; the cheapest victims come first (a victim whose job would drop
-below its minAvailable counts as its whole gang, then lower priority, then the youngest) and are
-taken until the preemptor fits the node's future idle resources. Of the examined nodes the one
-whose victim set is cheapest wins (fewest pods counted that way, then the lowest priority among
-them, then node score). Victims are evicted and the preemptor pipelined in the caller's
-statement, so a gang that cannot be pipelined as a whole evicts nothing: the statement is
-discarded.
+The gang-aware search (:func:`evict_for`) examines only nodes where the preemptor would then fit,
+up to ``max_candidates`` of them, best node score first. On each, the plugins' victim tiers
+(``ssn.preemptable`` / ``ssn.reclaimable``) choose among the node's eligible tasks; the cheapest
+victims come first (a victim whose job would drop below its minAvailable counts as its whole
+gang, then lower priority, then the youngest) and are taken until the preemptor fits the node's
+future idle resources. Of the examined nodes the one whose victim set is cheapest wins (fewest
+pods counted that way, then the lowest priority among them, then node score). Victims are
+evicted and the preemptor pipelined in the caller's statement, so a gang that cannot be
+pipelined as a whole evicts nothing: the statement is discarded.
 """
 
 from __future__ import annotations

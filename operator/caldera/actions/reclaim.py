@@ -8,8 +8,8 @@ As Volcano 1.15's ``reclaim`` (``Action.Execute`` and ``reclaimForTask`` in
   serves the queue's next job in job order, and the queue goes back in line (keyed by its share
   as that job left it) while it has jobs left.
 - **A job's tasks.** In task order, while the job is starving. A task with ``preemptionPolicy:
-  Never``, one whose pre-filter fails, or one its queue may not grow by (``Preemptive``; for
-  proportion: within its deserved share, for capacity: see the plugin) is passed over and the
+  Never``, one its queue may not grow by (``Preemptive``; for proportion: within its deserved
+  share, for capacity: see the plugin), or one whose pre-filter fails is passed over and the
   next task is tried.
 - **Where.** Only a node holding ``Running``, preemptable tasks of *another* queue that is
   reclaimable (``spec.reclaimable``, default true) is a reclaim candidate; reclaim never
@@ -105,13 +105,10 @@ class ReclaimAction(Action[ReclaimArgs]):
 
     @staticmethod
     def _may_reclaim(ssn: Session, walk: NodeWalk, job: Job, task: Task) -> bool:
-        """The per-task gates of Volcano's reclaim loop, in its order."""
+        """The per-task gates of Volcano's reclaim loop (its pre-filter is the walk's first
+        step)."""
         if task.spec.preemption_policy == "Never":
             walk.note(task, "its preemptionPolicy is Never")
-            return False
-        message = ssn.pre_predicate(task)
-        if message is not None:
-            walk.note(task, f"the pod fits no node at all ({message})")
             return False
         queue = ssn.queues[job.queue]
         if not ssn.preemptive(queue, task):
