@@ -34,7 +34,7 @@ async def serve_health(address: str, ready: asyncio.Event) -> web.AppRunner:
     async def readyz(_: web.Request) -> web.Response:
         if ready.is_set():
             return web.Response(text="ok")
-        return web.Response(status=503, text="cache not synced yet")
+        return web.Response(status=503, text="not ready yet: listing the cluster")
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)

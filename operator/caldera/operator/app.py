@@ -231,8 +231,12 @@ async def _start(runtime: Runtime) -> None:
             )
 
     spawn = runtime.tasks.append
+    if runtime.scheduler.worker is not None:
+        runtime.scheduler.worker.start()  # it imports for a second while the informers list
+    ready = asyncio.Event()
+    spawn(asyncio.create_task(_ready_when_warm(runtime, ready), name="ready"))
     if s.healthz_address:
-        health = await serve_health(s.healthz_address, cache.synced)
+        health = await serve_health(s.healthz_address, ready)
         spawn(asyncio.create_task(_hold(health.cleanup)))
     if s.listen_address:
         metrics = await serve_metrics(s.listen_address, m.registry)
@@ -250,9 +254,7 @@ async def _start(runtime: Runtime) -> None:
         events.queue,
     ):
         spawn(asyncio.create_task(queue.run(), name=f"writer-{queue.name}"))
-    if runtime.scheduler.worker is not None:
-        runtime.scheduler.worker.start()  # while the informers list
-    spawn(asyncio.create_task(runtime.scheduler.run(), name="sessions"))
+    spawn(asyncio.create_task(runtime.scheduler.run(ready), name="sessions"))
     spawn(asyncio.create_task(_say_synced(runtime, asyncio.get_running_loop().time())))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
     spawn(asyncio.create_task(_watch_loop_lag(runtime)))
@@ -272,6 +274,17 @@ async def _start(runtime: Runtime) -> None:
         )
     )
     runtime.started.set()
+
+
+async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
+    """Ready (``/readyz``, and the first session) once the cache has every listing and the
+    session process has started: a pod created then is decided at once, not after the
+    process's imports."""
+    if runtime.cache is not None:
+        await runtime.cache.synced.wait()
+    if runtime.scheduler is not None and runtime.scheduler.worker is not None:
+        await runtime.scheduler.worker.warm()
+    ready.set()
 
 
 async def _say_synced(runtime: Runtime, since: float) -> None:

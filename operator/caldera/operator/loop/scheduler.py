@@ -95,9 +95,10 @@ class Scheduler:
         self._sent: set[str] = set()
         """Pods of the running session already handed to the binder."""
 
-    async def run(self) -> None:
-        """Run sessions until cancelled: after the initial sync, then as the trigger says."""
-        await self.cache.synced.wait()
+    async def run(self, ready: asyncio.Event | None = None) -> None:
+        """Run sessions until cancelled: once ``ready`` (default: the initial sync), then as
+        the trigger says."""
+        await (ready or self.cache.synced).wait()
         while True:
             await self.trigger.wait()
             try:
@@ -108,6 +109,8 @@ class Scheduler:
                 # one failed session (a worker that died, a bug on one object) must not stop
                 # scheduling: the next session starts afresh
                 log.exception("session failed; the next one starts afresh")
+            finally:
+                self.trigger.done()
 
     async def tick(self) -> CycleResult | None:
         """Run one session if this replica leads; returns its result."""

@@ -28,7 +28,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from typing import Any
@@ -184,6 +184,8 @@ class SessionWorker:
         self._reader: threading.Thread | None = None
         self._fresh = True
         """The process has nothing yet: the next session sends everything."""
+        self._warm: Future[int] | None = None
+        """Done once the process has started and imported what sessions need."""
 
     def start(self) -> None:
         """Start the process now (it takes a second to import), not at the first session."""
@@ -193,13 +195,23 @@ class SessionWorker:
             self._pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=context, initializer=_start, initargs=(self._stream,)
             )
-            self._pool.submit(int)  # spawns the process and runs the initializer
+            self._warm = self._pool.submit(int)  # spawns the process, runs the initializer
             self._fresh = True
             loop = asyncio.get_running_loop()
             self._reader = threading.Thread(
                 target=self._read, args=(self._stream, loop), name="bind-stream", daemon=True
             )
             self._reader.start()
+
+    async def warm(self) -> None:
+        """Wait until the process is up and has imported what a session needs (about a second
+        after :meth:`start`), so the first session does not pay for it."""
+        self.start()
+        if self._warm is not None:
+            try:
+                await asyncio.wrap_future(self._warm)
+            except BrokenProcessPool:
+                self.close()  # the next session starts a new one
 
     def _read(self, stream: Any, loop: asyncio.AbstractEventLoop) -> None:
         """Hand the binds sent ahead to the event loop (a thread: the queue's get blocks)."""
