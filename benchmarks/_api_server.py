@@ -448,7 +448,10 @@ class Cluster:
         if self.api is not None:
             selector = f"{RUN_LABEL}={self.setup.run}"
             with contextlib.suppress(Exception):
-                await self.core.delete_collection_namespaced_pod(NAMESPACE, label_selector=selector)
+                # at once: pods bound to fake nodes have no kubelet to confirm a graceful end
+                await self.core.delete_collection_namespaced_pod(
+                    NAMESPACE, label_selector=selector, grace_period_seconds=0
+                )
                 await self.custom.delete_collection_namespaced_custom_object(
                     *PODGROUPS, label_selector=selector
                 )

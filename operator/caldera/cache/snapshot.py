@@ -385,7 +385,16 @@ def build_snapshot(
         jobs[key] = job
 
     held: dict[str, tuple[Task, str]] = {}
+    gone: list[str] = []
+    """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
+    deletes them), and are reported once, with a count."""
+    gone_nodes: set[str] = set()
     for key, pod in sorted(state.pods.items()):
+        if pod.spec.node_name and pod.spec.node_name not in state.nodes:
+            if _task_status(pod) not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+                gone.append(key)
+                gone_nodes.add(pod.spec.node_name)
+                continue
         ours = pod.spec.scheduler_name in names
         job_key = ""
         why = ""
@@ -428,11 +437,19 @@ def build_snapshot(
         if pod.spec.node_name and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
             i = table.index.get(pod.spec.node_name)
             if i is None:
-                if pod.spec.node_name not in state.nodes:
-                    b.problem("Pod", key, f"spec.nodeName: node {pod.spec.node_name} is unknown")
-                continue
+                continue  # its node is not Ready: the pod still holds it
             task.node = i
             table.add_task(i, task)
+
+    if gone:
+        nodes = sorted(gone_nodes)
+        named = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        b.problem(
+            "Pod",
+            gone[0] + (f" and {len(gone) - 1} more" if len(gone) > 1 else ""),
+            f"spec.nodeName: {len(gone)} pods are bound to nodes that do not exist ({named}); "
+            "they hold nothing until the pod garbage collector deletes them",
+        )
 
     for key, pg in state.podgroups.items():
         if pg.spec.sub_group_policy and key in jobs:

@@ -54,11 +54,17 @@ class Simulation:
 
 
 def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list[str]:
-    """Give our pods without a PodGroup one, as the PodGroup controller would."""
+    """Give our pods without a PodGroup one, as the PodGroup controller would: running ones
+    too (they count against their queue, as in the operator's in-memory groups), but not those
+    on a node that no longer exists (they hold nothing)."""
     names = frozenset(scheduler_names)
     created = []
     for key, pod in sorted(state.pods.items()):
-        if pod.spec.scheduler_name not in names or pod.spec.node_name:
+        if pod.spec.scheduler_name not in names:
+            continue
+        if pod.spec.node_name and pod.spec.node_name not in state.nodes:
+            continue
+        if pod.status.phase in ("Succeeded", "Failed"):
             continue
         if GROUP_NAME_ANNOTATION in pod.metadata.annotations:
             continue
