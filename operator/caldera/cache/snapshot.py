@@ -72,6 +72,9 @@ class _Priorities:
         return self.default
 
 
+_FINISHED = ("Succeeded", "Failed")
+
+
 def _task_status(pod: Pod) -> TaskStatus:
     phase = pod.status.phase
     deleting = pod.metadata.deletion_timestamp is not None
@@ -390,11 +393,11 @@ def build_snapshot(
     deletes them), and are reported once, with a count."""
     gone_nodes: set[str] = set()
     for key, pod in sorted(state.pods.items()):
-        if pod.spec.node_name and pod.spec.node_name not in state.nodes:
-            if _task_status(pod) not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
-                gone.append(key)
-                gone_nodes.add(pod.spec.node_name)
-                continue
+        node_name = pod.spec.node_name
+        if node_name and node_name not in state.nodes and pod.status.phase not in _FINISHED:
+            gone.append(key)
+            gone_nodes.add(node_name)
+            continue
         ours = pod.spec.scheduler_name in names
         job_key = ""
         why = ""
