@@ -24,6 +24,7 @@ import orjson
 from kubernetes_asyncio import client
 
 from caldera.k8s.client import make_api_client
+from caldera.k8s.reachability import Reachability
 
 __all__ = [
     "JSON",
@@ -123,6 +124,7 @@ class Rest:
         timeout: float = 30.0,
         pool: int = 256,
         counter: Counter | None = None,
+        reachability: Reachability | None = None,
     ) -> None:
         cfg.connection_pool_maxsize = pool
         self.api_client = make_api_client(cfg)
@@ -133,6 +135,8 @@ class Rest:
         self._proxy = self.api_client.rest_client.proxy
         self._timeout = timeout
         self._count = counter or (lambda verb, resource: None)
+        self.reach = reachability or Reachability(say=False)
+        """Whether the server answers: one line per outage instead of one per request."""
 
     async def close(self) -> None:
         await self.api_client.close()
@@ -197,6 +201,10 @@ class Rest:
                     status = resp.status
         except TimeoutError:
             raise ApiTimeout(f"{verb} {path}: no answer within {wait:g}s") from None
+        except (aiohttp.ClientError, OSError) as exc:
+            self.reach.failure(exc)
+            raise
+        self.reach.answered()
         if status >= 300:
             raise _error(status, raw)
         return orjson.loads(raw) if raw else None
@@ -223,23 +231,33 @@ class Rest:
         }
         # the server ends the watch after timeoutSeconds; the client waits a little longer
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout)
-        async with self._session.get(
-            self._host + path,
-            params=query,
-            headers=await self._headers(JSON),
-            proxy=self._proxy,
-            timeout=timeout,
-        ) as resp:
+        try:
+            resp = await self._session.get(
+                self._host + path,
+                params=query,
+                headers=await self._headers(JSON),
+                proxy=self._proxy,
+                timeout=timeout,
+            )
+        except (aiohttp.ClientError, OSError) as exc:
+            self.reach.failure(exc)
+            raise
+        self.reach.answered()
+        async with resp:
             if resp.status >= 300:
                 raw = await resp.read()
                 raise _error(resp.status, raw)
             buffer = b""
-            async for chunk in resp.content.iter_any():
-                buffer += chunk
-                while (end := buffer.find(b"\n")) >= 0:
-                    line, buffer = buffer[:end], buffer[end + 1 :]
-                    if line.strip():
-                        yield _event(line)
+            try:
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    while (end := buffer.find(b"\n")) >= 0:
+                        line, buffer = buffer[:end], buffer[end + 1 :]
+                        if line.strip():
+                            yield _event(line)
+            except (aiohttp.ClientError, OSError) as exc:
+                self.reach.failure(exc)  # the server went away mid-watch
+                raise
             if buffer.strip():
                 yield _event(buffer)
 

@@ -35,6 +35,7 @@ from caldera.k8s.client import connection_info, load_configuration
 from caldera.k8s.endpoints import serve_health, serve_metrics
 from caldera.k8s.lease import LeaderGate
 from caldera.k8s.preflight import preflight
+from caldera.k8s.reachability import Reachability
 from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import Rest
 from caldera.models.kinds import KINDS, Kind
@@ -155,7 +156,11 @@ def _report_malformed(runtime: Runtime) -> Callable[[Kind, Mapping[str, Any], st
 async def _start(runtime: Runtime) -> None:
     s = runtime.settings
     m = runtime.metrics
-    rest = Rest(await load_configuration(s.kubeconfig), counter=m.count_request)
+    reach = Reachability(
+        on_failure=m.api_unreachable.inc,
+        on_change=lambda reachable: m.api_reachable.set(1 if reachable else 0),
+    )
+    rest = Rest(await load_configuration(s.kubeconfig), counter=m.count_request, reachability=reach)
     runtime.rest = rest
     events = EventPoster(rest, s.scheduler_names[0], enabled=s.post_events)
     status = StatusWriter(rest, events)

@@ -147,6 +147,17 @@ class Metrics:
             ("verb", "resource"),
             registry=registry,
         )
+        self.api_unreachable = Counter(
+            "caldera_api_unreachable_requests",
+            "Requests that found no API server (refused, reset or dropped connections)",
+            registry=registry,
+        )
+        self.api_reachable = Gauge(
+            "caldera_api_reachable",
+            "1 while the API server answers, 0 during an outage",
+            registry=registry,
+        )
+        self.api_reachable.set(1)
 
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()

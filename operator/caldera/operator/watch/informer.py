@@ -91,7 +91,8 @@ class Informer:
                     continue
                 log.warning("%s: %s; trying again", self._resource.plural, exc)
             except _READ_ERRORS as exc:
-                log.warning("%s: %s; trying again", self._resource.plural, describe(exc))
+                if not self._rest.reach.counted(exc):  # an outage is said once, not per kind
+                    log.warning("%s: %s; trying again", self._resource.plural, describe(exc))
             await asyncio.sleep(backoff * random.uniform(1.0, 1.5))
             backoff = min(backoff * 2, 30.0)
 

@@ -88,6 +88,8 @@ class Binder:
         self._resync: set[str] = set()
         self._locks = NodeLocks(rest, timeout)
         self._lock_waits: dict[str, float] = {}
+        self._causes: dict[str, BaseException] = {}
+        """Pod → why its binding call just failed (an outage is logged once, not per bind)."""
         self.throttle = Throttle(workers, name="bind")
         """Binds in flight: fewer while the API server is slow to answer."""
         self.queue: WorkQueue[str, Bind] = WorkQueue("bind", self._handle, workers=workers)
@@ -118,13 +120,15 @@ class Binder:
             if error is None:
                 self._bound(bind)
                 return True
-            log.warning(
-                "bind %s to %s failed: %s",
-                key,
-                bind.node,
-                error,
-                extra=about("Pod", bind.name, bind.namespace),
-            )
+            cause = self._causes.pop(key, None)
+            if cause is None or not self._rest.reach.counted(cause, "bind"):
+                log.warning(
+                    "bind %s to %s failed: %s",
+                    key,
+                    bind.node,
+                    error,
+                    extra=about("Pod", bind.name, bind.namespace),
+                )
             self._set_condition(
                 PodCondition(bind.namespace, bind.name, bind.uid, SCHEDULER_ERROR, message)
             )
@@ -227,6 +231,7 @@ class Binder:
             )
         except API_ERRORS as exc:
             self._observe(exc)
+            self._causes[f"{bind.namespace}/{bind.name}"] = exc
             return describe(exc)
         self.throttle.ok()
         return None

@@ -86,9 +86,13 @@ class Controllers:
                     content_type=MERGE_PATCH,
                 )
         except API_ERRORS as exc:
-            log.warning(
-                "queue %s: cannot set defaults: %s", name, describe(exc), extra=about("Queue", name)
-            )
+            if not self._rest.reach.counted(exc):
+                log.warning(
+                    "queue %s: cannot set defaults: %s",
+                    name,
+                    describe(exc),
+                    extra=about("Queue", name),
+                )
 
     async def create_podgroup(self, pod: Pod, min_member: int) -> bool:
         """Volcano's pg-controller duty: a PodGroup for a bare pod, then the annotation naming
@@ -113,12 +117,13 @@ class Controllers:
                 "patch", PODS, namespace=ns, name=name, body=patch, content_type=MERGE_PATCH
             )
         except API_ERRORS as exc:
-            log.warning(
-                "pod %s/%s: cannot annotate its PodGroup: %s",
-                ns,
-                name,
-                describe(exc),
-                extra=about("Pod", name, ns),
-            )
+            if not self._rest.reach.counted(exc):
+                log.warning(
+                    "pod %s/%s: cannot annotate its PodGroup: %s",
+                    ns,
+                    name,
+                    describe(exc),
+                    extra=about("Pod", name, ns),
+                )
             return classify(exc) is Outcome.NOT_FOUND
         return True

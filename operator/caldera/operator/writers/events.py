@@ -121,6 +121,8 @@ class EventPoster:
         try:
             await self._rest.call("create", EVENTS, namespace=namespace, body=body)
         except API_ERRORS as exc:  # informational only: log and move on
+            if self._rest.reach.counted(exc, "event"):
+                return True  # dropped, as any failed event is; the outage is said once
             log.warning(
                 "event %s on %s %s/%s not posted: %s",
                 event["reason"],
