@@ -21,11 +21,16 @@ Loads: a burst of ``--pods`` pods once ready (default); ``--rate`` R pods/s; ``-
 (each G pods with a PodGroup of minMember G); ``--pending-at-start`` N pods created before the
 operator starts; ``--restart``: ``--running`` bound pods exist and one pod arrives as the operator
 starts. In the last two modes the window and the latencies start at the operator's start.
-``--nodes`` and ``--running`` shape the emulator; a real cluster is used as it is.
+``--nodes`` and ``--running`` (bound, Running pods, in any mode) shape the emulator; a real cluster
+is used as it is. The peak resident memory of the operator's processes together is sampled every
+0.1 s (``peak_rss_mib``). ``--compare CHECKOUT`` runs the same load on another checkout's operator
+(the commit before a change) and prints both figures side by side.
 
     python benchmarks/operator_throughput.py --nodes 1000 --pods 5000 [--rate 500]
         [--gang-size 10] [--operator-arg=--schedule-period=500ms] [--json]
     python benchmarks/operator_throughput.py --restart --nodes 5000 --running 50000
+    python benchmarks/operator_throughput.py --nodes 1000 --running 3000 --rate 100 --pods 1000 \
+        --compare ../the-commit-before
 """
 
 from __future__ import annotations
@@ -96,6 +101,28 @@ def cpu_tree(root: int | None) -> Tree:
     return tree
 
 
+def rss_mib(pids: list[int]) -> float:
+    """Resident memory of ``pids`` together (MiB), from /proc/<pid>/status."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])  # kB
+                    break
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+async def sample_peak_rss(root: int | None, peak: list[float], every: float = 0.1) -> None:
+    """Keep ``peak[0]`` at the largest summed RSS of ``root`` and its descendants so far."""
+    while root is not None:
+        pids = [pid for pid, _start in cpu_tree(root)]
+        peak[0] = max(peak[0], rss_mib(pids))
+        await asyncio.sleep(every)
+
+
 def _alive(pid: int, start: int) -> bool:
     stat = _stat(pid)
     return stat is not None and stat[2] == start and stat[0] != "Z"
@@ -113,9 +140,11 @@ def _free_port() -> int:
 class Operator:
     """``python -m caldera run`` in a new session, its output in ``log``."""
 
-    def __init__(self, extra: list[str], log: Path) -> None:
+    def __init__(self, extra: list[str], log: Path, source: Path = ROOT / "operator") -> None:
         self.health, self.metrics_port = _free_port(), _free_port()
         self.extra, self.log = extra, log
+        self.source = source
+        """The operator's source root (another checkout's, for ``--compare``)."""
         self.proc: subprocess.Popen[bytes] | None = None
         self.started = 0.0
 
@@ -134,7 +163,7 @@ class Operator:
             *("--healthz-address", f"127.0.0.1:{self.health}"),
             *self.extra,
         ]
-        path = os.pathsep.join(filter(None, [str(ROOT / "operator"), os.environ.get("PYTHONPATH")]))
+        path = os.pathsep.join(filter(None, [str(self.source), os.environ.get("PYTHONPATH")]))
         with self.log.open("wb") as out:
             self.started = time.time()
             self.proc = subprocess.Popen(
@@ -225,7 +254,9 @@ def _mode(args: argparse.Namespace) -> str:
     return "+".join(m for m, on in (("gang", args.gang_size), ("rate", args.rate)) if on) or "burst"
 
 
-async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+async def bench(
+    args: argparse.Namespace, workdir: Path, source: Path = ROOT / "operator"
+) -> dict[str, Any]:
     run = f"bench-{secrets.token_hex(3)}" if args.kubeconfig else "bench"
     gang = args.gang_size or 0
     backlog = api.units(run, 0, args.pending_at_start, gang)
@@ -234,7 +265,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     setup = api.Setup(
         args.nodes,
         args.restart,
-        args.running if args.restart else 0,
+        args.running,
         backlog,
         pods,
         run,
@@ -248,7 +279,9 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     backend: api.Backend = (
         api.Cluster(args.kubeconfig, setup) if args.kubeconfig else api.Emulated(setup, workdir)
     )
-    op = Operator(extra, Path(args.operator_log or workdir / "operator.log"))
+    op = Operator(extra, Path(args.operator_log or workdir / "operator.log"), source)
+    peak = [0.0]
+    sampler: asyncio.Task[None] | None = None
     prestart = bool(args.restart or args.pending_at_start)  # the window starts with the process
     out: dict[str, Any] = {"mode": _mode(args), "pods": pods}
     cpu: list[Tree] = [{}]
@@ -260,6 +293,7 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             api_cpu.append(cpu_tree(backend.api_pid))
             await backend.mark(op.scrape)
         op.start(kubeconfig)
+        sampler = asyncio.create_task(sample_peak_rss(op.pid, peak))
         if args.restart:
             await backend.load(api.units(run, 0, 1, 0), 0.0)
         try:
@@ -283,6 +317,11 @@ async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         settled = (cpu_tree(op.pid), cpu_tree(backend.api_pid) if backend.api_pid else {})
         report = await backend.report()
     finally:
+        if sampler is not None:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+        out["peak_rss_mib"] = round(peak[0], 1)
         out["stopped_within_seconds"], out["leftover_processes"] = op.stop()
         out["operator_exit_code"] = op.exit_code
         await backend.close()
@@ -388,6 +427,7 @@ ORDER = [
     "requests_after_window",
     "failed_requests",
     "operator_processes",
+    "peak_rss_mib",
     "operator_exit_code",
     "stopped_within_seconds",
     "leftover_processes",
@@ -415,7 +455,17 @@ def main() -> None:
         action="store_true",
         help="--running pods run; one pod arrives at start (--pods unused)",
     )
-    add("--running", type=int, default=50_000, help="bound pods for --restart (default 50000)")
+    add(
+        "--running",
+        type=int,
+        help="bound, Running pods spread over the nodes (default: 50000 with --restart, else 0)",
+    )
+    add(
+        "--compare",
+        metavar="CHECKOUT",
+        help="run the same load on the operator of another checkout (say, the commit before) "
+        "and print both, side by side",
+    )
     add(
         "--gpus-per-node",
         type=int,
@@ -453,14 +503,27 @@ def main() -> None:
         parser.error("--restart takes no --rate, --gang-size or --pending-at-start")
     if not args.restart and args.pods + args.pending_at_start <= 0:
         parser.error("nothing to schedule: give --pods or --pending-at-start")
+    if args.running is None:
+        args.running = 50_000 if args.restart else 0
+    other = Path(args.compare).resolve() / "operator" if args.compare else None
+    if other is not None and not (other / "caldera").is_dir():
+        parser.error(f"--compare: no operator/caldera in {args.compare}")
 
-    with tempfile.TemporaryDirectory(prefix="caldera-bench-") as workdir:
-        try:
-            result = asyncio.run(bench(args, Path(workdir)))
-        except BenchError as exc:
-            print(f"operator_throughput: {exc}", file=sys.stderr)
-            sys.exit(1)
+    def one(source: Path) -> dict[str, Any]:
+        with tempfile.TemporaryDirectory(prefix="caldera-bench-") as workdir:
+            try:
+                result = asyncio.run(bench(args, Path(workdir), source))
+            except BenchError as exc:
+                print(f"operator_throughput: {exc}", file=sys.stderr)
+                sys.exit(1)
+        return result
+
+    result = one(ROOT / "operator")
     out = {key: result.get(key) for key in ORDER}
+    if other is not None:
+        before = one(other)
+        _side_by_side({key: before.get(key) for key in ORDER}, out, args.json)
+        return
     if args.json:
         print(json.dumps(out))
     else:
@@ -471,6 +534,27 @@ def main() -> None:
     if result["bound"] < result["pods"]:
         print(f"operator_throughput: {result['bound']} of {result['pods']} bound", file=sys.stderr)
         sys.exit(1)
+
+
+def _side_by_side(before: dict[str, Any], after: dict[str, Any], as_json: bool) -> None:
+    """The two runs of ``--compare``: every scalar figure, before and after, and their ratio."""
+    if as_json:
+        print(json.dumps({"before": before, "after": after}))
+        return
+    print(f"{'':>34}  {'before':>12}  {'after':>12}  {'after/before':>12}")
+    for key in ORDER:
+        a, b = before.get(key), after.get(key)
+        if isinstance(a, dict) or isinstance(b, dict):
+            continue
+        ratio = ""
+        if (
+            isinstance(a, int | float)
+            and isinstance(b, int | float)
+            and a
+            and not isinstance(a, bool)
+        ):
+            ratio = f"{b / a:.2f}"
+        print(f"{key:>34}  {a!s:>12}  {b!s:>12}  {ratio:>12}")
 
 
 if __name__ == "__main__":
