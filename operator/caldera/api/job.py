@@ -87,6 +87,7 @@ class Job:
     fit_error: str = ""
     """The job-level reason (set when enqueue rejects it, or by gang at close)."""
     _ready: int = 0
+    _allocated: int = 0
     _valid: int = 0
     _waiting: int = 0
     _pending_best_effort: int = 0
@@ -95,6 +96,7 @@ class Job:
         status = task.status
         if status in ALLOCATED_STATUSES:
             self.allocated += sign * task.resreq
+            self._allocated += sign
         if status in READY_STATUSES:
             self._ready += sign
         if status in VALID_STATUSES:
@@ -132,6 +134,10 @@ class Job:
 
     def tasks_in(self, status: TaskStatus) -> list[Task]:
         return list(self.by_status.get(status, {}).values())
+
+    def allocated_task_num(self) -> int:
+        """Tasks Allocated, Binding, Bound or Running (Volcano's ``CalculateAllocatedTaskNum``)."""
+        return self._allocated
 
     def ready_task_num(self) -> int:
         """Tasks Allocated, Binding, Bound, Running or Succeeded."""

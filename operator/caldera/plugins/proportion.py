@@ -22,7 +22,7 @@ from caldera.api.compare import ShareMeter, le_all, le_where, overrun, short_nam
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
-from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
+from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import EventHandler, Session
@@ -129,7 +129,7 @@ class ProportionPlugin(Plugin[ProportionArgs]):
             elif (
                 job.phase == "Running"
                 and job.min_resources is not None
-                and sum(job.count(st) for st in ALLOCATED_STATUSES) >= job.min_available
+                and job.allocated_task_num() >= job.min_available
             ):
                 s.inqueue += np.maximum(minimum - job.allocated, 0.0)
             s.elastic += np.maximum(job.allocated - minimum, 0.0)
