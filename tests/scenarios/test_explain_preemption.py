@@ -137,3 +137,24 @@ def test_why_nothing_is_evicted(
     assert f"it would evict nothing: {ex.no_victims}" in table
     for name, why in ex.victim_nodes.items():
         assert f"  {name}: {why}" in table
+
+
+def test_the_operator_keeps_the_summary_but_not_the_per_node_reasons() -> None:
+    # only `caldera explain` shows them: the operator's sessions do not pay for them
+    from caldera.cache.snapshot import PodMemo
+    from caldera.operator.loop.worker import SessionConfig, decide
+
+    objs, text, _, _ = CASES["the victims are protected by priority"]
+    config = SessionConfig(["volcano"], "default", bare_pods_in_memory=True)
+    result, _ = decide(
+        state_of(objs),
+        {},
+        policy(text, REGISTRY),
+        REGISTRY,
+        config,
+        session_id="op",
+        memo=PodMemo(),
+    )
+    assert result.preemption_notes["default/high-0"].startswith("preempt: no node")
+    assert result.preemption_nodes == {}
+    assert explained(objs, text).victim_nodes  # while explain has them

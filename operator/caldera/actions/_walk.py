@@ -120,6 +120,8 @@ class NodeWalk:
             notes[task.key] = f"{self.reason}: {why}"
 
     def note_node(self, task: Task, row: int, why: str) -> None:
+        if not self.ssn.detail:
+            return
         per_node = self.ssn.result.preemption_nodes.setdefault(task.key, {})
         name = self.ssn.nodes.names[row]
         if len(per_node) < NODES_NOTED and not (self.second_pass and name in per_node):
@@ -282,7 +284,8 @@ class NodeWalk:
             for c, _ in self._asks:
                 room[c] += held[c]
         if any(room[c] < need for c, need in self._asks):
-            self.note_node(task, row, self._refused(task, candidates, victims))
+            if self.ssn.detail:  # asking every plugin again costs: only for explain
+                self.note_node(task, row, self._refused(task, candidates, victims))
             return None
         return victims
 
@@ -351,7 +354,8 @@ class NodeWalk:
             stmt.absorb(node_stmt)
             return True
         self.rollback(node_stmt)
-        self.note_node(task, row, self._still_short(task, queue))
+        if self.ssn.detail:
+            self.note_node(task, row, self._still_short(task, queue))
         return False
 
     def _still_short(self, task: Task, queue: Queue) -> str:
@@ -389,7 +393,8 @@ class NodeWalk:
             fit = self.fits(task, queue, row, True)
         if not fit:
             node_stmt.discard()
-            self.note_node(task, row, self._still_short(task, queue))
+            if self.ssn.detail:
+                self.note_node(task, row, self._still_short(task, queue))
             return None
         chosen: list[Task] = []
         for victim in reversed(removed):  # reprieve the higher-ordered victims first

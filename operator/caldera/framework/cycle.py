@@ -19,11 +19,15 @@ def run_cycle(
     policy: Policy,
     registry: Registry,
     on_bind: Callable[[Bind], None] | None = None,
+    *,
+    detail: bool = True,
 ) -> CycleResult:
     """Schedule ``snapshot`` once under ``policy``; the snapshot is consumed. ``on_bind`` is told
-    of each bind as soon as it is decided (all of them are in the result as well)."""
+    of each bind as soon as it is decided (all of them are in the result as well). Without
+    ``detail`` (the operator) the per-node reasons only ``caldera explain`` shows are not kept."""
     ssn = Session(snapshot, policy, registry)
     ssn.on_bind = on_bind
+    ssn.detail = detail
     ssn.open()
     ssn.run_actions()
     close_session(ssn)

@@ -85,7 +85,7 @@ def decide(
         bare_pods_in_memory=config.bare_pods_in_memory,
         managed_resources=policy.managed_resources,
     )
-    return run_cycle(snapshot, policy, registry, on_bind), problems
+    return run_cycle(snapshot, policy, registry, on_bind, detail=False), problems
 
 
 Streamed = tuple[str, list[Bind]]
