@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import builders
@@ -79,3 +83,19 @@ async def test_a_large_sessions_binds_are_sent_ahead_of_its_result() -> None:
     # every batch (64 binds, or what 20 ms gathered) went out before the session ended; only
     # what came after the last batch comes with the result alone
     assert len(ahead) >= 200 - 63 and set(ahead) <= {b.name for b in result.binds}
+
+
+def test_the_session_process_imports_no_operator_io() -> None:
+    # what a spawned session process imports: the engine, not kopf or the Kubernetes client
+    # (half its start-up time and tens of MiB)
+    code = (
+        "import sys; import caldera.operator.loop.decide as d; d.start(None); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'kopf', 'kubernetes_asyncio', 'aiohttp', 'prometheus_client'}))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "operator")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

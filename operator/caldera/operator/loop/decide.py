@@ -1,0 +1,143 @@
+"""What runs in the session process: one session on the state it keeps, binds sent ahead.
+
+This module is all the session process imports (with the engine): not the operator's I/O
+(kopf, the Kubernetes client, the cache), so the process starts in about half the time and
+holds less memory. The operator's side, which starts the process and feeds it, is
+:mod:`caldera.operator.loop.worker`.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from caldera.cache.snapshot import PodMemo, build_snapshot
+from caldera.cache.state import Changes, ClusterState
+from caldera.collector import fewer_collections
+from caldera.framework.cycle import run_cycle
+from caldera.framework.intents import Bind, CycleResult
+from caldera.framework.policy import Policy
+from caldera.framework.registry import Registry
+from caldera.models.parse import ObjectError
+from caldera.operator.watch.assume import InFlight, apply
+
+__all__ = ["BindStream", "Outcome", "SessionConfig", "Streamed", "decide", "run_session", "start"]
+
+Outcome = tuple[CycleResult, list[ObjectError]]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfig:
+    """What every session of this operator is run with."""
+
+    scheduler_names: list[str]
+    default_queue: str
+    bare_pods_in_memory: bool
+
+
+def decide(
+    state: ClusterState,
+    in_flight: InFlight,
+    policy: Policy,
+    registry: Registry,
+    config: SessionConfig,
+    *,
+    session_id: str,
+    memo: PodMemo,
+    on_bind: Callable[[Bind], None] | None = None,
+    evicting: Sequence[str] = (),
+) -> Outcome:
+    """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
+    The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
+    hears of each bind the moment the session decides it; ``evicting`` pods are terminating."""
+    now = time.time()
+    view = replace(state, pods=apply(state.pods, in_flight, evicting, now))
+    snapshot, problems = build_snapshot(
+        view,
+        scheduler_names=config.scheduler_names,
+        now=now,
+        session_id=session_id,
+        default_queue=config.default_queue,
+        memo=memo,
+        bare_pods_in_memory=config.bare_pods_in_memory,
+        managed_resources=policy.managed_resources,
+    )
+    return run_cycle(snapshot, policy, registry, on_bind, detail=False), problems
+
+
+Streamed = tuple[str, list[Bind]]
+"""(session id, binds) sent ahead of a session's result."""
+
+
+class BindStream:
+    """Binds of a running session, sent ahead in small batches (at most ``size`` binds or
+    ``every`` seconds apart), so binding starts long before a large session ends."""
+
+    def __init__(
+        self,
+        session_id: str,
+        send: Callable[[Streamed], object],
+        size: int = 64,
+        every: float = 0.02,
+    ) -> None:
+        self._session_id = session_id
+        self._send = send
+        self._size = size
+        self._every = every
+        self._batch: list[Bind] = []
+        self._last = time.monotonic()
+
+    def add(self, bind: Bind) -> None:
+        self._batch.append(bind)
+        now = time.monotonic()
+        if len(self._batch) >= self._size or now - self._last >= self._every:
+            self._send((self._session_id, self._batch))
+            self._batch, self._last = [], now
+
+
+# -- the worker process ------------------------------------------------------------------------
+
+_copy = ClusterState()
+_memo = PodMemo()
+_registry: Registry | None = None
+_stream: Any = None
+"""The queue binds go out on ahead of the session's result."""
+
+
+def start(stream: Any) -> None:
+    global _registry, _stream
+    _stream = stream
+    # The operator stops the worker itself; a Ctrl-C or SIGTERM sent to the whole process group
+    # must not kill it in the middle of a session.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    fewer_collections()
+    _registry = Registry.from_entry_points()
+
+
+def run_session(
+    changes: Changes,
+    in_flight: InFlight,
+    policy: Policy,
+    config: SessionConfig,
+    session_id: str,
+    evicting: Sequence[str] = (),
+) -> Outcome:
+    global _copy
+    _copy = changes.apply_to(_copy)
+    assert _registry is not None
+    stream = BindStream(session_id, _stream.put)
+    return decide(
+        _copy,
+        in_flight,
+        policy,
+        _registry,
+        config,
+        session_id=session_id,
+        memo=_memo,
+        on_bind=stream.add,
+        evicting=evicting,
+    )
