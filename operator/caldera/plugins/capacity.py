@@ -167,18 +167,18 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 return False
             return all(within_capability(a, task) for a in chain(queue.name))
 
+        def refuse_over(a: _Attr, task: Task, limit: Vector, what: str, state: str) -> bool:
+            """Tell ``task`` why queue ``a`` cannot take it (held + requested > ``limit``)."""
+            terms = [(a.allocated, "held"), (task.resreq, "requested")]
+            over = overrun(space, terms, limit, what)
+            ssn.refuse(task, f"queue {a.queue.name} is {state}: {over}")
+            return False
+
         def within_capability(a: _Attr, task: Task) -> bool:
             """The task keeps queue ``a`` within its real capability (else it is told why)."""
             if le_where(space, a.allocated + task.resreq, a.real_capability, task.resreq):
                 return True
-            over = overrun(
-                space,
-                [(a.allocated, "held"), (task.resreq, "requested")],
-                a.real_capability,
-                "capability",
-            )
-            ssn.refuse(task, f"queue {a.queue.name} is at its capability: {over}")
-            return False
+            return refuse_over(a, task, a.real_capability, "capability", "at its capability")
 
         def preemptive(queue: Queue, task: Task) -> bool:
             a = attrs.get(queue.name)
@@ -196,14 +196,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                     up = attrs[a.ancestors[-depth]]
                     if _partly_within(space, up.allocated + task.resreq, up.deserved, task.resreq):
                         return True
-            over = overrun(
-                space,
-                [(a.allocated, "held"), (task.resreq, "requested")],
-                a.deserved,
-                "deserved",
-            )
-            ssn.refuse(task, f"queue {queue.name} is beyond its deserved share: {over}")
-            return False
+            return refuse_over(a, task, a.deserved, "deserved", "beyond its deserved share")
 
         def enqueueable(job: Job) -> int:
             why = not_leaf(job.queue)
