@@ -47,21 +47,16 @@ from caldera.framework import points as rules
 from caldera.framework.points import Point
 from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
+from caldera.framework.topology import rule_of
 from caldera.models.volcano import NetworkTopologySpec
 
-__all__ = ["NODES_NOTED", "NodeWalk", "hard_topology"]
+__all__ = ["NODES_NOTED", "NodeWalk"]
 
 NODES_NOTED = 16
 """Nodes per pod whose reason is kept for ``caldera explain``."""
 
 Filter = Callable[[Task], BoolArray]
 """Preemptor → the victim-table rows it may evict (the action's own rule)."""
-
-
-def hard_topology(job: Job) -> NetworkTopologySpec | None:
-    """The job's hard ``networkTopology`` (None: none, or soft)."""
-    spec = job.network_topology
-    return spec if spec is not None and spec.mode == "hard" else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,31 +222,25 @@ class NodeWalk:
         if tree is None or not len(tree):
             return None
         bounds: list[tuple[NetworkTopologySpec | None, list[str] | None]]
-        bounds = [(hard_topology(job), None)]
-        bounds += [
-            (sg.topology, sg.tasks)
-            for sg in job.subgroups
-            if task.uid in sg.tasks and sg.topology is not None and sg.topology.mode == "hard"
-        ]
+        bounds = [(job.network_topology, None)]
+        bounds += [(sg.topology, sg.tasks) for sg in job.subgroups if task.uid in sg.tasks]
         allowed: BoolArray | None = None
         for spec, among in bounds:
-            if spec is None:
-                continue
-            inside = self._inside(spec, job.node_rows(among=among))
-            allowed = inside if allowed is None else allowed & inside
+            if spec is not None and spec.mode == "hard":
+                inside = self._inside(spec, job.node_rows(among=among))
+                allowed = inside if allowed is None else allowed & inside
         return allowed
 
     def _inside(self, spec: NetworkTopologySpec, used: npt.NDArray[np.intp]) -> BoolArray:
+        """The nodes of the HyperNode of the highest tier ``spec`` allows (as placement reads
+        it, :func:`~caldera.framework.topology.rule_of`) holding ``used``, else of any of them."""
         tree = self.ssn.hypernodes
         assert tree is not None
-        tier = spec.highest_tier_allowed
-        if tier is None and spec.highest_tier_name:
-            tier = tree.tier_of_name(spec.highest_tier_name)
-        tiers = [t for t in tree.tiers if tier is None or t <= tier]
         allowed = np.zeros(len(self.ssn.nodes), dtype=bool)
-        if not tiers:
-            return allowed
-        top = tiers[-1]
+        rule = rule_of(spec, tree)
+        if isinstance(rule, str):
+            return allowed  # no HyperNode tier satisfies it
+        top = max(t for t in tree.tiers if t <= rule.highest)
         if len(used):
             holder = tree.holding(used, top)
             if holder >= 0:
@@ -338,7 +327,6 @@ class NodeWalk:
             if fit:
                 break
             node_stmt.evict(victim, self.reason, task.key)
-            self.table.evicted(victim)
             fit = self.fits(task, queue, row, True)
         return fit
 
@@ -350,10 +338,12 @@ class NodeWalk:
             return False
         node_stmt = self.ssn.statement()
         if self._evict_until_fit(node_stmt, task, queue, row, victims, curable):
+            for victim in node_stmt.evicted():
+                self.table.evicted(victim)
             node_stmt.pipeline(task, row)
             stmt.absorb(node_stmt)
             return True
-        self.rollback(node_stmt)
+        node_stmt.discard()
         if self.ssn.detail:
             self.note_node(task, row, self._still_short(task, queue))
         return False
@@ -365,9 +355,10 @@ class NodeWalk:
             return f"its queue does not allow it even after evicting every victim ({why})"
         return "it still does not fit after evicting every victim"
 
-    def rollback(self, node_stmt: Statement) -> None:
-        evicted = node_stmt.evicted()
-        node_stmt.discard()
+    def rollback(self, stmt: Statement) -> None:
+        """Discard a job's statement: the pods it evicted hold their room again."""
+        evicted = stmt.evicted()
+        stmt.discard()
         for t in evicted:
             self.table.restore(t)
 
@@ -383,14 +374,8 @@ class NodeWalk:
         if victims is None:
             return None
         node_stmt = self.ssn.statement()
-        removed: list[Task] = []
-        fit = self.fits(task, queue, row, curable)
-        for victim in self.ssn.victim_order(victims, task):
-            if fit:
-                break
-            node_stmt.evict(victim, self.reason, task.key)
-            removed.append(victim)
-            fit = self.fits(task, queue, row, True)
+        fit = self._evict_until_fit(node_stmt, task, queue, row, victims, curable)
+        removed = node_stmt.evicted()
         if not fit:
             node_stmt.discard()
             if self.ssn.detail:
