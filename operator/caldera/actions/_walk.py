@@ -129,6 +129,14 @@ class NodeWalk:
 
     # -- the search ----------------------------------------------------------------------------
 
+    def eligible(self, task: Task) -> bool:
+        """``taskEligibleToPreempt`` (and reclaim's first gate): a pod with
+        ``preemptionPolicy: Never`` evicts nobody."""
+        if task.spec.preemption_policy == "Never":
+            self.note(task, "its preemptionPolicy is Never")
+            return False
+        return True
+
     def make_room(
         self, stmt: Statement, task: Task, job: Job, queue: Queue, rows_of: Filter
     ) -> bool:

@@ -3,7 +3,7 @@
 As Volcano 1.15's ``preempt`` (``Action.Execute`` in ``actions/preempt/preempt.go``):
 
 - **Who preempts.** Every valid job past Pending whose queue exists and that is starving
-  (``JobStarving``; gang: pipelined + ready below minMember, priority: below its task count)
+  (``JobStarving``; gang: pipelined + ready below minMember, priority: below its task count).
   Queues take turns in queue order.
 - **Between jobs of a queue.** Jobs in job order; each job's pending tasks in task order, one
   at a time *while the job is still starving*: each is pipelined on the first node (best score
@@ -36,7 +36,6 @@ from pydantic import Field
 from caldera.actions._evict import BoolArray, CandidateArgs, commit_with_victims
 from caldera.actions._jobs import discard_for, preemptors, queue_turns
 from caldera.actions._walk import NodeWalk
-from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.plugin import Action
 from caldera.framework.session import Session
@@ -83,7 +82,7 @@ class PreemptAction(Action[PreemptArgs]):
                 rows_of = _rule(others, table.best_effort)
                 while ssn.job_starving(job) and tasks:
                     task = tasks.pop(0)
-                    if _eligible(walk, task):
+                    if walk.eligible(task):
                         walk.make_room(stmt, task, job, queue, rows_of)
                 if ssn.job_pipelined(job):
                     commit_with_victims(ssn, stmt, job, stmt.evicted())
@@ -94,26 +93,14 @@ class PreemptAction(Action[PreemptArgs]):
             for job in by_queue[queue.name]:
                 own = held & (table.job == table.job_id(job.uid))
                 rows_of = _rule(own, table.best_effort)
-                for task in sorted(_waiting(job), key=task_key):
+                for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
                     stmt = ssn.statement()
-                    if _eligible(walk, task) and walk.make_room(stmt, task, job, queue, rows_of):
+                    if walk.eligible(task) and walk.make_room(stmt, task, job, queue, rows_of):
                         commit_with_victims(ssn, stmt, job, stmt.evicted())
                         continue
                     walk.rollback(stmt)
                     break
             walk.second_pass = False
-
-
-def _waiting(job: Job) -> list[Task]:
-    return job.tasks_in(TaskStatus.PENDING)
-
-
-def _eligible(walk: NodeWalk, task: Task) -> bool:
-    """``taskEligibleToPreempt``: a pod with ``preemptionPolicy: Never`` preempts nobody."""
-    if task.spec.preemption_policy == "Never":
-        walk.note(task, "its preemptionPolicy is Never")
-        return False
-    return True
 
 
 def _rule(rows: BoolArray, best_effort: BoolArray) -> Callable[[Task], BoolArray]:

@@ -76,6 +76,8 @@ class ReclaimAction(Action[ReclaimArgs]):
         reclaimable = np.append(open_queue, False)[table.queue] & running
         task_key = ssn.task_order_key()
         lines = {q: list(jobs) for q, jobs in by_queue.items()}
+        # per queue: the victim-table rows of the other, reclaimable queues' running pods
+        others = {q: reclaimable & (table.queue != table.queue_ids.get(q, -2)) for q in lines}
         queues = OrderedQueue(ssn.queue_order_key(), (ssn.queues[q] for q in sorted(lines)))
         while queues:
             queue = queues.pop()
@@ -85,10 +87,9 @@ class ReclaimAction(Action[ReclaimArgs]):
                     tell(ssn, job, f"reclaim: queue {queue.name} is overused (at its share)")
                 continue
             job = line.pop(0)
-            others = reclaimable & (table.queue != table.queue_ids.get(queue.name, -2))
 
-            def rows_of(_: Task, others: BoolArray = others) -> BoolArray:
-                return others
+            def rows_of(_: Task, rows: BoolArray = others[queue.name]) -> BoolArray:
+                return rows
 
             stmt = ssn.statement()
             tasks = sorted(job.tasks_in(TaskStatus.PENDING), key=task_key)
@@ -107,8 +108,7 @@ class ReclaimAction(Action[ReclaimArgs]):
     def _may_reclaim(ssn: Session, walk: NodeWalk, job: Job, task: Task) -> bool:
         """The per-task gates of Volcano's reclaim loop (its pre-filter is the walk's first
         step)."""
-        if task.spec.preemption_policy == "Never":
-            walk.note(task, "its preemptionPolicy is Never")
+        if not walk.eligible(task):
             return False
         queue = ssn.queues[job.queue]
         if not ssn.preemptive(queue, task):
