@@ -63,7 +63,6 @@ class Job:
     min_task_member: dict[str, int]
     min_resources: Vector | None
     creation: float
-    pg_uid: str
     phase: str
     """PodGroup phase; the enqueue and allocate actions move it within a session."""
     annotations: dict[str, str]

@@ -226,7 +226,6 @@ class _Builder:
                 None if spec.min_resources is None else space.vector(spec.min_resources)
             ),
             creation=meta.creation_timestamp or 0.0,
-            pg_uid=meta.uid or stable_uid("PodGroup", key),
             phase=pg.status.phase or "Pending",
             annotations=dict(meta.annotations),
             conditions=list(pg.status.conditions),
@@ -305,7 +304,6 @@ class _Builder:
             min_task_member={},
             min_resources=space.vector({n: v for n, v in facts.requests.items() if v}),
             creation=meta.creation_timestamp or 0.0,
-            pg_uid=(owner.uid if owner else meta.uid) or stable_uid("PodGroup", key),
             phase="Pending",
             annotations={},
             conditions=[],

@@ -147,7 +147,6 @@ class Session:
         self._handlers: list[EventHandler] | None = None
         self._keys: dict[str, Callable[[Any], Any]] = {}
         """The order points' sort keys, made once the plugins have registered (``open``)."""
-        self._victim_queue_keys: list[Callable[[Queue, Queue], Any]] | None = None
         self._scores: ScoreCache | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -166,7 +165,6 @@ class Session:
             "queue": self.queue_order_key(),
             "task": self.task_order_key(),
         }
-        self._victim_queue_keys = list(self.victim_queue_order_point)
         self.result.timings["open"] = time.perf_counter() - start
 
     def run_actions(self) -> None:
@@ -334,9 +332,7 @@ class Session:
             mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
             ranked = sorted((queues[n] for n in named), key=self.queue_order_key())
             queue_rank = {q.name: i for i, q in enumerate(ranked)}
-            plugin_keys = self._victim_queue_keys
-            if plugin_keys is None:
-                plugin_keys = list(self.victim_queue_order_point)
+            plugin_keys = list(self.victim_queue_order_point)
             for name in named:
                 extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()
                 by_queue[name] = (*extra, -queue_rank[name])
