@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from caldera.cache.state import ClusterState
 from caldera.devices.usage import CardState, HeldPod, PodShare, cluster_usage
 from caldera.devices.vendor import Vendor
+from caldera.models.core import FINISHED_PHASES
 
 __all__ = ["device_usage"]
 
@@ -27,7 +28,7 @@ def device_usage(
             pod.metadata.annotations,
         )
         for pod in state.pods.values()
-        if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed")
+        if pod.spec.node_name and pod.status.phase not in FINISHED_PHASES
     ]
     nodes = {name: node.metadata.annotations for name, node in state.nodes.items()}
     return cluster_usage(vendors, nodes, held)

@@ -32,7 +32,7 @@ from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups, hypernode_tree
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import enabled_vendors, node_problems, pod_problems
-from caldera.models.core import Pod, effective_requests, nonzero_requests
+from caldera.models.core import FINISHED_PHASES, Pod, effective_requests, nonzero_requests
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
@@ -70,9 +70,6 @@ class _Priorities:
         if class_name and class_name in self.values:
             return self.values[class_name]
         return self.default
-
-
-_FINISHED = ("Succeeded", "Failed")
 
 
 def _task_status(pod: Pod) -> TaskStatus:
@@ -392,7 +389,7 @@ def build_snapshot(
     gone_nodes: set[str] = set()
     for key, pod in sorted(state.pods.items()):
         node_name = pod.spec.node_name
-        if node_name and node_name not in state.nodes and pod.status.phase not in _FINISHED:
+        if node_name and node_name not in state.nodes and pod.status.phase not in FINISHED_PHASES:
             gone.append(key)
             gone_nodes.add(node_name)
             continue

@@ -15,6 +15,7 @@ from caldera.models.names import is_label_value, is_qualified_name, parse_int64
 from caldera.models.selectors import LabelSelector
 
 __all__ = [
+    "FINISHED_PHASES",
     "Affinity",
     "Container",
     "ContainerImage",
@@ -259,6 +260,10 @@ class PodCondition(ApiModel):
 class PodResourceClaimStatus(ApiModel):
     name: str = Field(min_length=1)
     resource_claim_name: str | None = None
+
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+"""Pod phases after which a pod holds nothing on its node."""
 
 
 class PodStatus(ApiModel):

@@ -18,12 +18,11 @@ from caldera.errors import CalderaError, ConfigError
 from caldera.framework.policy import Policy
 from caldera.framework.policy_source import installed_policy, read_policy
 from caldera.framework.registry import Registry
+from caldera.models.core import FINISHED_PHASES
 from caldera.simulate.manifests import Loaded, load_manifests
 from caldera.simulate.progress import Progress
 
 __all__ = ["InputError", "Inputs", "pending_pods", "read_inputs"]
-
-_FINISHED = frozenset({"Succeeded", "Failed"})
 
 
 class InputError(CalderaError):
@@ -83,5 +82,5 @@ def pending_pods(state: ClusterState, scheduler_names: Iterable[str]) -> int:
         for pod in state.pods.values()
         if pod.spec.scheduler_name in names
         and not pod.spec.node_name
-        and pod.status.phase not in _FINISHED
+        and pod.status.phase not in FINISHED_PHASES
     )

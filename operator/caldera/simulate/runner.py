@@ -24,6 +24,7 @@ from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.models.core import FINISHED_PHASES
 from caldera.models.dra import AllocationResult, ResourceClaimConsumerReference
 from caldera.models.parse import ObjectError
 from caldera.models.storage import (
@@ -64,7 +65,7 @@ def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list
             continue
         if pod.spec.node_name and pod.spec.node_name not in state.nodes:
             continue
-        if pod.status.phase in ("Succeeded", "Failed"):
+        if pod.status.phase in FINISHED_PHASES:
             continue
         if GROUP_NAME_ANNOTATION in pod.metadata.annotations:
             continue

@@ -25,7 +25,7 @@ import orjson
 
 from caldera.cache.state import Changes, ClusterState
 from caldera.devices.vendors import VENDORS
-from caldera.models.core import Pod
+from caldera.models.core import FINISHED_PHASES, Pod
 from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
 from caldera.operator.logs import about
@@ -228,7 +228,7 @@ class Cache:
         spec = raw.get("spec") or {}
         meta = raw.get("metadata") or {}
         phase = (raw.get("status") or {}).get("phase")
-        done = phase in ("Succeeded", "Failed") or bool(meta.get("deletionTimestamp"))
+        done = phase in FINISHED_PHASES or bool(meta.get("deletionTimestamp"))
         if not spec.get("nodeName"):
             if spec.get("schedulerName") in self._names and not done:
                 # new or changed pending work; the PodScheduled condition alone is our own
@@ -390,6 +390,4 @@ def _only(old: Pod, notes: dict[str, str], keys: frozenset[str]) -> bool:
 
 
 def _done(pod: Pod) -> bool:
-    return (
-        pod.status.phase in ("Succeeded", "Failed") or pod.metadata.deletion_timestamp is not None
-    )
+    return pod.status.phase in FINISHED_PHASES or pod.metadata.deletion_timestamp is not None
