@@ -49,7 +49,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from caldera.api.compare import EPS, le_where, overrun
+from caldera.api.compare import EPS, le_all, le_where, overrun
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
@@ -108,8 +108,7 @@ def _partly_within(space: ResourceSpace, used: Vector, deserved: Vector, req: Ve
 def _over_where(space: ResourceSpace, held: Vector, deserved: Vector, req: Vector) -> bool:
     """``GreaterPartlyWithRelevantDimensions``: ``held`` > ``deserved`` in a resource ``req``
     asks for."""
-    dims = space.quota & (req > 0)
-    return bool(np.any((held > deserved + EPS)[dims]))
+    return not le_where(space, held, deserved, req)
 
 
 class CapacityPlugin(Plugin[CapacityArgs]):
@@ -136,6 +135,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             return [attrs[q] for q in a.chain] if a is not None else []
 
         def share(a: _Attr) -> float:
+            """``updateQueueAttrShare``: 1 for a best-effort queue (no deserved)."""
             dims = space.quota & (a.deserved > EPS)
             if not dims.any():
                 return 1.0  # best-effort: after every queue still under its deserved
@@ -234,8 +234,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 if a is None or not _both(space, task.resreq, reclaimer.resreq):
                     continue  # shouldSkipReclaimee
                 held = left.setdefault(a.queue.name, a.allocated.copy())
-                after = held - task.resreq
-                if np.any((a.guarantee > after + EPS)[space.quota]):
+                if not le_all(space, a.guarantee, held - task.resreq):
                     continue  # checkGuaranteeConstraint
                 if not _both(space, task.resreq, a.deserved):  # isImmediateVictim
                     shares = hierarchy and level > 0 and _shares_ancestor(mine, a, level)
@@ -278,7 +277,8 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             a = attrs.get(q.name)
             if a is None:
                 return (-q.priority, 0.0, False)
-            return (-q.priority, share(a), not bool(np.any((a.deserved > EPS)[space.quota])))
+            # compareShareWithDeserved: on a tie, a queue with deserved first
+            return (-q.priority, share(a), not np.any(a.deserved[space.quota] > EPS))
 
         ssn.queue_order_point.add_key(self.name, queue_key)
         ssn.allocatable_point.add(self.name, allocatable)
