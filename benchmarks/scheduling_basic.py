@@ -37,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
-from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
+from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
@@ -262,7 +262,7 @@ def run(
     bound = 0
     sessions: list[dict[str, float]] = []
     snapshot_s = 0.0
-    memo = PodMemo()  # as the operator keeps one across sessions
+    memo = BuildMemo()  # as the operator keeps one across sessions
     for n in range(1, max_sessions + 1):
         t1 = time.perf_counter()
         snapshot, _ = build_snapshot(

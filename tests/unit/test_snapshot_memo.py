@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from builders import node, pod, podgroup, state_of
-from caldera.cache import snapshot as snapshot_module
-from caldera.cache.snapshot import PodMemo, build_snapshot
+from caldera.cache import memo as memo_module
+from caldera.cache.snapshot import BuildMemo, build_snapshot
 from caldera.framework.policy import default_policy
 from caldera.framework.registry import Registry
 from caldera.models.core import Pod, PodSpec, effective_requests
@@ -18,7 +18,7 @@ from caldera.simulate.runner import simulate
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def snapshot_cpu(state_pods: dict[str, Pod], memo: PodMemo) -> dict[str, float]:
+def snapshot_cpu(state_pods: dict[str, Pod], memo: BuildMemo) -> dict[str, float]:
     state = state_of([node("n1"), podgroup("pg", min_member=1)])
     state.pods.update(state_pods)
     snap, _ = build_snapshot(state, scheduler_names=["volcano"], now=1.0, session_id="s", memo=memo)
@@ -27,7 +27,7 @@ def snapshot_cpu(state_pods: dict[str, Pod], memo: PodMemo) -> dict[str, float]:
 
 
 def test_a_pod_version_is_computed_once_and_a_new_version_is_recomputed() -> None:
-    memo = PodMemo()
+    memo = BuildMemo()
     first = pod("a", group="pg", cpu="1")
     assert snapshot_cpu({"default/a": first}, memo) == {"a": 1000.0}
     facts = memo.facts("default/a", first)
@@ -39,13 +39,13 @@ def test_a_pod_version_is_computed_once_and_a_new_version_is_recomputed() -> Non
 
 
 def test_pods_gone_from_the_state_are_forgotten() -> None:
-    memo = PodMemo()
+    memo = BuildMemo()
     a, b = pod("a", group="pg"), pod("b", group="pg")
     snapshot_cpu({"default/a": a, "default/b": b}, memo)
     kept = memo.facts("default/a", a)
     snapshot_cpu({"default/a": a}, memo)
     assert memo.facts("default/a", a) is kept
-    assert "default/b" not in memo._facts
+    assert "default/b" not in memo._entries
 
 
 def test_a_simulation_works_out_each_pod_object_once_over_its_cycles(
@@ -58,7 +58,7 @@ def test_a_simulation_works_out_each_pod_object_once_over_its_cycles(
         computed.append(spec.containers[0].name)
         return real(spec)
 
-    monkeypatch.setattr(snapshot_module, "effective_requests", counted)
+    monkeypatch.setattr(memo_module, "effective_requests", counted)
     loaded = load_manifests([str(EXAMPLES)])
     pods = len(loaded.state.pods)
     registry = Registry.from_entry_points()

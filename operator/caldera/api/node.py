@@ -110,6 +110,32 @@ class NodeTable:
         self.tasks[i][task.uid] = task
         self.changes.append(i)
 
+    def add_tasks(self, rows: Sequence[int], tasks: Sequence[Task]) -> None:
+        """:meth:`add_task` for each row and task in turn, each array summed in one call.
+
+        ``ufunc.at`` adds unbuffered in the order given, so every row gets the same floats as
+        the calls one by one would give it."""
+        if not tasks:
+            return
+        r = np.fromiter(rows, dtype=np.intp, count=len(rows))
+        req = np.array([t.resreq for t in tasks], dtype=np.float64).reshape(len(tasks), -1)
+        status = [t.status for t in tasks]
+        pipelined = np.array([s is TaskStatus.PIPELINED for s in status], dtype=bool)
+        releasing = np.array([s is TaskStatus.RELEASING for s in status], dtype=bool)
+        held = ~pipelined
+        np.add.at(self.pipelined, r[pipelined], req[pipelined])
+        np.add.at(self.used, r[held], req[held])
+        np.subtract.at(self.idle, r[held], req[held])
+        np.add.at(self.releasing, r[releasing], req[releasing])
+        reserved = ~releasing  # pipelined ones and those held for good
+        np.subtract.at(self.future_idle, r[reserved], req[reserved])
+        nonzero = np.array([(t.nonzero_cpu, t.nonzero_memory) for t in tasks], dtype=np.float64)
+        np.add.at(self.nonzero_used, r[held], nonzero[held])
+        per_node = self.tasks
+        for i, task in zip(rows, tasks, strict=True):
+            per_node[i][task.uid] = task
+        self.changes.extend(rows)
+
     def remove_task(self, i: int, task: Task) -> None:
         """Undo :meth:`add_task` for ``task`` in its current state."""
         req = task.resreq

@@ -13,8 +13,7 @@ members) that the tree must ignore.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,42 +22,31 @@ from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
-from caldera.api.resources import PODS, ResourceSpace
+from caldera.api.resources import ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.derived import quotas, spread_owners
-from caldera.cache.podgroups import implicit_podgroup_name
+from caldera.cache.memo import BuildMemo, NodeBase, frozen, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups, hypernode_tree
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import enabled_vendors, node_problems, pod_problems
-from caldera.models.core import FINISHED_PHASES, Pod, effective_requests, nonzero_requests
+from caldera.models.core import FINISHED_PHASES, Node, Pod
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
-    GROUP_OWNER_KINDS,
-    PREEMPTABLE_KEY,
-    QUEUE_NAME_ANNOTATION,
-    TASK_SPEC_KEY,
-    NetworkTopologySpec,
     PodGroup,
     PodGroupStatus,
-    topology_from_annotations,
 )
 from caldera.models.volcano import Queue as QueueModel
 
-__all__ = ["PodFacts", "PodMemo", "build_snapshot", "stable_uid"]
+__all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
 
 
 _NO_STATUS = PodGroupStatus()
 """The status of an in-memory group: it has no object, so nothing was ever written."""
-
-
-def stable_uid(kind: str, key: str) -> str:
-    """A deterministic UID for objects that have none (manifests written by hand)."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"caldera:{kind}/{key}"))
 
 
 @dataclass(slots=True)
@@ -72,69 +60,17 @@ class _Priorities:
         return self.default
 
 
-def _task_status(pod: Pod) -> TaskStatus:
-    phase = pod.status.phase
-    deleting = pod.metadata.deletion_timestamp is not None
-    if phase == "Running":
-        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
-    if phase == "Pending":
-        if deleting:
-            return TaskStatus.RELEASING
-        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
-    return {
-        "Succeeded": TaskStatus.SUCCEEDED,
-        "Failed": TaskStatus.FAILED,
-    }.get(phase, TaskStatus.UNKNOWN)
-
-
-@dataclass(frozen=True, slots=True)
-class PodFacts:
-    """What the snapshot derives from a pod's spec."""
-
-    requests: dict[str, float]
-    nonzero: tuple[float, float]
-    """(milli-cpu, memory) with kube-scheduler's defaults for scoring."""
-
-
-class PodMemo:
-    """Pod facts remembered per pod object, across sessions.
-
-    The watched objects are immutable and replaced whenever they change, so a pod object seen
-    before has the same requests: an operator that passes one memo to every
-    :func:`build_snapshot` computes a pod's requests once per version instead of once per
-    session. An entry whose object was replaced is recomputed; pods gone from the state are
-    forgotten after each build.
-    """
-
-    __slots__ = ("_facts",)
-
-    def __init__(self) -> None:
-        self._facts: dict[str, tuple[Pod, PodFacts]] = {}
-
-    def facts(self, key: str, pod: Pod) -> PodFacts:
-        hit = self._facts.get(key)
-        if hit is not None and hit[0] is pod:
-            return hit[1]
-        facts = PodFacts(effective_requests(pod.spec), nonzero_requests(pod.spec))
-        self._facts[key] = (pod, facts)
-        return facts
-
-    def keep_only(self, keys: Collection[str]) -> None:
-        for gone in self._facts.keys() - keys:
-            del self._facts[gone]
-
-
-def _resource_names(state: ClusterState, memo: PodMemo, managed: frozenset[str]) -> Iterable[str]:
+def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str]) -> Iterable[str]:
     for name in _all_resource_names(state, memo):
         if name not in managed:
             yield name
 
 
-def _all_resource_names(state: ClusterState, memo: PodMemo) -> Iterable[str]:
+def _all_resource_names(state: ClusterState, memo: BuildMemo) -> Iterable[str]:
+    """Every resource name of the state (the memo has an entry for every pod)."""
     for node in state.nodes.values():
         yield from node.allocatable
-    for key, pod in state.pods.items():
-        yield from memo.facts(key, pod).requests
+    yield from memo.request_names()
     for pg in state.podgroups.values():
         yield from pg.spec.min_resources or {}
     for q in state.queues.values():
@@ -147,7 +83,7 @@ class _Builder:
     state: ClusterState
     scheduler_names: frozenset[str]
     default_queue: str
-    memo: PodMemo
+    memo: BuildMemo
     problems: list[ObjectError] = field(default_factory=list)
     implicit: list[str] = field(default_factory=list)
     """Keys of the in-memory groups of bare pods."""
@@ -158,44 +94,27 @@ class _Builder:
     def nodes(
         self, space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
     ) -> NodeTable:
-        ready = []
-        for name in sorted(self.state.nodes):
-            node = self.state.nodes[name]
-            if node.ready:
-                ready.append(node)
-                for message in node_problems(vendors, node.metadata.annotations):
-                    self.problem("Node", name, message)
-            else:
-                self.problem("Node", name, "not Ready: takes no new pods this session")
-        alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
-            len(ready), len(space)
-        )
+        state, memo = self.state, self.memo
+        if not memo.same_nodes(state.nodes, space, managed):
+            memo.nodes = _node_base(state.nodes, space, vendors, managed)
+        base = memo.nodes
+        assert base is not None
+        for name, message in base.problems:
+            self.problem("Node", name, message)
+        ready = base.ready
         table = NodeTable(
             space,
-            [n.metadata.name for n in ready],
-            alloc,
-            [dict(n.metadata.labels) for n in ready],
+            base.names,
+            base.allocatable,
+            base.labels,
             [n.spec.taints for n in ready],
             [n.spec.unschedulable for n in ready],
         )
         table.annotations = [n.metadata.annotations for n in ready]
-        if managed:
-            table.withheld = [
-                {r: v for r, v in n.allocatable.items() if r in managed} for n in ready
-            ]
-        table.images = [
-            {name: image.size_bytes for image in n.status.images for name in image.names}
-            for n in ready
-        ]
+        if base.withheld is not None:
+            table.withheld = base.withheld
+        table.images = base.images
         return table
-
-    def topology_of(self, pod: Pod) -> NetworkTopologySpec | None:
-        """A bare pod's ``networkTopology`` (a bad one is reported and ignored)."""
-        spec = topology_from_annotations(pod.metadata.annotations)
-        if isinstance(spec, str):
-            self.problem("Pod", f"{pod.metadata.namespace}/{pod.metadata.name}", spec)
-            return None
-        return spec
 
     def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
         tree, problems = hypernode_tree(self.state, table)
@@ -232,35 +151,38 @@ class _Builder:
         )
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: _Priorities) -> Task:
-        spec, meta = pod.spec, pod.metadata
-        facts = self.memo.facts(key, pod)
-        requests = facts.requests
-        resreq = space.vector(requests)
-        resreq[space.index[PODS]] += 1.0
-        cpu, mem = facts.nonzero
-        preemptable = meta.annotations.get(PREEMPTABLE_KEY, meta.labels.get(PREEMPTABLE_KEY))
+        entry = self.memo.task_parts(self.memo.entry(key, pod), space)
+        assert entry.before is not None and entry.after is not None
+        spec = pod.spec
+        priority = spec.priority if spec.priority is not None else prio.of(spec.priority_class_name)
+        uid, namespace, name = entry.head
+        status, resreq, cpu, mem = entry.before
+        creation, pod_spec, labels, annotations, best_effort, preemptable, role = entry.after
+        # positionally, in Task's field order: a snapshot makes one task per pod every session
         return Task(
-            uid=meta.uid or stable_uid("Pod", key),
-            namespace=meta.namespace,
-            name=meta.name,
-            job=job,
-            status=_task_status(pod),
-            resreq=resreq,
-            nonzero_cpu=cpu,
-            nonzero_memory=mem,
-            priority=spec.priority
-            if spec.priority is not None
-            else prio.of(spec.priority_class_name),
-            creation=meta.creation_timestamp or 0.0,
-            spec=spec,
-            labels=dict(meta.labels),
-            annotations=dict(meta.annotations),
-            best_effort=not any(v for n, v in requests.items() if n != PODS),
-            preemptable=preemptable != "false",
-            role=meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),
-            node_name=spec.node_name,
-            started=pod.status.start_time or 0.0,
-            controller=next((o for o in meta.owner_references if o.controller), None),
+            uid,
+            namespace,
+            name,
+            job,
+            status,
+            resreq,
+            cpu,
+            mem,
+            priority,
+            creation,
+            pod_spec,
+            labels,
+            annotations,
+            best_effort,
+            preemptable,
+            role,
+            -1,
+            spec.node_name,
+            None,
+            {},
+            entry.started,
+            None,
+            entry.controller,
         )
 
     def implicit_job(
@@ -274,32 +196,39 @@ class _Builder:
         """The key of the in-memory group of a bare pod, made on its first pod; "" (reported)
         while the pod must wait."""
         meta = pod.metadata
-        key = f"{meta.namespace}/{implicit_podgroup_name(pod)}"
+        pod_key = f"{meta.namespace}/{meta.name}"
+        group = self.memo.implicit(self.memo.entry(pod_key, pod), space)
+        key = f"{meta.namespace}/{group.name}"
         if key in jobs:
             return key
-        owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
         min_member = 1
-        if owner is not None and (owner.api_version, owner.kind) in GROUP_OWNER_KINDS:
-            known = self.state.owner_min_members.get(owner.uid)
+        if group.owner is not None:
+            known = self.state.owner_min_members.get(group.owner.uid)
             if known is None:
                 self.problem(
                     "Pod",
-                    f"{meta.namespace}/{meta.name}",
-                    f"waiting to read group-min-member from its {owner.kind} {owner.name}",
+                    pod_key,
+                    f"waiting to read group-min-member from its {group.owner.kind} "
+                    f"{group.owner.name}",
                 )
                 return ""
             min_member = known
+        if group.topology_problem:
+            self.problem("Pod", pod_key, group.topology_problem)
+        queue = group.queue or self.default_queue
+        if queue not in queues:
+            self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
+            return ""
         # made directly (no PodGroup model in between): a burst of bare pods makes thousands
-        facts = self.memo.facts(f"{meta.namespace}/{meta.name}", pod)
-        job = Job(
+        jobs[key] = Job(
             uid=key,
             namespace=meta.namespace,
-            name=key.partition("/")[2],
-            queue=meta.annotations.get(QUEUE_NAME_ANNOTATION) or self.default_queue,
+            name=group.name,
+            queue=queue,
             priority=prio.of(pod.spec.priority_class_name),
             min_available=min_member,
             min_task_member={},
-            min_resources=space.vector({n: v for n, v in facts.requests.items() if v}),
+            min_resources=group.min_resources,
             creation=meta.creation_timestamp or 0.0,
             phase="Pending",
             annotations={},
@@ -307,16 +236,47 @@ class _Builder:
             allocated=space.zeros(),
             api_status=_NO_STATUS,
             has_object=False,
-            network_topology=self.topology_of(pod),
+            network_topology=group.topology,
         )
-        if job.queue not in queues:
-            self.problem(
-                "Pod", f"{meta.namespace}/{meta.name}", f"queue {job.queue!r} does not exist"
-            )
-            return ""
-        jobs[key] = job
         self.implicit.append(key)
         return key
+
+
+def _node_base(
+    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+) -> NodeBase:
+    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
+    ready: list[Node] = []
+    problems: list[tuple[str, str]] = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        if node.ready:
+            ready.append(node)
+            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
+        else:
+            problems.append((name, "not Ready: takes no new pods this session"))
+    alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
+        len(ready), len(space)
+    )
+    return NodeBase(
+        nodes=dict(nodes),
+        space=space,
+        managed=managed,
+        ready=ready,
+        names=[n.metadata.name for n in ready],
+        allocatable=frozen(alloc),
+        labels=[dict(n.metadata.labels) for n in ready],
+        withheld=(
+            [{r: v for r, v in n.allocatable.items() if r in managed} for n in ready]
+            if managed
+            else None
+        ),
+        images=[
+            {name: image.size_bytes for image in n.status.images for name in image.names}
+            for n in ready
+        ],
+        problems=problems,
+    )
 
 
 def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
@@ -347,7 +307,7 @@ def build_snapshot(
     now: float,
     session_id: str,
     default_queue: str = "default",
-    memo: PodMemo | None = None,
+    memo: BuildMemo | None = None,
     bare_pods_in_memory: bool = False,
     managed_resources: frozenset[str] = frozenset(),
 ) -> tuple[Snapshot, list[ObjectError]]:
@@ -362,9 +322,12 @@ def build_snapshot(
     are left out of every request and capacity: a plugin accounts for them itself.
     """
     names = frozenset(scheduler_names)
-    memo = memo if memo is not None else PodMemo()
+    memo = memo if memo is not None else BuildMemo()
     b = _Builder(state, names, default_queue, memo)
-    space = ResourceSpace(_resource_names(state, memo, managed_resources))
+    entry = memo.entry
+    for key, pod in state.pods.items():
+        entry(key, pod)
+    space = memo.space(_resource_names(state, memo, managed_resources))
     vendors = enabled_vendors(managed_resources)
     table = b.nodes(space, vendors, managed_resources)
     queues = b.queues(space)
@@ -387,6 +350,8 @@ def build_snapshot(
     """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
     deletes them), and are reported once, with a count."""
     gone_nodes: set[str] = set()
+    placed_rows: list[int] = []
+    placed: list[Task] = []
     for key, pod in sorted(state.pods.items()):
         node_name = pod.spec.node_name
         if node_name and node_name not in state.nodes and pod.status.phase not in FINISHED_PHASES:
@@ -437,7 +402,9 @@ def build_snapshot(
             if i is None:
                 continue  # its node is not Ready: the pod still holds it
             task.node = i
-            table.add_task(i, task)
+            placed_rows.append(i)
+            placed.append(task)
+    table.add_tasks(placed_rows, placed)
 
     if gone:
         nodes = sorted(gone_nodes)

@@ -205,7 +205,9 @@ async def _start(runtime: Runtime) -> None:
     # events give way while binds wait for their first try (a burst); binds waiting out a retry
     # backoff do not hold them back
     events.busy = lambda: len(binds) > binds.retrying
-    config = SessionConfig(s.scheduler_names, s.default_queue, not s.create_podgroups)
+    config = SessionConfig(
+        s.scheduler_names, s.default_queue, not s.create_podgroups, s.full_rebuild_every
+    )
     runtime.scheduler = Scheduler(
         config=config,
         cache=cache,

@@ -23,7 +23,7 @@ from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.cache.queues import ensure_builtin_queues
-from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
+from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
@@ -157,7 +157,7 @@ def _explain(
         )
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
-    memo = PodMemo()  # the session's snapshot and the table's share the pods' requests
+    memo = BuildMemo()  # the session's snapshot and the table's share the pods' requests
     next_ = _next_session(state, policy, registry, key, names, default_queue, progress, memo)
     progress.show(f"explaining {key}: every node's filters and scores")
     snapshot, _ = build_snapshot(
@@ -258,7 +258,7 @@ def _next_session(
     names: list[str],
     default_queue: str,
     progress: Progress,
-    memo: PodMemo,
+    memo: BuildMemo,
 ) -> _Next:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
     the pods it evicts to make room for it; when it evicts none, why (if preempt or reclaim

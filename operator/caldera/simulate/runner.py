@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
 from caldera.cache.queues import ensure_builtin_queues
-from caldera.cache.snapshot import PodMemo, build_snapshot, stable_uid
+from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.collector import between_cycles
 from caldera.framework.cycle import run_cycle
@@ -213,14 +213,14 @@ def simulate(
     period: float = 1.0,
     default_queue: str = "default",
     progress: Progress | None = None,
-    memo: PodMemo | None = None,
+    memo: BuildMemo | None = None,
 ) -> Simulation:
     """Run ``cycles`` cycles, applying each one's decisions before the next; ``progress`` (shown
     on a terminal only) says which cycle runs and how many pods were bound so far. Pod requests
     are worked out once per pod object over all cycles (in ``memo``, when given, shared with
     snapshots built elsewhere on the same objects)."""
     names = list(scheduler_names)
-    memo = memo if memo is not None else PodMemo()
+    memo = memo if memo is not None else BuildMemo()
     shown = progress or Progress()
     sim = Simulation(state=state)
     start = _start_time(state)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from caldera.cache.snapshot import PodMemo, build_snapshot
+from caldera.cache.snapshot import BuildMemo, build_snapshot
 from caldera.cache.state import Changes, ClusterState
 from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
@@ -24,7 +24,16 @@ from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, apply
 
-__all__ = ["BindStream", "Outcome", "SessionConfig", "Streamed", "decide", "run_session", "start"]
+__all__ = [
+    "BindStream",
+    "KeptMemo",
+    "Outcome",
+    "SessionConfig",
+    "Streamed",
+    "decide",
+    "run_session",
+    "start",
+]
 
 Outcome = tuple[CycleResult, list[ObjectError]]
 
@@ -36,6 +45,23 @@ class SessionConfig:
     scheduler_names: list[str]
     default_queue: str
     bare_pods_in_memory: bool
+    full_rebuild_every: int = 1000
+    """Every Nth session builds its snapshot from nothing (0: never)."""
+
+
+class KeptMemo:
+    """The build memo sessions share, made anew every ``every`` sessions (a safety net: a fresh
+    build cannot carry anything over from earlier sessions)."""
+
+    def __init__(self) -> None:
+        self.memo = BuildMemo()
+        self.sessions = 0
+
+    def next(self, every: int) -> BuildMemo:
+        self.sessions += 1
+        if every and self.sessions % every == 0:
+            self.memo = BuildMemo()
+        return self.memo
 
 
 def decide(
@@ -46,7 +72,7 @@ def decide(
     config: SessionConfig,
     *,
     session_id: str,
-    memo: PodMemo,
+    memo: BuildMemo,
     on_bind: Callable[[Bind], None] | None = None,
     evicting: Sequence[str] = (),
 ) -> Outcome:
@@ -101,7 +127,7 @@ class BindStream:
 # -- the worker process ------------------------------------------------------------------------
 
 _copy = ClusterState()
-_memo = PodMemo()
+_memo = KeptMemo()
 _registry: Registry | None = None
 _stream: Any = None
 """The queue binds go out on ahead of the session's result."""
@@ -137,7 +163,7 @@ def run_session(
         _registry,
         config,
         session_id=session_id,
-        memo=_memo,
+        memo=_memo.next(config.full_rebuild_every),
         on_bind=stream.add,
         evicting=evicting,
     )

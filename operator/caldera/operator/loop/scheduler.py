@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from caldera.cache.snapshot import PodMemo, stable_uid
+from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import copy_state
 from caldera.framework.intents import Bind, CycleResult, PodGroupStatus
 from caldera.framework.registry import Registry
@@ -27,6 +27,7 @@ from caldera.k8s.lease import LeaderGate
 from caldera.models.kinds import KINDS
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
+from caldera.operator.loop.decide import KeptMemo
 from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
 from caldera.operator.memo import Lasting, Recent
@@ -83,8 +84,8 @@ class Scheduler:
         self._problems = Lasting(grace=problem_grace)
         self._held = Lasting(grace=HELD_GRACE)
         self._writes = Recent(ttl=30.0)
-        self._pods = PodMemo()
-        """Pod requests per watched pod version, across sessions (thread path only)."""
+        self._memo = KeptMemo()
+        """What builds derive per object version, across sessions (thread path only)."""
         self._news = Recent(ttl=float("inf"))
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
@@ -143,7 +144,7 @@ class Scheduler:
                     self.registry,
                     self.config,
                     session_id=session_id,
-                    memo=self._pods,
+                    memo=self._memo.next(self.config.full_rebuild_every),
                     on_bind=stream.add,
                     evicting=evicting,
                 )

@@ -1,0 +1,248 @@
+"""What the snapshot derives from each object version, kept between builds.
+
+The watched objects are immutable and replaced whenever they change, so what a build derives
+from one object version (a pod's requests and request vector, the fields of its task, the
+in-memory group a bare pod makes, the node table's static columns) is the same at every build
+that sees that version. An operator passes one :class:`BuildMemo` to every build: each session
+then works out only the objects that changed since the last one, and makes the session's own
+mutable objects (tasks, jobs, the node accounting) from the kept pieces, with no parsing, no
+quantity arithmetic and no per-node numpy call. A build with a fresh memo gives the same snapshot
+(a test compares the two over random change streams).
+
+Vectors kept here are shared by the snapshots of many sessions and are made read-only, so a
+session that tried to change one in place would fail at once instead of leaking into the next.
+Everything kept belongs to one resource space: when the space changes (a new resource name), the
+vectors are made again.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from caldera.api.resources import PODS, ResourceSpace, Vector
+from caldera.api.task import TaskStatus
+from caldera.models.base import OwnerReference
+from caldera.models.core import Node, Pod, PodSpec, effective_requests, nonzero_requests
+from caldera.models.volcano import (
+    GROUP_OWNER_KINDS,
+    PREEMPTABLE_KEY,
+    QUEUE_NAME_ANNOTATION,
+    TASK_SPEC_KEY,
+    NetworkTopologySpec,
+    topology_from_annotations,
+)
+
+__all__ = [
+    "BuildMemo",
+    "Implicit",
+    "NodeBase",
+    "PodEntry",
+    "PodFacts",
+    "frozen",
+    "stable_uid",
+    "task_status",
+]
+
+
+def stable_uid(kind: str, key: str) -> str:
+    """A deterministic UID for objects that have none (manifests written by hand)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"caldera:{kind}/{key}"))
+
+
+def frozen(vector: Vector) -> Vector:
+    """``vector``, read-only from now on (it is shared between sessions)."""
+    vector.flags.writeable = False
+    return vector
+
+
+def task_status(pod: Pod) -> TaskStatus:
+    """Volcano's task state of a pod (``getTaskStatus``)."""
+    phase = pod.status.phase
+    deleting = pod.metadata.deletion_timestamp is not None
+    if phase == "Running":
+        return TaskStatus.RELEASING if deleting else TaskStatus.RUNNING
+    if phase == "Pending":
+        if deleting:
+            return TaskStatus.RELEASING
+        return TaskStatus.BOUND if pod.spec.node_name else TaskStatus.PENDING
+    return {
+        "Succeeded": TaskStatus.SUCCEEDED,
+        "Failed": TaskStatus.FAILED,
+    }.get(phase, TaskStatus.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What the snapshot derives from a pod's spec."""
+
+    requests: dict[str, float]
+    nonzero: tuple[float, float]
+    """(milli-cpu, memory) with kube-scheduler's defaults for scoring."""
+
+
+@dataclass(frozen=True, slots=True)
+class Implicit:
+    """The in-memory group a bare pod makes (before the state it depends on is looked up)."""
+
+    name: str
+    """``podgroup-<controller UID, else pod UID>``."""
+    owner: OwnerReference | None
+    """The controller whose ``group-min-member`` sets the group's size, if one of the kinds
+    that carry it."""
+    queue: str
+    """The ``queue-name`` annotation ("" for the default queue)."""
+    min_resources: Vector
+    topology: NetworkTopologySpec | None
+    topology_problem: str
+    """Why the pod's ``networkTopology`` annotations were ignored ("" if they were not)."""
+
+
+@dataclass(slots=True)
+class PodEntry:
+    """One pod version and what was derived from it."""
+
+    pod: Pod
+    facts: PodFacts
+    space: ResourceSpace | None = None
+    """The space ``head``, ``before`` and ``after`` were made in (None: not yet)."""
+    head: tuple[str, str, str] = ("", "", "")
+    """(uid, namespace, name) of the task."""
+    before: tuple[TaskStatus, Vector, float, float] | None = None
+    """(status, request vector, nonzero cpu, nonzero memory)."""
+    after: tuple[float, PodSpec, dict[str, str], dict[str, str], bool, bool, str] | None = None
+    """(creation, spec, labels, annotations, best effort, preemptable, role)."""
+    started: float = 0.0
+    controller: OwnerReference | None = None
+    implicit: Implicit | None = None
+
+
+@dataclass(slots=True)
+class NodeBase:
+    """The static columns of the node table, for one set of node versions in one space."""
+
+    nodes: dict[str, Node]
+    space: ResourceSpace
+    managed: frozenset[str]
+    ready: list[Node]
+    names: list[str]
+    allocatable: Vector
+    labels: list[dict[str, str]]
+    withheld: list[dict[str, float]] | None
+    images: list[dict[str, int]]
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    """(node, message) to report at every build."""
+
+
+class BuildMemo:
+    """The pieces kept between builds (see the module's docstring). Pods gone from the state are
+    forgotten after each build."""
+
+    __slots__ = ("_entries", "_names", "_space", "nodes")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, PodEntry] = {}
+        self._names: Counter[str] = Counter()
+        """How many kept pods request each resource name."""
+        self._space: ResourceSpace | None = None
+        self.nodes: NodeBase | None = None
+
+    def entry(self, key: str, pod: Pod) -> PodEntry:
+        hit = self._entries.get(key)
+        if hit is not None and hit.pod is pod:
+            return hit
+        if hit is not None:
+            self._names.subtract(hit.facts.requests.keys())
+        facts = PodFacts(effective_requests(pod.spec), nonzero_requests(pod.spec))
+        self._names.update(facts.requests.keys())
+        entry = self._entries[key] = PodEntry(pod, facts)
+        return entry
+
+    def facts(self, key: str, pod: Pod) -> PodFacts:
+        return self.entry(key, pod).facts
+
+    def request_names(self) -> Iterable[str]:
+        """Every resource name some kept pod requests."""
+        return (name for name, count in self._names.items() if count > 0)
+
+    def space(self, names: Iterable[str]) -> ResourceSpace:
+        """The resource space of ``names``: the one of the last build when the names are the
+        same (so the kept vectors still fit it)."""
+        space = ResourceSpace(names)
+        if self._space is not None and self._space.names == space.names:
+            return self._space
+        self._space = space
+        return space
+
+    def task_parts(self, entry: PodEntry, space: ResourceSpace) -> PodEntry:
+        """``entry`` with its task's fields made in ``space`` (once per pod version)."""
+        if entry.space is space:
+            return entry
+        pod, facts = entry.pod, entry.facts
+        meta, spec = pod.metadata, pod.spec
+        requests = facts.requests
+        resreq = space.vector(requests)
+        resreq[space.index[PODS]] += 1.0
+        preemptable = meta.annotations.get(PREEMPTABLE_KEY, meta.labels.get(PREEMPTABLE_KEY))
+        entry.head = (
+            meta.uid or stable_uid("Pod", f"{meta.namespace}/{meta.name}"),
+            meta.namespace,
+            meta.name,
+        )
+        entry.before = (task_status(pod), frozen(resreq), facts.nonzero[0], facts.nonzero[1])
+        entry.after = (
+            meta.creation_timestamp or 0.0,
+            spec,
+            dict(meta.labels),
+            dict(meta.annotations),
+            not any(v for n, v in requests.items() if n != PODS),
+            preemptable != "false",
+            meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),
+        )
+        entry.started = pod.status.start_time or 0.0
+        entry.controller = next((o for o in meta.owner_references if o.controller), None)
+        entry.implicit = None  # its vector was made in the old space
+        entry.space = space
+        return entry
+
+    def implicit(self, entry: PodEntry, space: ResourceSpace) -> Implicit:
+        """The in-memory group ``entry``'s bare pod makes (once per pod version)."""
+        self.task_parts(entry, space)
+        if entry.implicit is not None:
+            return entry.implicit
+        pod = entry.pod
+        meta = pod.metadata
+        owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
+        topology = topology_from_annotations(meta.annotations)
+        entry.implicit = Implicit(
+            name=f"podgroup-{owner.uid if owner else meta.uid}",
+            owner=(
+                owner
+                if owner is not None and (owner.api_version, owner.kind) in GROUP_OWNER_KINDS
+                else None
+            ),
+            queue=meta.annotations.get(QUEUE_NAME_ANNOTATION) or "",
+            min_resources=frozen(
+                space.vector({n: v for n, v in entry.facts.requests.items() if v})
+            ),
+            topology=None if isinstance(topology, str) else topology,
+            topology_problem=topology if isinstance(topology, str) else "",
+        )
+        return entry.implicit
+
+    def keep_only(self, keys: Collection[str]) -> None:
+        for gone in self._entries.keys() - keys:
+            self._names.subtract(self._entries.pop(gone).facts.requests.keys())
+        self._names = +self._names  # drop the names no pod asks for any more
+
+    def same_nodes(
+        self, nodes: Mapping[str, Node], space: ResourceSpace, managed: frozenset[str]
+    ) -> bool:
+        """The kept node columns are those of ``nodes`` in ``space``."""
+        base = self.nodes
+        if base is None or base.space is not space or base.managed != managed:
+            return False
+        kept = base.nodes
+        return len(kept) == len(nodes) and all(kept.get(k) is v for k, v in nodes.items())
