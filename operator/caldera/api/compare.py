@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.quantity import format_resource
@@ -81,6 +82,16 @@ class ShareMeter:
         self._any_zero = bool(self._zero.any())
         self._inv: Vector = np.where(pos, 1.0 / np.where(pos, denominator, 1.0), 0.0)
         """1/denominator on the quota columns with one, 0 elsewhere (their products are 0)."""
+
+    def many(self, allocated: npt.NDArray[np.float64]) -> Vector:
+        """:meth:`__call__` for each row of ``allocated``, in one pass."""
+        best = (allocated * self._inv).max(axis=1, initial=0.0)
+        best = np.where(best > 0.0, best, 0.0)
+        if self._any_zero:
+            spill = (allocated[:, self._zero] > 0).any(axis=1) & (best < 1.0)
+            best = np.where(spill, 1.0, best)
+        out: Vector = best
+        return out
 
     def __call__(self, allocated: Vector) -> float:
         best = float((allocated * self._inv).max())

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
+from caldera.api.jobtable import sum_by_queue
 from caldera.api.reasons import REASON_UNSCHEDULABLE, task_scheduling_reason
 from caldera.api.resources import Vector
 from caldera.api.task import ALLOCATED_STATUSES, TaskStatus
@@ -84,13 +87,20 @@ def _allocated_hypernode(job: Job, tree: HyperNodeTree | None) -> str:
 
 
 def _queue_allocated(ssn: Session) -> dict[str, Vector]:
-    allocated = {name: ssn.space.zeros() for name in ssn.queues}
-    for job in ssn.jobs.values():
-        name: str | None = job.queue
+    """Per queue, what its jobs and its descendants' jobs hold at the session's end."""
+    names = list(ssn.queues)
+    jobs = list(ssn.jobs.values())
+    held = np.array([job.allocated for job in jobs], dtype=np.float64).reshape(
+        len(jobs), len(ssn.space)
+    )
+    own = sum_by_queue([job.queue for job in jobs], names, held)
+    allocated = {name: ssn.space.zeros() for name in names}
+    for i, start in enumerate(names):
+        name: str | None = start
         seen: set[str] = set()
         while name is not None and name in allocated and name not in seen:
             seen.add(name)
-            allocated[name] += job.allocated
+            allocated[name] += own[i]
             queue = ssn.queues[name]
             name = None if name == "root" else (queue.parent or "root")
     return allocated

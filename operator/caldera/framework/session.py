@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from caldera.api.hypernode import HyperNodeUsage
 from caldera.api.job import Job, ValidateResult
+from caldera.api.jobtable import JobTable
 from caldera.api.queue import Queue
 from caldera.api.resources import Vector
 from caldera.api.snapshot import Snapshot
@@ -148,11 +149,14 @@ class Session:
         self._keys: dict[str, Callable[[Any], Any]] = {}
         """The order points' sort keys, made once the plugins have registered (``open``)."""
         self._scores: ScoreCache | None = None
+        self.job_table = JobTable(self.space, ())
+        """The jobs as arrays at open (made by :meth:`open`, before any plugin opens)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def open(self) -> None:
         start = time.perf_counter()
+        self.job_table = JobTable(self.space, list(self.jobs.values()))
         for tier in self.policy.tiers:
             for opt in tier:
                 cls = self.registry.plugin(opt.name)

@@ -36,25 +36,33 @@ class DrfPlugin(Plugin[NoArgs]):
 
     def on_session_open(self, ssn: Session) -> None:
         share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
-        allocated = {uid: job.allocated.copy() for uid, job in ssn.jobs.items()}
-        shares = {uid: share(alloc) for uid, alloc in allocated.items()}
-        self.allocated = allocated
+        table = ssn.job_table
+        at_open = table.allocated
+        shares = dict(zip(table.row, share.many(at_open).tolist(), strict=True))
         self.shares = shares
+        allocated: dict[str, Vector] = {}
+        """Jobs' allocations as the session changed them (the rest are as at open)."""
+
+        def allocation(job: str) -> Vector:
+            alloc = allocated.get(job)
+            if alloc is None:
+                alloc = allocated[job] = at_open[table.row[job]].copy()
+            return alloc
 
         def update(task: Task, sign: float) -> None:
-            alloc = allocated.get(task.job)
-            if alloc is not None:
+            if task.job in table.row:
+                alloc = allocation(task.job)
                 alloc += sign * task.resreq
                 shares[task.job] = share(alloc)
 
         def preemptable(preemptor: Task, preemptees: Sequence[Task]) -> tuple[list[Task], int]:
-            mine = share(allocated[preemptor.job] + preemptor.resreq)
+            mine = share(allocation(preemptor.job) + preemptor.resreq)
             remaining: dict[str, Vector] = {}
             victims = []
             for task in preemptees:
                 alloc = remaining.get(task.job)
                 if alloc is None:
-                    alloc = allocated[task.job].copy()
+                    alloc = allocation(task.job).copy()
                 alloc -= task.resreq
                 remaining[task.job] = alloc
                 theirs = share(alloc)

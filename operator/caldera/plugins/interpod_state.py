@@ -137,6 +137,8 @@ class PodIndex:
         self.placed = PlacedPods(nodes)
         self._counters: dict[Conjunction, dict[str, Counts]] = {}
         self._owned: list[tuple[Term, int]] | None = None
+        self._owned_rows: dict[str, int] = {}
+        """Placed pods whose terms are counted in the owned counts, and their rows."""
         self._owned_counts: list[Counts] = []
         self._owned_slot: dict[tuple[Term, int], int] = {}
         self._owned_matches: dict[PodKey, tuple[list[int], int]] = {}
@@ -205,10 +207,15 @@ class PodIndex:
     # -- placed pods owning terms that match a pod ----------------------------------------
 
     def _owned_list(self) -> list[tuple[Term, int]]:
+        """The terms placed pods own (built on first use). Only pods with an affinity own
+        terms, so this reads the node table, not the whole placed-pod index."""
         if self._owned is None:
             self._owned = []
-            for task, row in self.placed.pods().values():
-                self._count_owned(task, row, 1)
+            for row, tasks in enumerate(self.nodes.tasks):
+                for task in tasks.values():
+                    if task.spec.affinity is not None and self.placed.counts(task):
+                        self._owned_rows[task.uid] = row
+                        self._count_owned(task, row, 1)
         return self._owned
 
     def _count_owned(self, task: Task, row: int, delta: int) -> None:
@@ -257,11 +264,21 @@ class PodIndex:
         row = self.placed.allocated(task)
         if row is not None:
             self._count(task, row, 1)
+        if (
+            self._owned is not None
+            and task.spec.affinity is not None
+            and task.uid not in self._owned_rows
+        ):
+            self._owned_rows[task.uid] = task.node
+            self._count_owned(task, task.node, 1)
 
     def _deallocated(self, task: Task) -> None:
         row = self.placed.deallocated(task)
         if row is not None:
             self._count(task, row, -1)
+        owned_row = self._owned_rows.pop(task.uid, None)
+        if owned_row is not None:
+            self._count_owned(task, owned_row, -1)
 
     def _count(self, task: Task, row: int, delta: int) -> None:
         for conj, by_key in self._counters.items():
@@ -270,5 +287,3 @@ class PodIndex:
                     dom, size = self.nodes.topology(key)
                     if dom[row] < size:
                         counts[dom[row]] += delta
-        if self._owned is not None:
-            self._count_owned(task, row, delta)

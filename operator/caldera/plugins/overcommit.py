@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import numpy as np
 from pydantic import Field
 
 from caldera.api.compare import le_where, overrun, short_names
 from caldera.api.job import Job
-from caldera.api.task import ALLOCATED_STATUSES
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.session import Session
@@ -37,14 +35,8 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         budget = ssn.snapshot.total_allocatable() * factor
         used = ssn.nodes.used.sum(axis=0)
         idle = budget - used
-        inqueue = space.zeros()
-        for job in ssn.jobs.values():
-            if job.min_resources is None:
-                continue
-            if job.phase == "Inqueue":
-                inqueue += job.min_resources
-            elif job.phase == "Running" and job.count(*ALLOCATED_STATUSES) >= job.min_available:
-                inqueue += np.maximum(job.min_resources - job.allocated, 0.0)
+        table = ssn.job_table
+        inqueue = table.total(table.admitted(), table.has_min)
 
         def enqueueable(job: Job) -> int:
             if job.min_resources is None:

@@ -98,41 +98,34 @@ class ProportionPlugin(Plugin[ProportionArgs]):
             guaranteed += queue.guarantee
         free = np.maximum(total - guaranteed, 0.0)
         shares: dict[str, QueueShare] = {}
+        table = ssn.job_table
         # As in Volcano, only queues that have jobs share the cluster; the guarantees of the
         # others still hold capacity back through every queue's real capability.
-        for name in sorted({job.queue for job in ssn.jobs.values()} & set(ssn.queues)):
+        names = sorted(set(table.queues) & set(ssn.queues))
+        allocated = table.sum_by(names, table.allocated)
+        request = table.sum_by(names, table.pending_requests())
+        inqueue = table.sum_by(names, table.admitted())
+        elastic = table.sum_by(names, np.maximum(table.allocated - table.minimum, 0.0))
+        for i, name in enumerate(names):
             queue = ssn.queues[name]
             shares[name] = QueueShare(
                 queue=queue,
-                allocated=space.zeros(),
-                request=space.zeros(),
-                inqueue=space.zeros(),
-                elastic=space.zeros(),
+                allocated=allocated[i],
+                request=request[i],
+                inqueue=inqueue[i],
+                elastic=elastic[i],
                 real_capability=np.minimum(queue.capability, free + queue.guarantee),
                 deserved=space.zeros(),
             )
         counted: set[str] = set()
         """Queues with pending work that asks for resources the shares count."""
-        for job in ssn.jobs.values():
-            s = shares.get(job.queue)
-            if s is None:
-                continue
-            s.allocated += job.allocated
-            s.request += job.allocated
-            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
-                s.request += task.resreq
-                if task.resreq[space.quota].any():
-                    counted.add(job.queue)
-            minimum = job.min_resources if job.min_resources is not None else space.zeros()
-            if job.phase == "Inqueue":
-                s.inqueue += minimum
-            elif (
-                job.phase == "Running"
-                and job.min_resources is not None
-                and job.allocated_task_num() >= job.min_available
+        for row in table.pending:
+            job = table.jobs[row]
+            if job.queue in shares and any(
+                task.resreq[space.quota].any()
+                for task in job.by_status[TaskStatus.PENDING].values()
             ):
-                s.inqueue += np.maximum(minimum - job.allocated, 0.0)
-            s.elastic += np.maximum(job.allocated - minimum, 0.0)
+                counted.add(job.queue)
         water_fill(space, total, list(shares.values()))
         for s in shares.values():
             s.meter = ShareMeter(space, s.deserved)

@@ -46,18 +46,38 @@ def host_ports(spec: PodSpec) -> list[HostPort]:
 
 
 class _Ports:
-    """Per (protocol, port): host IP → number of pods using it, per node."""
+    """Per (protocol, port): host IP → number of pods using it, per node.
+
+    Counted from the node table when a pod that asks for a host port first comes (most sessions
+    have none); until then placements are only noted: a pod deallocated while still listed on
+    its node (evicted this session) does not count, one placed again does."""
 
     def __init__(self, nodes: NodeTable) -> None:
         self.n = len(nodes)
-        self.used: dict[tuple[str, int], dict[str, npt.NDArray[np.int32]]] = {}
-        for row, tasks in enumerate(nodes.tasks):
-            for task in tasks.values():
-                self.count(task, row, 1)
+        self._nodes = nodes
+        self._used: dict[tuple[str, int], dict[str, npt.NDArray[np.int32]]] | None = None
+        self._gone: set[str] = set()
+
+    @property
+    def used(self) -> dict[tuple[str, int], dict[str, npt.NDArray[np.int32]]]:
+        if self._used is None:
+            self._used = {}
+            for row, tasks in enumerate(self._nodes.tasks):
+                for task in tasks.values():
+                    if task.uid not in self._gone:
+                        self.count(task, row, 1)
+            self._gone.clear()
+        return self._used
 
     def count(self, task: Task, row: int, delta: int) -> None:
+        if self._used is None:
+            if delta > 0:
+                self._gone.discard(task.uid)
+            else:
+                self._gone.add(task.uid)
+            return
         for proto, port, ip in host_ports(task.spec):
-            by_ip = self.used.setdefault((proto, port), {})
+            by_ip = self._used.setdefault((proto, port), {})
             column = by_ip.get(ip)
             if column is None:
                 column = by_ip[ip] = np.zeros(self.n, dtype=np.int32)

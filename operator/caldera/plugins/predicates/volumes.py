@@ -307,6 +307,8 @@ class _Attachments:
         """Volume → {row: pods on that row using it} (rows with none are dropped)."""
         self._placed: dict[str, int] = {}
         self._existing: dict[str, list[VolumeId]] = {}
+        if not self.limits:
+            return  # no driver has a limit: nothing is ever over one, nothing needs counting
         for row, tasks in enumerate(view.nodes.tasks):
             for task in tasks.values():
                 self.count(task, row, 1)
@@ -362,6 +364,8 @@ class _Attachments:
         return cached
 
     def count(self, task: Task, row: int, delta: int) -> None:
+        if not self.limits:
+            return
         for volume in self.existing_volumes(task):
             rows = self.rows_of.setdefault(volume, {})
             before = rows.get(row, 0)

@@ -1,0 +1,89 @@
+"""The session's job table gives the sums the per-job loops of Volcano's plugins give."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from builders import engine_task
+from caldera.api.compare import ShareMeter
+from caldera.api.job import Job
+from caldera.api.jobtable import JobTable
+from caldera.api.resources import ResourceSpace
+from caldera.api.task import ALLOCATED_STATUSES, TaskStatus
+from caldera.models.volcano import PodGroupStatus
+
+SPACE = ResourceSpace(["nvidia.com/gpu"])
+
+
+def random_jobs(seed: int) -> list[Job]:
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(40):
+        job = Job(
+            uid=f"ns/j{i}",
+            namespace="ns",
+            name=f"j{i}",
+            queue=rng.choice(["a", "b", "gone"]),
+            priority=0,
+            min_available=rng.choice([1, 2, 3]),
+            min_task_member={},
+            min_resources=(
+                None if rng.random() < 0.3 else SPACE.vector({"cpu": rng.choice([500, 3000])})
+            ),
+            creation=0.0,
+            phase=rng.choice(["Pending", "Inqueue", "Running"]),
+            annotations={},
+            conditions=[],
+            allocated=SPACE.zeros(),
+            api_status=PodGroupStatus(),
+        )
+        for k in range(rng.randint(0, 4)):
+            status = rng.choice([TaskStatus.PENDING, TaskStatus.RUNNING, TaskStatus.BOUND])
+            task = engine_task(SPACE, f"j{i}-{k}", cpu=rng.choice(["100m", "700m"]), status=status)
+            task.job = job.uid
+            job.add_task(task)
+        jobs.append(job)
+    return jobs
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_admitted_and_queue_sums_equal_volcanos_per_job_loops(seed: int) -> None:
+    jobs = random_jobs(seed)
+    table = JobTable(SPACE, jobs)
+    expected = {q: SPACE.zeros() for q in ("a", "b")}
+    inqueue = {q: SPACE.zeros() for q in ("a", "b")}
+    request = {q: SPACE.zeros() for q in ("a", "b")}
+    for job in jobs:  # proportion.go's and overcommit.go's loops
+        if job.queue not in expected:
+            continue
+        expected[job.queue] += job.allocated
+        request[job.queue] += job.allocated
+        for task in job.by_status.get(TaskStatus.PENDING, {}).values():
+            request[job.queue] += task.resreq
+        if job.min_resources is None:
+            continue
+        if job.phase == "Inqueue":
+            inqueue[job.queue] += job.min_resources
+        elif job.phase == "Running" and job.count(*ALLOCATED_STATUSES) >= job.min_available:
+            inqueue[job.queue] += np.maximum(job.min_resources - job.allocated, 0.0)
+    names = ["a", "b"]
+    assert table.sum_by(names, table.allocated).tolist() == [expected[q].tolist() for q in names]
+    assert table.sum_by(names, table.admitted()).tolist() == [inqueue[q].tolist() for q in names]
+    assert table.sum_by(names, table.pending_requests()).tolist() == [
+        request[q].tolist() for q in names
+    ]
+    everyone = sum((inqueue[q] for q in names), SPACE.zeros())
+    in_known = np.array([job.queue in expected for job in jobs])
+    assert table.total(table.admitted(), in_known).tolist() == everyone.tolist()
+
+
+def test_shares_of_many_rows_equal_one_row_at_a_time() -> None:
+    rng = np.random.default_rng(3)
+    total = np.array([4000.0, 0.0, 10.0, 8.0])  # memory is 0: a request for it counts as 1
+    space = ResourceSpace(["nvidia.com/gpu"])
+    meter = ShareMeter(space, total)
+    rows = rng.integers(0, 3, size=(50, 4)).astype(np.float64) * np.array([1000, 1, 1, 2])
+    assert meter.many(rows).tolist() == [meter(row) for row in rows]
