@@ -120,7 +120,10 @@ def close_session(ssn: Session) -> None:
         if job.has_object:
             result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
         for status in _WAITING:
-            for task in sorted(job.by_status.get(status, {}).values(), key=lambda t: t.key):
+            waiting = job.by_status.get(status)
+            if not waiting:
+                continue
+            for task in sorted(waiting.values(), key=lambda t: t.key):
                 reason, message = task_scheduling_reason(job, task)
                 result.pod_conditions.append(
                     PodCondition(task.namespace, task.name, task.uid, reason, message)

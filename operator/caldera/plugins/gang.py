@@ -91,8 +91,8 @@ class GangPlugin(Plugin[NoArgs]):
     def on_session_close(self, ssn: Session) -> None:
         for job in ssn.jobs.values():
             verdict = _verdict(job) if job.tasks else None
-            if verdict is None:
-                continue
+            if verdict is None or not job.has_object:
+                continue  # an in-memory group has no status to carry a condition
             kind, reason, message = verdict
             ssn.update_podgroup_condition(
                 job,
