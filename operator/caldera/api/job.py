@@ -85,6 +85,8 @@ class Job:
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)
     fit_error: str = ""
     """The job-level reason (set when enqueue rejects it, or by gang at close)."""
+    touched: bool = False
+    """A session changed the state of one of its tasks (the next build makes the job anew)."""
     _ready: int = 0
     _allocated: int = 0
     _valid: int = 0
@@ -113,6 +115,7 @@ class Job:
     def set_status(self, task: Task, status: TaskStatus) -> None:
         if task.status is status:
             return
+        self.touched = True
         self._count(task, -1)
         del self.by_status[task.status][task.uid]
         self.by_status.setdefault(status, {})[task.uid] = task

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import TaskStatus
+from caldera.cache.kept import KeptJobs
 from caldera.models.base import OwnerReference
 from caldera.models.core import Node, Pod, PodSpec, effective_requests, nonzero_requests
 from caldera.models.volcano import (
@@ -83,9 +84,10 @@ class PodFacts:
     """(milli-cpu, memory) with kube-scheduler's defaults for scoring."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Implicit:
-    """The in-memory group a bare pod makes (before the state it depends on is looked up)."""
+    """The in-memory group a bare pod makes (before the state it depends on is looked up);
+    equal only to itself (one per pod version)."""
 
     name: str
     """``podgroup-<controller UID, else pod UID>``."""
@@ -119,9 +121,10 @@ class PodEntry:
     implicit: Implicit | None = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NodeBase:
-    """The static columns of the node table, for one set of node versions in one space."""
+    """The static columns of the node table, for one set of node versions in one space (equal
+    only to itself)."""
 
     nodes: dict[str, Node]
     space: ResourceSpace
@@ -140,7 +143,7 @@ class BuildMemo:
     """The pieces kept between builds (see the module's docstring). Pods gone from the state are
     forgotten after each build."""
 
-    __slots__ = ("_entries", "_names", "_space", "nodes")
+    __slots__ = ("_entries", "_names", "_space", "kept", "nodes")
 
     def __init__(self) -> None:
         self._entries: dict[str, PodEntry] = {}
@@ -148,6 +151,12 @@ class BuildMemo:
         """How many kept pods request each resource name."""
         self._space: ResourceSpace | None = None
         self.nodes: NodeBase | None = None
+        self.kept = KeptJobs()
+        """Jobs of the last build, taken over while nothing about them changed."""
+
+    def uid(self, key: str) -> str:
+        """The task UID of kept pod ``key`` (made in :meth:`task_parts`)."""
+        return self._entries[key].head[0]
 
     def entry(self, key: str, pod: Pod) -> PodEntry:
         hit = self._entries.get(key)

@@ -24,9 +24,9 @@ from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
-from caldera.api.task import Task, TaskStatus
+from caldera.api.task import Task
 from caldera.cache.derived import quotas, spread_owners
-from caldera.cache.memo import BuildMemo, NodeBase, frozen, stable_uid
+from caldera.cache.memo import BuildMemo, Implicit, NodeBase, frozen, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups, hypernode_tree
 from caldera.devices.vendor import Vendor
@@ -189,22 +189,22 @@ class _Builder:
         self,
         space: ResourceSpace,
         pod: Pod,
-        jobs: dict[str, Job],
+        known: dict[str, PodGroup | _Group],
         queues: dict[str, Queue],
         prio: _Priorities,
     ) -> str:
-        """The key of the in-memory group of a bare pod, made on its first pod; "" (reported)
-        while the pod must wait."""
+        """The key of the in-memory group of a bare pod, described on its first pod; ""
+        (reported) while the pod must wait."""
         meta = pod.metadata
         pod_key = f"{meta.namespace}/{meta.name}"
         group = self.memo.implicit(self.memo.entry(pod_key, pod), space)
         key = f"{meta.namespace}/{group.name}"
-        if key in jobs:
+        if key in known:
             return key
         min_member = 1
         if group.owner is not None:
-            known = self.state.owner_min_members.get(group.owner.uid)
-            if known is None:
+            known_size = self.state.owner_min_members.get(group.owner.uid)
+            if known_size is None:
                 self.problem(
                     "Pod",
                     pod_key,
@@ -212,34 +212,85 @@ class _Builder:
                     f"{group.owner.name}",
                 )
                 return ""
-            min_member = known
+            min_member = known_size
         if group.topology_problem:
             self.problem("Pod", pod_key, group.topology_problem)
         queue = group.queue or self.default_queue
         if queue not in queues:
             self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
             return ""
+        known[key] = _Group(
+            group,
+            min_member,
+            queue,
+            prio.of(pod.spec.priority_class_name),
+            meta.namespace,
+            meta.creation_timestamp or 0.0,
+        )
+        self.implicit.append(key)
+        return key
+
+    def kept_job(
+        self,
+        space: ResourceSpace,
+        key: str,
+        spec: PodGroup | _Group,
+        members: Sequence[tuple[str, Pod]],
+        prio: _Priorities,
+    ) -> Job:
+        """Job ``key`` with its member pods' tasks: the last build's when nothing about it
+        changed (see :mod:`caldera.cache.kept`)."""
+
+        def make() -> Job:
+            if isinstance(spec, _Group):
+                job = self.group_job(space, key, spec)
+            else:
+                job = self.job(space, key, spec, prio)
+            for pod_key, pod in members:
+                job.add_task(self.task(space, pod_key, pod, key, prio))
+            return job
+
+        pods = [pod for _, pod in members]
+        if isinstance(spec, _Group):
+            return self.memo.kept.job(key, spec, pods, "Pending", (), make)
+        source = (spec, prio.of(spec.spec.priority_class_name))
+        status = spec.status
+        return self.memo.kept.job(
+            key, source, pods, status.phase or "Pending", status.conditions, make
+        )
+
+    def group_job(self, space: ResourceSpace, key: str, spec: _Group) -> Job:
         # made directly (no PodGroup model in between): a burst of bare pods makes thousands
-        jobs[key] = Job(
+        return Job(
             uid=key,
-            namespace=meta.namespace,
-            name=group.name,
-            queue=queue,
-            priority=prio.of(pod.spec.priority_class_name),
-            min_available=min_member,
+            namespace=spec.namespace,
+            name=spec.group.name,
+            queue=spec.queue,
+            priority=spec.priority,
+            min_available=spec.min_member,
             min_task_member={},
-            min_resources=group.min_resources,
-            creation=meta.creation_timestamp or 0.0,
+            min_resources=spec.group.min_resources,
+            creation=spec.creation,
             phase="Pending",
             annotations={},
             conditions=[],
             allocated=space.zeros(),
             api_status=_NO_STATUS,
             has_object=False,
-            network_topology=group.topology,
+            network_topology=spec.group.topology,
         )
-        self.implicit.append(key)
-        return key
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """An in-memory group of bare pods as its first pod describes it."""
+
+    group: Implicit
+    min_member: int
+    queue: str
+    priority: int
+    namespace: str
+    creation: float
 
 
 def _node_base(
@@ -337,21 +388,36 @@ def build_snapshot(
         default_class[0].value if default_class else 0,
     )
 
-    jobs: dict[str, Job] = {}
+    memo.kept.start(
+        (
+            space,
+            memo.nodes,
+            tuple(sorted(prio.values.items())),
+            prio.default,
+            default_queue,
+            names,
+            managed_resources,
+        )
+    )
+    known: dict[str, PodGroup | _Group] = {}
+    """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then the
+    in-memory groups of bare pods (in the order of their first pod)."""
     for key, pg in sorted(state.podgroups.items()):
-        job = b.job(space, key, pg, prio)
-        if job.queue not in queues:
-            b.problem("PodGroup", key, f"spec.queue: queue {job.queue!r} does not exist")
+        queue_name = pg.spec.queue or default_queue
+        if queue_name not in queues:
+            b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
             continue
-        jobs[key] = job
+        known[key] = pg
 
     held: dict[str, tuple[Task, str]] = {}
     gone: list[str] = []
     """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
     deletes them), and are reported once, with a count."""
     gone_nodes: set[str] = set()
-    placed_rows: list[int] = []
-    placed: list[Task] = []
+    members: dict[str, list[tuple[str, Pod]]] = {}
+    jobless: dict[str, Task] = {}
+    on_nodes: list[tuple[str, int, str]] = []
+    """(pod, node row, job) of every pod that holds room on a node, in pod order."""
     for key, pod in sorted(state.pods.items()):
         node_name = pod.spec.node_name
         if node_name and node_name not in state.nodes and pod.status.phase not in FINISHED_PHASES:
@@ -375,11 +441,11 @@ def build_snapshot(
                     )
                     b.problem("Pod", key, f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: {why}")
                     job_key = ""
-                elif job_key not in jobs:
+                elif job_key not in known:
                     queue_name = state.podgroups[job_key].spec.queue or default_queue
                     why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
             elif bare_pods_in_memory:
-                job_key = b.implicit_job(space, pod, jobs, queues, prio)
+                job_key = b.implicit_job(space, pod, known, queues, prio)
                 if not job_key and len(b.problems) > seen:
                     why = b.problems[-1].message
             elif not pod.spec.node_name:
@@ -391,19 +457,31 @@ def build_snapshot(
             continue
         if not job_key and not pod.spec.node_name:
             continue
-        task = b.task(space, key, pod, job_key if job_key in jobs else "", prio)
+        if job_key not in known:
+            job_key = ""
         if vendors and pod.spec.node_name:
             for message in pod_problems(vendors, pod.metadata.annotations):
                 b.problem("Pod", key, message)
-        if task.job:
-            jobs[task.job].add_task(task)
-        if pod.spec.node_name and task.status not in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
+        if job_key:
+            members.setdefault(job_key, []).append((key, pod))
+        else:
+            jobless[key] = b.task(space, key, pod, "", prio)
+        if pod.spec.node_name and pod.status.phase not in FINISHED_PHASES:
             i = table.index.get(pod.spec.node_name)
-            if i is None:
-                continue  # its node is not Ready: the pod still holds it
-            task.node = i
-            placed_rows.append(i)
-            placed.append(task)
+            if i is not None:  # else its node is not Ready: the pod still holds it
+                on_nodes.append((key, i, job_key))
+
+    jobs = {
+        key: b.kept_job(space, key, spec, members.get(key, ()), prio) for key, spec in known.items()
+    }
+    memo.kept.keep_only(jobs)
+    placed_rows: list[int] = []
+    placed: list[Task] = []
+    for key, row, job_key in on_nodes:
+        task = jobs[job_key].tasks[memo.uid(key)] if job_key else jobless[key]
+        task.node = row
+        placed_rows.append(row)
+        placed.append(task)
     table.add_tasks(placed_rows, placed)
 
     if gone:

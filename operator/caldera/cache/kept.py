@@ -1,0 +1,96 @@
+"""Jobs kept from one snapshot to the next while nothing about them changed.
+
+Most jobs of a busy cluster are running and stay as they are for many sessions: the same
+PodGroup (or bare pod) object, the same pod objects, nothing placed or evicted. Building such a
+job again (the job, a task per pod, the task indexes, the running sums) is what made every
+snapshot cost microseconds per pod. A build hands each job's inputs to :class:`KeptJobs`, which
+returns the job of the last build when:
+
+- what the job is made of is the same objects: the PodGroup (or, for the in-memory group of bare
+  pods, its size, queue and first pod) and every member pod, in order;
+- nothing outside those objects that the job reads has changed (the resource space, the node
+  table's rows, the priority classes, the default queue: :attr:`KeptJobs.world`);
+- the session that used it changed none of its tasks (:attr:`Job.touched`, set by every task
+  state change, which is also the only way a session moves, binds or evicts a task).
+
+A kept job gets back the fields a session writes outside its tasks (phase, conditions, the fit
+errors, the topology trace); anything else is built again. The result is the snapshot a fresh
+build gives, which a test checks on random change streams with a session run between builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from caldera.api.job import Job
+from caldera.models.core import Pod
+from caldera.models.volcano import PodGroupCondition
+
+__all__ = ["KeptJobs"]
+
+
+@dataclass(slots=True)
+class _Kept:
+    job: Job
+    source: Hashable
+    """What the job's own fields come from (compared by equality, objects by identity)."""
+    members: tuple[Pod, ...]
+
+
+class KeptJobs:
+    __slots__ = ("_jobs", "_world", "reused")
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, _Kept] = {}
+        self._world: tuple[object, ...] = ()
+        self.reused = 0
+        """Jobs the last build took over unchanged (for tests and profiles)."""
+
+    def start(self, world: tuple[object, ...]) -> None:
+        """Begin a build; every kept job is dropped when ``world`` (what jobs read besides their
+        own objects, compared element by element by identity or equality) differs."""
+        same = len(world) == len(self._world) and all(
+            a is b or a == b for a, b in zip(world, self._world, strict=True)
+        )
+        if not same:
+            self._jobs.clear()
+        self._world = world
+        self.reused = 0
+
+    def job(
+        self,
+        key: str,
+        source: Hashable,
+        members: Sequence[Pod],
+        phase: str,
+        conditions: tuple[PodGroupCondition, ...],
+        make: Callable[[], Job],
+    ) -> Job:
+        """The job ``key`` made of ``source`` and ``members``: the kept one if it still is that
+        job (its session-written fields reset to ``phase`` and ``conditions``), else ``make()``."""
+        kept = self._jobs.get(key)
+        if (
+            kept is not None
+            and not kept.job.touched
+            and kept.source == source
+            and len(kept.members) == len(members)
+            and all(a is b for a, b in zip(kept.members, members, strict=True))
+        ):
+            job = kept.job
+            job.phase = phase
+            if job.conditions != list(conditions):
+                job.conditions = list(conditions)
+            job.fit_error = ""
+            if job.nodes_fit_errors:
+                job.nodes_fit_errors = {}
+            job.topology_trace = None
+            self.reused += 1
+            return job
+        job = make()
+        self._jobs[key] = _Kept(job, source, tuple(members))
+        return job
+
+    def keep_only(self, keys: set[str] | dict[str, Job]) -> None:
+        for gone in self._jobs.keys() - keys:
+            del self._jobs[gone]
