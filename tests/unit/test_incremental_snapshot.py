@@ -79,17 +79,21 @@ class Stream:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.state: ClusterState = state_of(
-            [node(f"n{i}", cpu="4", memory="8Gi") for i in range(6)]
-            + [queue("q1", weight=2), priority_class("high", 100), podgroup("base", min_member=2)]
-            + [
-                pod(
-                    f"r{i}",
-                    group="base" if i < 3 else None,
-                    cpu="500m",
-                    node_name=f"n{i}",
-                    phase="Running",
-                )
-                for i in range(8)
+            [
+                *(node(f"n{i}", cpu="4", memory="8Gi") for i in range(6)),
+                queue("q1", weight=2),
+                priority_class("high", 100),
+                podgroup("base", min_member=2),
+                *(
+                    pod(
+                        f"r{i}",
+                        group="base" if i < 3 else None,
+                        cpu="500m",
+                        node_name=f"n{i}",
+                        phase="Running",
+                    )
+                    for i in range(8)
+                ),
             ]
         )
         self.serial = 0
