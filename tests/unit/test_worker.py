@@ -99,3 +99,36 @@ def test_the_session_process_imports_no_operator_io() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_the_session_process_ends_when_the_operator_is_killed_outright() -> None:
+    # SIGKILL leaves no chance to stop the worker; it must notice and end by itself rather than
+    # hold the cluster's state in memory for nobody
+    code = (
+        "import multiprocessing, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "import caldera.operator.loop.decide as d\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=d.start, initargs=(None,))\n"
+        "    print(pool.submit(__import__('os').getpid).result(), flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "operator")}
+    with subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    ) as parent:
+        assert parent.stdout is not None
+        worker = int(parent.stdout.readline())
+        os.kill(worker, 0)  # alive while the operator is
+        parent.kill()
+        parent.wait()
+    for _ in range(300):  # it looks once a second; allow a slow machine plenty
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        __import__("time").sleep(0.1)
+    os.kill(worker, 9)
+    raise AssertionError("the session process outlived its operator")

@@ -20,7 +20,7 @@ build gives, which a test checks on random change streams with a session run bet
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from caldera.api.job import Job
@@ -58,38 +58,44 @@ class KeptJobs:
         self._world = world
         self.reused = 0
 
-    def job(
+    def take(
         self,
         key: str,
         source: Hashable,
         members: Sequence[Pod],
         phase: str,
-        conditions: tuple[PodGroupCondition, ...],
-        make: Callable[[], Job],
-    ) -> Job:
-        """The job ``key`` made of ``source`` and ``members``: the kept one if it still is that
-        job (its session-written fields reset to ``phase`` and ``conditions``), else ``make()``."""
+        conditions: Sequence[PodGroupCondition],
+    ) -> Job | None:
+        """The kept job ``key`` if it is still the job of ``source`` and ``members``, with the
+        fields a session writes reset (``phase`` and ``conditions`` as the object says); None
+        when it must be made anew (then :meth:`keep` it)."""
         kept = self._jobs.get(key)
+        if kept is None:
+            return None
+        job = kept.job
+        old = kept.members
         if (
-            kept is not None
-            and not kept.job.touched
-            and kept.source == source
-            and len(kept.members) == len(members)
-            and all(a is b for a, b in zip(kept.members, members, strict=True))
+            job.touched
+            or len(old) != len(members)
+            or not (kept.source is source or kept.source == source)
+            or any(a is not b for a, b in zip(old, members, strict=True))
         ):
-            job = kept.job
-            job.phase = phase
-            if job.conditions != list(conditions):
-                job.conditions = list(conditions)
-            job.fit_error = ""
-            if job.nodes_fit_errors:
-                job.nodes_fit_errors = {}
-            job.topology_trace = None
-            self.reused += 1
-            return job
-        job = make()
-        self._jobs[key] = _Kept(job, source, tuple(members))
+            return None
+        job.phase = phase
+        now = job.conditions
+        if len(now) != len(conditions) or any(
+            a is not b for a, b in zip(now, conditions, strict=True)
+        ):
+            job.conditions = list(conditions)
+        job.fit_error = ""
+        if job.nodes_fit_errors:
+            job.nodes_fit_errors = {}
+        job.topology_trace = None
+        self.reused += 1
         return job
+
+    def keep(self, key: str, source: Hashable, members: Sequence[Pod], job: Job) -> None:
+        self._jobs[key] = _Kept(job, source, tuple(members))
 
     def keep_only(self, keys: set[str] | dict[str, Job]) -> None:
         for gone in self._jobs.keys() - keys:

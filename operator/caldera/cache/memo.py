@@ -91,6 +91,8 @@ class Implicit:
 
     name: str
     """``podgroup-<controller UID, else pod UID>``."""
+    key: str
+    """``<namespace>/<name>``."""
     owner: OwnerReference | None
     """The controller whose ``group-min-member`` sets the group's size, if one of the kinds
     that carry it."""
@@ -119,6 +121,8 @@ class PodEntry:
     started: float = 0.0
     controller: OwnerReference | None = None
     implicit: Implicit | None = None
+    group: object = None
+    """The last in-memory group this pod described as its first pod (reused while the same)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -154,9 +158,10 @@ class BuildMemo:
         self.kept = KeptJobs()
         """Jobs of the last build, taken over while nothing about them changed."""
 
-    def uid(self, key: str) -> str:
-        """The task UID of kept pod ``key`` (made in :meth:`task_parts`)."""
-        return self._entries[key].head[0]
+    @property
+    def entries(self) -> Mapping[str, PodEntry]:
+        """Pod key → its entry (every pod of the state once :meth:`entry` has seen it)."""
+        return self._entries
 
     def entry(self, key: str, pod: Pod) -> PodEntry:
         hit = self._entries.get(key)
@@ -225,8 +230,10 @@ class BuildMemo:
         meta = pod.metadata
         owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
         topology = topology_from_annotations(meta.annotations)
+        name = f"podgroup-{owner.uid if owner else meta.uid}"
         entry.implicit = Implicit(
-            name=f"podgroup-{owner.uid if owner else meta.uid}",
+            name=name,
+            key=f"{meta.namespace}/{name}",
             owner=(
                 owner
                 if owner is not None and (owner.api_version, owner.kind) in GROUP_OWNER_KINDS

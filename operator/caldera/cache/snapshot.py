@@ -26,7 +26,7 @@ from caldera.api.resources import ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
 from caldera.cache.derived import quotas, spread_owners
-from caldera.cache.memo import BuildMemo, Implicit, NodeBase, frozen, stable_uid
+from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups, hypernode_tree
 from caldera.devices.vendor import Vendor
@@ -188,17 +188,18 @@ class _Builder:
     def implicit_job(
         self,
         space: ResourceSpace,
-        pod: Pod,
+        pod_key: str,
+        entry: PodEntry,
         known: dict[str, PodGroup | _Group],
         queues: dict[str, Queue],
         prio: _Priorities,
     ) -> str:
         """The key of the in-memory group of a bare pod, described on its first pod; ""
         (reported) while the pod must wait."""
-        meta = pod.metadata
-        pod_key = f"{meta.namespace}/{meta.name}"
-        group = self.memo.implicit(self.memo.entry(pod_key, pod), space)
-        key = f"{meta.namespace}/{group.name}"
+        group = entry.implicit
+        if group is None or entry.space is not space:
+            group = self.memo.implicit(entry, space)
+        key = group.key
         if key in known:
             return key
         min_member = 1
@@ -219,14 +220,25 @@ class _Builder:
         if queue not in queues:
             self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
             return ""
-        known[key] = _Group(
-            group,
-            min_member,
-            queue,
-            prio.of(pod.spec.priority_class_name),
-            meta.namespace,
-            meta.creation_timestamp or 0.0,
-        )
+        pod = entry.pod
+        priority = prio.of(pod.spec.priority_class_name)
+        spec = entry.group
+        if not (
+            isinstance(spec, _Group)
+            and spec.group is group
+            and spec.min_member == min_member
+            and spec.queue == queue
+            and spec.priority == priority
+        ):  # the same object as last time while it is the same group: kept jobs compare fast
+            spec = entry.group = _Group(
+                group,
+                min_member,
+                queue,
+                priority,
+                pod.metadata.namespace,
+                pod.metadata.creation_timestamp or 0.0,
+            )
+        known[key] = spec
         self.implicit.append(key)
         return key
 
@@ -235,29 +247,29 @@ class _Builder:
         space: ResourceSpace,
         key: str,
         spec: PodGroup | _Group,
-        members: Sequence[tuple[str, Pod]],
+        members: _Members,
         prio: _Priorities,
     ) -> Job:
         """Job ``key`` with its member pods' tasks: the last build's when nothing about it
         changed (see :mod:`caldera.cache.kept`)."""
-
-        def make() -> Job:
-            if isinstance(spec, _Group):
-                job = self.group_job(space, key, spec)
-            else:
-                job = self.job(space, key, spec, prio)
-            for pod_key, pod in members:
-                job.add_task(self.task(space, pod_key, pod, key, prio))
-            return job
-
-        pods = [pod for _, pod in members]
+        kept = self.memo.kept
         if isinstance(spec, _Group):
-            return self.memo.kept.job(key, spec, pods, "Pending", (), make)
-        source = (spec, prio.of(spec.spec.priority_class_name))
-        status = spec.status
-        return self.memo.kept.job(
-            key, source, pods, status.phase or "Pending", status.conditions, make
-        )
+            job = kept.take(key, spec, members.pods, "Pending", ())
+        else:
+            source = (spec, prio.of(spec.spec.priority_class_name))
+            status = spec.status
+            job = kept.take(key, source, members.pods, status.phase or "Pending", status.conditions)
+        if job is not None:
+            return job
+        if isinstance(spec, _Group):
+            job = self.group_job(space, key, spec)
+        else:
+            job = self.job(space, key, spec, prio)
+            source = (spec, prio.of(spec.spec.priority_class_name))
+        for pod_key, pod in zip(members.keys, members.pods, strict=True):
+            job.add_task(self.task(space, pod_key, pod, key, prio))
+        kept.keep(key, spec if isinstance(spec, _Group) else source, members.pods, job)
+        return job
 
     def group_job(self, space: ResourceSpace, key: str, spec: _Group) -> Job:
         # made directly (no PodGroup model in between): a burst of bare pods makes thousands
@@ -281,9 +293,21 @@ class _Builder:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
+class _Members:
+    """The pods of one job, in pod order."""
+
+    keys: list[str] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+
+
+_NO_MEMBERS = _Members()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class _Group:
-    """An in-memory group of bare pods as its first pod describes it."""
+    """An in-memory group of bare pods as its first pod describes it (one object per group
+    while it stays the same: equal only to itself)."""
 
     group: Implicit
     min_member: int
@@ -414,20 +438,24 @@ def build_snapshot(
     """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
     deletes them), and are reported once, with a count."""
     gone_nodes: set[str] = set()
-    members: dict[str, list[tuple[str, Pod]]] = {}
+    members: dict[str, _Members] = {}
     jobless: dict[str, Task] = {}
-    on_nodes: list[tuple[str, int, str]] = []
-    """(pod, node row, job) of every pod that holds room on a node, in pod order."""
+    on_nodes: list[tuple[str, str, int, str]] = []
+    """(job or "", pod, node row, task UID) of every pod that holds room on a node, in pod
+    order."""
+    entries = memo.entries
+    all_nodes = state.nodes
+    node_index = table.index
     for key, pod in sorted(state.pods.items()):
-        node_name = pod.spec.node_name
-        if node_name and node_name not in state.nodes and pod.status.phase not in FINISHED_PHASES:
+        spec = pod.spec
+        node_name = spec.node_name
+        if node_name and node_name not in all_nodes and pod.status.phase not in FINISHED_PHASES:
             gone.append(key)
             gone_nodes.add(node_name)
             continue
-        ours = pod.spec.scheduler_name in names
         job_key = ""
         why = ""
-        if ours:
+        if spec.scheduler_name in names:
             group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             seen = len(b.problems)
             if group:
@@ -445,40 +473,47 @@ def build_snapshot(
                     queue_name = state.podgroups[job_key].spec.queue or default_queue
                     why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
             elif bare_pods_in_memory:
-                job_key = b.implicit_job(space, pod, known, queues, prio)
+                job_key = b.implicit_job(space, key, entries[key], known, queues, prio)
                 if not job_key and len(b.problems) > seen:
                     why = b.problems[-1].message
-            elif not pod.spec.node_name:
+            elif not node_name:
                 why = "has no PodGroup yet: waiting for one to be created"
                 b.problem("Pod", key, why)
-        if why and not pod.spec.node_name:
+        if why and not node_name:
             # kept (not scheduled) so the pod still says why it waits
             held[key] = (b.task(space, key, pod, "", prio), why)
             continue
-        if not job_key and not pod.spec.node_name:
-            continue
-        if job_key not in known:
+        if not job_key:
+            if not node_name:
+                continue
+        elif job_key not in known:
             job_key = ""
-        if vendors and pod.spec.node_name:
+        if vendors and node_name:
             for message in pod_problems(vendors, pod.metadata.annotations):
                 b.problem("Pod", key, message)
         if job_key:
-            members.setdefault(job_key, []).append((key, pod))
+            group_members = members.get(job_key)
+            if group_members is None:
+                group_members = members[job_key] = _Members()
+            group_members.keys.append(key)
+            group_members.pods.append(pod)
         else:
             jobless[key] = b.task(space, key, pod, "", prio)
-        if pod.spec.node_name and pod.status.phase not in FINISHED_PHASES:
-            i = table.index.get(pod.spec.node_name)
+        if node_name and pod.status.phase not in FINISHED_PHASES:
+            i = node_index.get(node_name)
             if i is not None:  # else its node is not Ready: the pod still holds it
-                on_nodes.append((key, i, job_key))
+                uid = memo.task_parts(entries[key], space).head[0]
+                on_nodes.append((job_key, key, i, uid))
 
     jobs = {
-        key: b.kept_job(space, key, spec, members.get(key, ()), prio) for key, spec in known.items()
+        key: b.kept_job(space, key, spec, members.get(key, _NO_MEMBERS), prio)
+        for key, spec in known.items()
     }
     memo.kept.keep_only(jobs)
     placed_rows: list[int] = []
     placed: list[Task] = []
-    for key, row, job_key in on_nodes:
-        task = jobs[job_key].tasks[memo.uid(key)] if job_key else jobless[key]
+    for job_key, key, row, uid in on_nodes:
+        task = jobs[job_key].tasks[uid] if job_key else jobless[key]
         task.node = row
         placed_rows.append(row)
         placed.append(task)

@@ -8,7 +8,9 @@ holds less memory. The operator's side, which starts the process and feeds it, i
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -140,8 +142,19 @@ def start(stream: Any) -> None:
     # must not kill it in the middle of a session.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # ...but it must not outlive an operator that was killed outright (SIGKILL, OOM): it would
+    # keep the cluster's state in memory for nobody
+    parent = os.getppid()
+    threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
     fewer_collections()
     _registry = Registry.from_entry_points()
+
+
+def _exit_with(parent: int, every: float = 1.0) -> None:
+    """End this process once ``parent`` is gone (this process is then adopted by another)."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(0)
 
 
 def run_session(
