@@ -35,7 +35,7 @@ class _Kept:
     job: Job
     source: Hashable
     """What the job's own fields come from (compared by equality, objects by identity)."""
-    members: tuple[Pod, ...]
+    members: list[Pod]
 
 
 class KeptJobs:
@@ -62,7 +62,7 @@ class KeptJobs:
         self,
         key: str,
         source: Hashable,
-        members: Sequence[Pod],
+        members: list[Pod],
         phase: str,
         conditions: Sequence[PodGroupCondition],
     ) -> Job | None:
@@ -73,19 +73,14 @@ class KeptJobs:
         if kept is None:
             return None
         job = kept.job
-        old = kept.members
-        if (
-            job.touched
-            or len(old) != len(members)
-            or not (kept.source is source or kept.source == source)
-            or any(a is not b for a, b in zip(old, members, strict=True))
+        # list equality looks at identity first: the same pod objects compare at C speed (a
+        # new object equal in every field makes the same tasks, so it may pass too)
+        if job.touched or kept.members != members or not (
+            kept.source is source or kept.source == source
         ):
             return None
         job.phase = phase
-        now = job.conditions
-        if len(now) != len(conditions) or any(
-            a is not b for a, b in zip(now, conditions, strict=True)
-        ):
+        if job.conditions or conditions:
             job.conditions = list(conditions)
         job.fit_error = ""
         if job.nodes_fit_errors:
@@ -94,8 +89,8 @@ class KeptJobs:
         self.reused += 1
         return job
 
-    def keep(self, key: str, source: Hashable, members: Sequence[Pod], job: Job) -> None:
-        self._jobs[key] = _Kept(job, source, tuple(members))
+    def keep(self, key: str, source: Hashable, members: list[Pod], job: Job) -> None:
+        self._jobs[key] = _Kept(job, source, members)
 
     def keep_only(self, keys: set[str] | dict[str, Job]) -> None:
         for gone in self._jobs.keys() - keys:

@@ -293,12 +293,14 @@ class _Builder:
         )
 
 
-@dataclass(slots=True)
 class _Members:
     """The pods of one job, in pod order."""
 
-    keys: list[str] = field(default_factory=list)
-    pods: list[Pod] = field(default_factory=list)
+    __slots__ = ("keys", "pods")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.pods: list[Pod] = []
 
 
 _NO_MEMBERS = _Members()
