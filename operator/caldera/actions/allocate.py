@@ -63,6 +63,8 @@ class AllocateAction(Action[AllocateArgs]):
                 if not promote:
                     continue
                 job.phase = "Inqueue"
+            if job.is_ready() and not job.by_status.get(TaskStatus.PENDING):
+                continue  # nothing to place, and no verdict on it that anyone reads
             invalid = ssn.job_valid(job)
             if invalid is not None:
                 job.fit_error = job.fit_error or invalid.message

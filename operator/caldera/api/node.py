@@ -30,6 +30,7 @@ class NodeTable:
     __slots__ = (
         "_label_columns",
         "_topologies",
+        "affine",
         "allocatable",
         "annotations",
         "changes",
@@ -75,6 +76,9 @@ class NodeTable:
         self.taints: list[tuple[Taint, ...]] = list(taints)
         self.unschedulable: npt.NDArray[np.bool_] = np.array(unschedulable, dtype=bool)
         self.tasks: list[dict[str, Task]] = [{} for _ in range(n)]
+        self.affine: dict[str, int] = {}
+        """Tasks on the table whose pod has an affinity section: UID → row (inter-pod affinity
+        reads only these to find the terms placed pods own)."""
         self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
         self._topologies: dict[str, tuple[npt.NDArray[np.intp], int]] = {}
         self.changes: list[int] = []
@@ -108,6 +112,8 @@ class NodeTable:
             self.nonzero_used[i, 0] += task.nonzero_cpu
             self.nonzero_used[i, 1] += task.nonzero_memory
         self.tasks[i][task.uid] = task
+        if task.spec.affinity is not None:
+            self.affine[task.uid] = i
         self.changes.append(i)
 
     def add_tasks(self, rows: Sequence[int], tasks: Sequence[Task]) -> None:
@@ -134,6 +140,8 @@ class NodeTable:
         per_node = self.tasks
         for i, task in zip(rows, tasks, strict=True):
             per_node[i][task.uid] = task
+            if task.spec.affinity is not None:
+                self.affine[task.uid] = i
         self.changes.extend(rows)
 
     def remove_task(self, i: int, task: Task) -> None:
@@ -152,6 +160,7 @@ class NodeTable:
             self.nonzero_used[i, 0] -= task.nonzero_cpu
             self.nonzero_used[i, 1] -= task.nonzero_memory
         del self.tasks[i][task.uid]
+        self.affine.pop(task.uid, None)
         self.changes.append(i)
 
     def label_column(self, key: str) -> npt.NDArray[np.object_]:

@@ -126,6 +126,19 @@ Conjunction = tuple[Match, ...]
 PodKey = tuple[str, frozenset[tuple[str, str]]]
 
 
+def _row_order(tasks: list[dict[str, Task]]) -> Callable[[tuple[str, int]], tuple[int, int]]:
+    """Sort key of (uid, row): the order a walk over the node table's rows meets the tasks."""
+    position: dict[str, int] = {}
+
+    def key(item: tuple[str, int]) -> tuple[int, int]:
+        uid, row = item
+        if uid not in position:
+            position.update((u, i) for i, u in enumerate(tasks[row]))
+        return row, position[uid]
+
+    return key
+
+
 class PodIndex:
     """Counts of placed pods per topology domain, kept current within one session."""
 
@@ -211,11 +224,12 @@ class PodIndex:
         terms, so this reads the node table, not the whole placed-pod index."""
         if self._owned is None:
             self._owned = []
-            for row, tasks in enumerate(self.nodes.tasks):
-                for task in tasks.values():
-                    if task.spec.affinity is not None and self.placed.counts(task):
-                        self._owned_rows[task.uid] = row
-                        self._count_owned(task, row, 1)
+            tasks = self.nodes.tasks
+            for uid, row in sorted(self.nodes.affine.items(), key=_row_order(tasks)):
+                task = tasks[row][uid]
+                if self.placed.counts(task):
+                    self._owned_rows[uid] = row
+                    self._count_owned(task, row, 1)
         return self._owned
 
     def _count_owned(self, task: Task, row: int, delta: int) -> None:
