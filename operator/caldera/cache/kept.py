@@ -75,8 +75,10 @@ class KeptJobs:
         job = kept.job
         # list equality looks at identity first: the same pod objects compare at C speed (a
         # new object equal in every field makes the same tasks, so it may pass too)
-        if job.touched or kept.members != members or not (
-            kept.source is source or kept.source == source
+        if (
+            job.touched
+            or kept.members != members
+            or not (kept.source is source or kept.source == source)
         ):
             return None
         job.phase = phase

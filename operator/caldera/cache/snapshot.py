@@ -1,4 +1,4 @@
-"""Build a fresh engine snapshot from the cluster state.
+"""Build the engine snapshot of the cluster state.
 
 What goes in, as Volcano's snapshot does: Ready nodes (sorted by name); every pod with a node
 counts on that node whatever its scheduler; pods of our scheduler names become tasks of the job of
@@ -9,55 +9,31 @@ are, for the volume filters, and ResourceClaims, DeviceClasses and ResourceSlice
 dropped: a pod naming a PodGroup that does not exist, a PodGroup naming a queue that does not
 exist, a pod bound to an unknown node, a node that is not Ready, a HyperNode (or one of its
 members) that the tree must ignore.
+
+Each session's snapshot is its own (a session changes it freely), but what a build derives from
+an object version is kept in the :class:`BuildMemo` the caller passes to every build, and jobs
+that nothing changed are taken over whole: a build costs little for what stayed the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
-import numpy as np
-
-from caldera.api.hypernode import HyperNodeTree
-from caldera.api.job import Job
-from caldera.api.node import NodeTable
-from caldera.api.queue import Queue
-from caldera.api.resources import ResourceSpace
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
+from caldera.cache.builder import NO_MEMBERS, Builder, Group, Members, Priorities
 from caldera.cache.derived import quotas, spread_owners
-from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, stable_uid
+from caldera.cache.memo import BuildMemo, stable_uid
 from caldera.cache.state import ClusterState
-from caldera.cache.topology import assign_subgroups, hypernode_tree
-from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import enabled_vendors, node_problems, pod_problems
-from caldera.models.core import FINISHED_PHASES, Node, Pod
+from caldera.cache.topology import assign_subgroups
+from caldera.devices.vendors import enabled_vendors, pod_problems
+from caldera.models.core import FINISHED_PHASES
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
-from caldera.models.volcano import (
-    GROUP_NAME_ANNOTATION,
-    PodGroup,
-    PodGroupStatus,
-)
-from caldera.models.volcano import Queue as QueueModel
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
 
 __all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
-
-
-_NO_STATUS = PodGroupStatus()
-"""The status of an in-memory group: it has no object, so nothing was ever written."""
-
-
-@dataclass(slots=True)
-class _Priorities:
-    values: dict[str, int]
-    default: int
-
-    def of(self, class_name: str) -> int:
-        if class_name and class_name in self.values:
-            return self.values[class_name]
-        return self.default
 
 
 def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str]) -> Iterable[str]:
@@ -76,305 +52,6 @@ def _all_resource_names(state: ClusterState, memo: BuildMemo) -> Iterable[str]:
     for q in state.queues.values():
         yield from q.spec.capability or {}
         yield from q.spec.guarantee.resource
-
-
-@dataclass(slots=True)
-class _Builder:
-    state: ClusterState
-    scheduler_names: frozenset[str]
-    default_queue: str
-    memo: BuildMemo
-    problems: list[ObjectError] = field(default_factory=list)
-    implicit: list[str] = field(default_factory=list)
-    """Keys of the in-memory groups of bare pods."""
-
-    def problem(self, kind: str, name: str, message: str) -> None:
-        self.problems.append(ObjectError(kind, name, message))
-
-    def nodes(
-        self, space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
-    ) -> NodeTable:
-        state, memo = self.state, self.memo
-        if not memo.same_nodes(state.nodes, space, managed):
-            memo.nodes = _node_base(state.nodes, space, vendors, managed)
-        base = memo.nodes
-        assert base is not None
-        for name, message in base.problems:
-            self.problem("Node", name, message)
-        ready = base.ready
-        table = NodeTable(
-            space,
-            base.names,
-            base.allocatable,
-            base.labels,
-            [n.spec.taints for n in ready],
-            [n.spec.unschedulable for n in ready],
-        )
-        table.annotations = [n.metadata.annotations for n in ready]
-        if base.withheld is not None:
-            table.withheld = base.withheld
-        table.images = base.images
-        return table
-
-    def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
-        tree, problems = hypernode_tree(self.state, table)
-        for name, message in problems:
-            self.problem("HyperNode", name, message)
-        return tree
-
-    def queues(self, space: ResourceSpace) -> dict[str, Queue]:
-        out = {}
-        for name, q in sorted(self.state.queues.items()):
-            out[name] = _queue(space, name, q)
-        return out
-
-    def job(self, space: ResourceSpace, key: str, pg: PodGroup, prio: _Priorities) -> Job:
-        spec, meta = pg.spec, pg.metadata
-        return Job(
-            uid=key,
-            namespace=meta.namespace,
-            name=meta.name,
-            queue=spec.queue or self.default_queue,
-            priority=prio.of(spec.priority_class_name),
-            min_available=spec.min_member,
-            min_task_member=dict(spec.min_task_member),
-            min_resources=(
-                None if spec.min_resources is None else space.vector(spec.min_resources)
-            ),
-            creation=meta.creation_timestamp or 0.0,
-            phase=pg.status.phase or "Pending",
-            annotations=dict(meta.annotations),
-            conditions=list(pg.status.conditions),
-            allocated=space.zeros(),
-            api_status=pg.status,
-            network_topology=spec.network_topology,
-        )
-
-    def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: _Priorities) -> Task:
-        entry = self.memo.task_parts(self.memo.entry(key, pod), space)
-        assert entry.before is not None and entry.after is not None
-        spec = pod.spec
-        priority = spec.priority if spec.priority is not None else prio.of(spec.priority_class_name)
-        uid, namespace, name = entry.head
-        status, resreq, cpu, mem = entry.before
-        creation, pod_spec, labels, annotations, best_effort, preemptable, role = entry.after
-        # positionally, in Task's field order: a snapshot makes one task per pod every session
-        return Task(
-            uid,
-            namespace,
-            name,
-            job,
-            status,
-            resreq,
-            cpu,
-            mem,
-            priority,
-            creation,
-            pod_spec,
-            labels,
-            annotations,
-            best_effort,
-            preemptable,
-            role,
-            -1,
-            spec.node_name,
-            None,
-            {},
-            entry.started,
-            None,
-            entry.controller,
-        )
-
-    def implicit_job(
-        self,
-        space: ResourceSpace,
-        pod_key: str,
-        entry: PodEntry,
-        known: dict[str, PodGroup | _Group],
-        queues: dict[str, Queue],
-        prio: _Priorities,
-    ) -> str:
-        """The key of the in-memory group of a bare pod, described on its first pod; ""
-        (reported) while the pod must wait."""
-        group = entry.implicit
-        if group is None or entry.space is not space:
-            group = self.memo.implicit(entry, space)
-        key = group.key
-        if key in known:
-            return key
-        min_member = 1
-        if group.owner is not None:
-            known_size = self.state.owner_min_members.get(group.owner.uid)
-            if known_size is None:
-                self.problem(
-                    "Pod",
-                    pod_key,
-                    f"waiting to read group-min-member from its {group.owner.kind} "
-                    f"{group.owner.name}",
-                )
-                return ""
-            min_member = known_size
-        if group.topology_problem:
-            self.problem("Pod", pod_key, group.topology_problem)
-        queue = group.queue or self.default_queue
-        if queue not in queues:
-            self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
-            return ""
-        pod = entry.pod
-        priority = prio.of(pod.spec.priority_class_name)
-        spec = entry.group
-        if not (
-            isinstance(spec, _Group)
-            and spec.group is group
-            and spec.min_member == min_member
-            and spec.queue == queue
-            and spec.priority == priority
-        ):  # the same object as last time while it is the same group: kept jobs compare fast
-            spec = entry.group = _Group(
-                group,
-                min_member,
-                queue,
-                priority,
-                pod.metadata.namespace,
-                pod.metadata.creation_timestamp or 0.0,
-            )
-        known[key] = spec
-        self.implicit.append(key)
-        return key
-
-    def kept_job(
-        self,
-        space: ResourceSpace,
-        key: str,
-        spec: PodGroup | _Group,
-        members: _Members,
-        prio: _Priorities,
-    ) -> Job:
-        """Job ``key`` with its member pods' tasks: the last build's when nothing about it
-        changed (see :mod:`caldera.cache.kept`)."""
-        kept = self.memo.kept
-        if isinstance(spec, _Group):
-            job = kept.take(key, spec, members.pods, "Pending", ())
-        else:
-            source = (spec, prio.of(spec.spec.priority_class_name))
-            status = spec.status
-            job = kept.take(key, source, members.pods, status.phase or "Pending", status.conditions)
-        if job is not None:
-            return job
-        if isinstance(spec, _Group):
-            job = self.group_job(space, key, spec)
-        else:
-            job = self.job(space, key, spec, prio)
-            source = (spec, prio.of(spec.spec.priority_class_name))
-        for pod_key, pod in zip(members.keys, members.pods, strict=True):
-            job.add_task(self.task(space, pod_key, pod, key, prio))
-        kept.keep(key, spec if isinstance(spec, _Group) else source, members.pods, job)
-        return job
-
-    def group_job(self, space: ResourceSpace, key: str, spec: _Group) -> Job:
-        # made directly (no PodGroup model in between): a burst of bare pods makes thousands
-        return Job(
-            uid=key,
-            namespace=spec.namespace,
-            name=spec.group.name,
-            queue=spec.queue,
-            priority=spec.priority,
-            min_available=spec.min_member,
-            min_task_member={},
-            min_resources=spec.group.min_resources,
-            creation=spec.creation,
-            phase="Pending",
-            annotations={},
-            conditions=[],
-            allocated=space.zeros(),
-            api_status=_NO_STATUS,
-            has_object=False,
-            network_topology=spec.group.topology,
-        )
-
-
-class _Members:
-    """The pods of one job, in pod order."""
-
-    __slots__ = ("keys", "pods")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.pods: list[Pod] = []
-
-
-_NO_MEMBERS = _Members()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Group:
-    """An in-memory group of bare pods as its first pod describes it (one object per group
-    while it stays the same: equal only to itself)."""
-
-    group: Implicit
-    min_member: int
-    queue: str
-    priority: int
-    namespace: str
-    creation: float
-
-
-def _node_base(
-    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
-) -> NodeBase:
-    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
-    ready: list[Node] = []
-    problems: list[tuple[str, str]] = []
-    for name in sorted(nodes):
-        node = nodes[name]
-        if node.ready:
-            ready.append(node)
-            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
-        else:
-            problems.append((name, "not Ready: takes no new pods this session"))
-    alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
-        len(ready), len(space)
-    )
-    return NodeBase(
-        nodes=dict(nodes),
-        space=space,
-        managed=managed,
-        ready=ready,
-        names=[n.metadata.name for n in ready],
-        allocatable=frozen(alloc),
-        labels=[dict(n.metadata.labels) for n in ready],
-        withheld=(
-            [{r: v for r, v in n.allocatable.items() if r in managed} for n in ready]
-            if managed
-            else None
-        ),
-        images=[
-            {name: image.size_bytes for image in n.status.images for name in image.names}
-            for n in ready
-        ],
-        problems=problems,
-    )
-
-
-def _queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
-    spec = q.spec
-    return Queue(
-        name=name,
-        uid=q.metadata.uid or stable_uid("Queue", name),
-        weight=max(spec.weight, 1),
-        capability=space.vector(spec.capability or {}, missing=np.inf),
-        guarantee=space.vector(spec.guarantee.resource),
-        deserved_spec=(
-            None if spec.deserved is None else space.vector(spec.deserved, missing=np.inf)
-        ),
-        parent=spec.parent,
-        state=q.status.state or "Open",
-        reclaimable=spec.reclaimable is not False,
-        priority=spec.priority,
-        creation=q.metadata.creation_timestamp or 0.0,
-        status_allocated=dict(q.status.allocated),
-        annotations=dict(q.metadata.annotations),
-    )
 
 
 def build_snapshot(
@@ -400,7 +77,7 @@ def build_snapshot(
     """
     names = frozenset(scheduler_names)
     memo = memo if memo is not None else BuildMemo()
-    b = _Builder(state, names, default_queue, memo)
+    b = Builder(state, names, default_queue, memo)
     entry = memo.entry
     for key, pod in state.pods.items():
         entry(key, pod)
@@ -409,7 +86,7 @@ def build_snapshot(
     table = b.nodes(space, vendors, managed_resources)
     queues = b.queues(space)
     default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
-    prio = _Priorities(
+    prio = Priorities(
         {n: pc.value for n, pc in state.priority_classes.items()},
         default_class[0].value if default_class else 0,
     )
@@ -425,7 +102,7 @@ def build_snapshot(
             managed_resources,
         )
     )
-    known: dict[str, PodGroup | _Group] = {}
+    known: dict[str, PodGroup | Group] = {}
     """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then the
     in-memory groups of bare pods (in the order of their first pod)."""
     for key, pg in sorted(state.podgroups.items()):
@@ -440,7 +117,7 @@ def build_snapshot(
     """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
     deletes them), and are reported once, with a count."""
     gone_nodes: set[str] = set()
-    members: dict[str, _Members] = {}
+    members: dict[str, Members] = {}
     jobless: dict[str, Task] = {}
     on_nodes: list[tuple[str, str, int, str]] = []
     """(job or "", pod, node row, task UID) of every pod that holds room on a node, in pod
@@ -496,7 +173,7 @@ def build_snapshot(
         if job_key:
             group_members = members.get(job_key)
             if group_members is None:
-                group_members = members[job_key] = _Members()
+                group_members = members[job_key] = Members()
             group_members.keys.append(key)
             group_members.pods.append(pod)
         else:
@@ -508,7 +185,7 @@ def build_snapshot(
                 on_nodes.append((job_key, key, i, uid))
 
     jobs = {
-        key: b.kept_job(space, key, spec, members.get(key, _NO_MEMBERS), prio)
+        key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), prio)
         for key, spec in known.items()
     }
     memo.kept.keep_only(jobs)

@@ -1,0 +1,345 @@
+"""How each cluster object becomes its engine counterpart, for :func:`build_snapshot`.
+
+A :class:`Builder` makes the node table's columns, the queues, a job per PodGroup or per
+in-memory group of bare pods, and a task per pod, reusing through the :class:`BuildMemo` what
+earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
+:mod:`caldera.cache.kept`), and collects what it had to leave out as problems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from caldera.api.hypernode import HyperNodeTree
+from caldera.api.job import Job
+from caldera.api.node import NodeTable
+from caldera.api.queue import Queue
+from caldera.api.resources import ResourceSpace
+from caldera.api.task import Task
+from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, stable_uid
+from caldera.cache.state import ClusterState
+from caldera.cache.topology import hypernode_tree
+from caldera.devices.vendor import Vendor
+from caldera.devices.vendors import node_problems
+from caldera.models.core import Node, Pod
+from caldera.models.parse import ObjectError
+from caldera.models.volcano import PodGroup, PodGroupStatus
+from caldera.models.volcano import Queue as QueueModel
+
+__all__ = ["NO_MEMBERS", "Builder", "Group", "Members", "Priorities", "engine_queue"]
+
+NO_STATUS = PodGroupStatus()
+"""The status of an in-memory group: it has no object, so nothing was ever written."""
+
+
+@dataclass(slots=True)
+class Priorities:
+    values: dict[str, int]
+    default: int
+
+    def of(self, class_name: str) -> int:
+        if class_name and class_name in self.values:
+            return self.values[class_name]
+        return self.default
+
+
+@dataclass(slots=True)
+class Builder:
+    state: ClusterState
+    scheduler_names: frozenset[str]
+    default_queue: str
+    memo: BuildMemo
+    problems: list[ObjectError] = field(default_factory=list)
+    implicit: list[str] = field(default_factory=list)
+    """Keys of the in-memory groups of bare pods."""
+
+    def problem(self, kind: str, name: str, message: str) -> None:
+        self.problems.append(ObjectError(kind, name, message))
+
+    def nodes(
+        self, space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+    ) -> NodeTable:
+        state, memo = self.state, self.memo
+        if not memo.same_nodes(state.nodes, space, managed):
+            memo.nodes = node_base(state.nodes, space, vendors, managed)
+        base = memo.nodes
+        assert base is not None
+        for name, message in base.problems:
+            self.problem("Node", name, message)
+        ready = base.ready
+        table = NodeTable(
+            space,
+            base.names,
+            base.allocatable,
+            base.labels,
+            [n.spec.taints for n in ready],
+            [n.spec.unschedulable for n in ready],
+        )
+        table.annotations = [n.metadata.annotations for n in ready]
+        if base.withheld is not None:
+            table.withheld = base.withheld
+        table.images = base.images
+        return table
+
+    def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
+        tree, problems = hypernode_tree(self.state, table)
+        for name, message in problems:
+            self.problem("HyperNode", name, message)
+        return tree
+
+    def queues(self, space: ResourceSpace) -> dict[str, Queue]:
+        out = {}
+        for name, q in sorted(self.state.queues.items()):
+            out[name] = engine_queue(space, name, q)
+        return out
+
+    def job(self, space: ResourceSpace, key: str, pg: PodGroup, prio: Priorities) -> Job:
+        spec, meta = pg.spec, pg.metadata
+        return Job(
+            uid=key,
+            namespace=meta.namespace,
+            name=meta.name,
+            queue=spec.queue or self.default_queue,
+            priority=prio.of(spec.priority_class_name),
+            min_available=spec.min_member,
+            min_task_member=dict(spec.min_task_member),
+            min_resources=(
+                None if spec.min_resources is None else space.vector(spec.min_resources)
+            ),
+            creation=meta.creation_timestamp or 0.0,
+            phase=pg.status.phase or "Pending",
+            annotations=dict(meta.annotations),
+            conditions=list(pg.status.conditions),
+            allocated=space.zeros(),
+            api_status=pg.status,
+            network_topology=spec.network_topology,
+        )
+
+    def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: Priorities) -> Task:
+        entry = self.memo.task_parts(self.memo.entry(key, pod), space)
+        assert entry.before is not None and entry.after is not None
+        spec = pod.spec
+        priority = spec.priority if spec.priority is not None else prio.of(spec.priority_class_name)
+        uid, namespace, name = entry.head
+        status, resreq, cpu, mem = entry.before
+        creation, pod_spec, labels, annotations, best_effort, preemptable, role = entry.after
+        # positionally, in Task's field order: a snapshot makes one task per pod every session
+        return Task(
+            uid,
+            namespace,
+            name,
+            job,
+            status,
+            resreq,
+            cpu,
+            mem,
+            priority,
+            creation,
+            pod_spec,
+            labels,
+            annotations,
+            best_effort,
+            preemptable,
+            role,
+            -1,
+            spec.node_name,
+            None,
+            {},
+            entry.started,
+            None,
+            entry.controller,
+        )
+
+    def implicit_job(
+        self,
+        space: ResourceSpace,
+        pod_key: str,
+        entry: PodEntry,
+        known: dict[str, PodGroup | Group],
+        queues: dict[str, Queue],
+        prio: Priorities,
+    ) -> str:
+        """The key of the in-memory group of a bare pod, described on its first pod; ""
+        (reported) while the pod must wait."""
+        group = entry.implicit
+        if group is None or entry.space is not space:
+            group = self.memo.implicit(entry, space)
+        key = group.key
+        if key in known:
+            return key
+        min_member = 1
+        if group.owner is not None:
+            known_size = self.state.owner_min_members.get(group.owner.uid)
+            if known_size is None:
+                self.problem(
+                    "Pod",
+                    pod_key,
+                    f"waiting to read group-min-member from its {group.owner.kind} "
+                    f"{group.owner.name}",
+                )
+                return ""
+            min_member = known_size
+        if group.topology_problem:
+            self.problem("Pod", pod_key, group.topology_problem)
+        queue = group.queue or self.default_queue
+        if queue not in queues:
+            self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
+            return ""
+        pod = entry.pod
+        priority = prio.of(pod.spec.priority_class_name)
+        spec = entry.group
+        if not (
+            isinstance(spec, Group)
+            and spec.group is group
+            and spec.min_member == min_member
+            and spec.queue == queue
+            and spec.priority == priority
+        ):  # the same object as last time while it is the same group: kept jobs compare fast
+            spec = entry.group = Group(
+                group,
+                min_member,
+                queue,
+                priority,
+                pod.metadata.namespace,
+                pod.metadata.creation_timestamp or 0.0,
+            )
+        known[key] = spec
+        self.implicit.append(key)
+        return key
+
+    def kept_job(
+        self,
+        space: ResourceSpace,
+        key: str,
+        spec: PodGroup | Group,
+        members: Members,
+        prio: Priorities,
+    ) -> Job:
+        """Job ``key`` with its member pods' tasks: the last build's when nothing about it
+        changed (see :mod:`caldera.cache.kept`)."""
+        kept = self.memo.kept
+        if isinstance(spec, Group):
+            job = kept.take(key, spec, members.pods, "Pending", ())
+        else:
+            source = (spec, prio.of(spec.spec.priority_class_name))
+            status = spec.status
+            job = kept.take(key, source, members.pods, status.phase or "Pending", status.conditions)
+        if job is not None:
+            return job
+        if isinstance(spec, Group):
+            job = self.group_job(space, key, spec)
+        else:
+            job = self.job(space, key, spec, prio)
+            source = (spec, prio.of(spec.spec.priority_class_name))
+        for pod_key, pod in zip(members.keys, members.pods, strict=True):
+            job.add_task(self.task(space, pod_key, pod, key, prio))
+        kept.keep(key, spec if isinstance(spec, Group) else source, members.pods, job)
+        return job
+
+    def group_job(self, space: ResourceSpace, key: str, spec: Group) -> Job:
+        # made directly (no PodGroup model in between): a burst of bare pods makes thousands
+        return Job(
+            uid=key,
+            namespace=spec.namespace,
+            name=spec.group.name,
+            queue=spec.queue,
+            priority=spec.priority,
+            min_available=spec.min_member,
+            min_task_member={},
+            min_resources=spec.group.min_resources,
+            creation=spec.creation,
+            phase="Pending",
+            annotations={},
+            conditions=[],
+            allocated=space.zeros(),
+            api_status=NO_STATUS,
+            has_object=False,
+            network_topology=spec.group.topology,
+        )
+
+
+class Members:
+    """The pods of one job, in pod order."""
+
+    __slots__ = ("keys", "pods")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.pods: list[Pod] = []
+
+
+NO_MEMBERS = Members()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Group:
+    """An in-memory group of bare pods as its first pod describes it (one object per group
+    while it stays the same: equal only to itself)."""
+
+    group: Implicit
+    min_member: int
+    queue: str
+    priority: int
+    namespace: str
+    creation: float
+
+
+def node_base(
+    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+) -> NodeBase:
+    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
+    ready: list[Node] = []
+    problems: list[tuple[str, str]] = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        if node.ready:
+            ready.append(node)
+            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
+        else:
+            problems.append((name, "not Ready: takes no new pods this session"))
+    alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
+        len(ready), len(space)
+    )
+    return NodeBase(
+        nodes=dict(nodes),
+        space=space,
+        managed=managed,
+        ready=ready,
+        names=[n.metadata.name for n in ready],
+        allocatable=frozen(alloc),
+        labels=[dict(n.metadata.labels) for n in ready],
+        withheld=(
+            [{r: v for r, v in n.allocatable.items() if r in managed} for n in ready]
+            if managed
+            else None
+        ),
+        images=[
+            {name: image.size_bytes for image in n.status.images for name in image.names}
+            for n in ready
+        ],
+        problems=problems,
+    )
+
+
+def engine_queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
+    spec = q.spec
+    return Queue(
+        name=name,
+        uid=q.metadata.uid or stable_uid("Queue", name),
+        weight=max(spec.weight, 1),
+        capability=space.vector(spec.capability or {}, missing=np.inf),
+        guarantee=space.vector(spec.guarantee.resource),
+        deserved_spec=(
+            None if spec.deserved is None else space.vector(spec.deserved, missing=np.inf)
+        ),
+        parent=spec.parent,
+        state=q.status.state or "Open",
+        reclaimable=spec.reclaimable is not False,
+        priority=spec.priority,
+        creation=q.metadata.creation_timestamp or 0.0,
+        status_allocated=dict(q.status.allocated),
+        annotations=dict(q.metadata.annotations),
+    )
