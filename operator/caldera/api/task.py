@@ -34,6 +34,10 @@ class TaskStatus(enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    # Members are singletons compared by identity, so identity hashing agrees with equality;
+    # Enum's own __hash__ is Python code, and tasks are looked up by state millions of times.
+    __hash__ = object.__hash__
+
 
 ALLOCATED_STATUSES = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
