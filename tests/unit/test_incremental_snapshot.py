@@ -17,7 +17,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import REGISTRY, node, pod, podgroup, policy, priority_class, queue, state_of
+from builders import (
+    REGISTRY,
+    node,
+    owner,
+    pod,
+    podgroup,
+    policy,
+    priority_class,
+    queue,
+    state_of,
+)
 from caldera.api.node import NodeTable
 from caldera.api.snapshot import Snapshot
 from caldera.cache.snapshot import BuildMemo, build_snapshot
@@ -121,8 +131,10 @@ class Stream:
                 "priority",
                 "gpu",
                 "terminate",
+                "controller",
+                "regroup",
             ],
-            weights=[8, 6, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1],
+            weights=[8, 6, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1],
         )[0]
         if what == "pod":
             groups = sorted(k for k in state.podgroups if k != "default/base")
@@ -138,6 +150,12 @@ class Stream:
                         {"scheduling.volcano.sh/queue-name": rng.choice(["q1", "gone"])}
                         if rng.random() < 0.2
                         else None
+                    ),
+                    # bare pods of one controller share a group: the first pod describes it
+                    owners=(
+                        [owner("ReplicaSet", rng.choice(["rs-a", "rs-b"]))]
+                        if group is None and rng.random() < 0.4
+                        else ()
                     ),
                     created=1_700_000_000.0 + self.serial,
                 )
@@ -197,6 +215,19 @@ class Stream:
                 del state.queues["q2"]
             else:
                 state.add(queue("q2", weight=rng.choice([1, 3]), capability={"cpu": "6"}))
+        elif what == "regroup":  # a new version of a PodGroup: its queue or size changed
+            key = self._pick(state.podgroups)
+            if key is not None:
+                state.add(
+                    podgroup(
+                        key.partition("/")[2],
+                        min_member=rng.choice([1, 2]),
+                        queue=rng.choice(["default", "q1", "gone"]),
+                        created=1_700_000_000.0,
+                    )
+                )
+        elif what == "controller":  # rs-a's group-min-member read (or changed); rs-b's never
+            state.owner_min_members[owner("ReplicaSet", "rs-a")["uid"]] = rng.choice([1, 2])
         elif what == "priority":
             state.add(priority_class("high", rng.choice([50, 100, 1000])))
         elif what == "gpu":  # a resource name that changes the space, then goes away again

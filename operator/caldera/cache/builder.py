@@ -8,6 +8,7 @@ earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -23,13 +24,27 @@ from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, 
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import node_problems
-from caldera.models.core import Node, Pod
+from caldera.devices.vendors import node_problems, pod_problems
+from caldera.models.core import FINISHED_PHASES, Node, Pod
 from caldera.models.parse import ObjectError
-from caldera.models.volcano import PodGroup, PodGroupStatus
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup, PodGroupStatus
 from caldera.models.volcano import Queue as QueueModel
 
-__all__ = ["NO_MEMBERS", "Builder", "Group", "Members", "Priorities", "engine_queue"]
+__all__ = [
+    "GONE",
+    "HELD",
+    "JOBLESS",
+    "MEMBER",
+    "NO_MEMBERS",
+    "SKIP",
+    "Builder",
+    "Group",
+    "Kind",
+    "Members",
+    "Outcome",
+    "Priorities",
+    "engine_queue",
+]
 
 NO_STATUS = PodGroupStatus()
 """The status of an in-memory group: it has no object, so nothing was ever written."""
@@ -39,6 +54,10 @@ NO_STATUS = PodGroupStatus()
 class Priorities:
     values: dict[str, int]
     default: int
+
+    def key(self) -> tuple[object, ...]:
+        """What the values depend on, for comparison between builds."""
+        return (tuple(sorted(self.values.items())), self.default)
 
     def of(self, class_name: str) -> int:
         if class_name and class_name in self.values:
@@ -52,9 +71,13 @@ class Builder:
     scheduler_names: frozenset[str]
     default_queue: str
     memo: BuildMemo
+    bare_pods_in_memory: bool = False
     problems: list[ObjectError] = field(default_factory=list)
     implicit: list[str] = field(default_factory=list)
     """Keys of the in-memory groups of bare pods."""
+    space: ResourceSpace = field(default_factory=ResourceSpace)
+    node_index: dict[str, int] = field(default_factory=dict)
+    """Row of each Ready node (set by :meth:`nodes`)."""
 
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
@@ -82,6 +105,7 @@ class Builder:
         if base.withheld is not None:
             table.withheld = base.withheld
         table.images = base.images
+        self.node_index = table.index
         return table
 
     def hypernodes(self, table: NodeTable) -> HyperNodeTree | None:
@@ -161,15 +185,16 @@ class Builder:
         known: dict[str, PodGroup | Group],
         queues: dict[str, Queue],
         prio: Priorities,
-    ) -> str:
-        """The key of the in-memory group of a bare pod, described on its first pod; ""
-        (reported) while the pod must wait."""
+    ) -> tuple[str, str, Group | None]:
+        """(the key of the bare pod's in-memory group, the key if the pod may join it else "",
+        the group's description if the pod is its first): the group is described on its first
+        pod, which reports why the pod must wait when it cannot be made."""
         group = entry.implicit
         if group is None or entry.space is not space:
             group = self.memo.implicit(entry, space)
         key = group.key
         if key in known:
-            return key
+            return key, key, None
         min_member = 1
         if group.owner is not None:
             known_size = self.state.owner_min_members.get(group.owner.uid)
@@ -180,14 +205,14 @@ class Builder:
                     f"waiting to read group-min-member from its {group.owner.kind} "
                     f"{group.owner.name}",
                 )
-                return ""
+                return key, "", None
             min_member = known_size
         if group.topology_problem:
             self.problem("Pod", pod_key, group.topology_problem)
         queue = group.queue or self.default_queue
         if queue not in queues:
             self.problem("Pod", pod_key, f"queue {queue!r} does not exist")
-            return ""
+            return key, "", None
         pod = entry.pod
         priority = prio.of(pod.spec.priority_class_name)
         spec = entry.group
@@ -206,9 +231,86 @@ class Builder:
                 pod.metadata.namespace,
                 pod.metadata.creation_timestamp or 0.0,
             )
-        known[key] = spec
-        self.implicit.append(key)
-        return key
+        return key, key, spec
+
+    def classify(
+        self,
+        key: str,
+        entry: PodEntry,
+        known: dict[str, PodGroup | Group],
+        queues: dict[str, Queue],
+        prio: Priorities,
+        context: object,
+        vendors: Sequence[Vendor],
+    ) -> Outcome:
+        """What the snapshot makes of pod ``key`` (see :class:`Outcome`); its problems are
+        reported here and kept in the outcome."""
+        state, space = self.state, self.space
+        pod = entry.pod
+        spec = pod.spec
+        node_name = spec.node_name
+        seen = len(self.problems)
+
+        def outcome(kind: Kind, job_key: str = "", why: str = "", row: int = -1) -> Outcome:
+            return Outcome(
+                context,
+                kind,
+                job_key,
+                why,
+                tuple(self.problems[seen:]),
+                row,
+                self.memo.task_parts(entry, space).head[0] if row >= 0 else "",
+                group,
+                joins,
+                first,
+            )
+
+        group, joins, first = "", False, None
+        if node_name and node_name not in state.nodes and pod.status.phase not in FINISHED_PHASES:
+            return outcome(GONE)
+        job_key = ""
+        why = ""
+        if spec.scheduler_name in self.scheduler_names:
+            pg_name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+            if pg_name:
+                job_key = f"{pod.metadata.namespace}/{pg_name}"
+                if job_key not in state.podgroups:
+                    invalid = state.invalid.get(f"PodGroup/{job_key}")
+                    why = (
+                        f"its PodGroup {job_key} is invalid: {invalid}"
+                        if invalid is not None
+                        else f"its PodGroup {job_key} does not exist"
+                    )
+                    self.problem(
+                        "Pod", key, f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: {why}"
+                    )
+                    job_key = ""
+                elif job_key not in known:
+                    queue_name = state.podgroups[job_key].spec.queue or self.default_queue
+                    why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
+            elif self.bare_pods_in_memory:
+                group, job_key, first = self.implicit_job(space, key, entry, known, queues, prio)
+                joins = bool(job_key) and first is None
+                if not job_key and len(self.problems) > seen:
+                    why = self.problems[-1].message
+            elif not node_name:
+                why = "has no PodGroup yet: waiting for one to be created"
+                self.problem("Pod", key, why)
+        if why and not node_name:
+            return outcome(HELD, why=why)  # kept (not scheduled) so the pod still says why
+        if not job_key:
+            if not node_name:
+                return outcome(SKIP)
+        elif job_key not in known and first is None:
+            job_key = ""
+        if vendors and node_name:
+            for message in pod_problems(vendors, pod.metadata.annotations):
+                self.problem("Pod", key, message)
+        row = -1
+        if node_name and pod.status.phase not in FINISHED_PHASES:
+            i = self.node_index.get(node_name)
+            row = -1 if i is None else i  # -1: its node is not Ready (the pod still holds it)
+        return outcome(MEMBER if job_key else JOBLESS, job_key, row=row)
 
     def kept_job(
         self,
@@ -259,6 +361,42 @@ class Builder:
             has_object=False,
             network_topology=spec.group.topology,
         )
+
+
+class Kind(enum.Enum):
+    """What a build makes of a pod."""
+
+    GONE = "bound to a node that no longer exists"
+    SKIP = "left out"
+    HELD = "waits, and is told why"
+    MEMBER = "a task of a job"
+    JOBLESS = "holds room on its node, in no job of ours"
+
+    __hash__ = object.__hash__
+
+
+GONE, SKIP, HELD, MEMBER, JOBLESS = Kind
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a build made of one pod version, kept for the next build: valid while the build's
+    ``context`` (everything else the answer read) is the same object and, for a bare pod, while
+    its group is described by the same pod (``joins`` says whether one before it did)."""
+
+    context: object
+    kind: Kind
+    job_key: str
+    why: str
+    problems: tuple[ObjectError, ...]
+    row: int
+    """The node row it holds room on (-1: none on a Ready node)."""
+    uid: str
+    group: str
+    """A bare pod's in-memory group ("" for other pods)."""
+    joins: bool
+    first: Group | None
+    """The group this pod describes as its first pod."""
 
 
 class Members:

@@ -123,6 +123,8 @@ class PodEntry:
     implicit: Implicit | None = None
     group: object = None
     """The last in-memory group this pod described as its first pod (reused while the same)."""
+    outcome: object = None
+    """What the last build made of this pod (:class:`caldera.cache.builder.Outcome`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -147,7 +149,7 @@ class BuildMemo:
     """The pieces kept between builds (see the module's docstring). Pods gone from the state are
     forgotten after each build."""
 
-    __slots__ = ("_entries", "_names", "_space", "kept", "nodes")
+    __slots__ = ("_context", "_entries", "_names", "_space", "kept", "nodes")
 
     def __init__(self) -> None:
         self._entries: dict[str, PodEntry] = {}
@@ -155,6 +157,7 @@ class BuildMemo:
         """How many kept pods request each resource name."""
         self._space: ResourceSpace | None = None
         self.nodes: NodeBase | None = None
+        self._context: tuple[object, tuple[object, ...], dict[str, object]] | None = None
         self.kept = KeptJobs()
         """Jobs of the last build, taken over while nothing about them changed."""
 
@@ -247,6 +250,24 @@ class BuildMemo:
             topology_problem=topology if isinstance(topology, str) else "",
         )
         return entry.implicit
+
+    def context(self, parts: tuple[object, ...], podgroups: Mapping[str, object]) -> object:
+        """A token for what a pod's place in the snapshot depends on besides the pod: the same
+        object as the last build's while ``parts`` are equal (each the same object, or equal)
+        and ``podgroups`` holds the same objects; a new one otherwise."""
+        last = self._context
+        if last is not None:
+            token, old, groups = last
+            if (
+                len(old) == len(parts)
+                and all(a is b or a == b for a, b in zip(old, parts, strict=True))
+                and len(groups) == len(podgroups)
+                and all(groups.get(k) is v for k, v in podgroups.items())
+            ):
+                return token
+        token = object()
+        self._context = (token, parts, dict(podgroups))
+        return token
 
     def keep_only(self, keys: Collection[str]) -> None:
         for gone in self._entries.keys() - keys:

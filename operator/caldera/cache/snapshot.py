@@ -21,17 +21,26 @@ from collections.abc import Iterable
 
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
-from caldera.cache.builder import NO_MEMBERS, Builder, Group, Members, Priorities
+from caldera.cache.builder import (
+    GONE,
+    HELD,
+    NO_MEMBERS,
+    SKIP,
+    Builder,
+    Group,
+    Members,
+    Outcome,
+    Priorities,
+)
 from caldera.cache.derived import quotas, spread_owners
 from caldera.cache.memo import BuildMemo, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
-from caldera.devices.vendors import enabled_vendors, pod_problems
-from caldera.models.core import FINISHED_PHASES
+from caldera.devices.vendors import enabled_vendors
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
-from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
+from caldera.models.volcano import PodGroup
 
 __all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
 
@@ -77,11 +86,10 @@ def build_snapshot(
     """
     names = frozenset(scheduler_names)
     memo = memo if memo is not None else BuildMemo()
-    b = Builder(state, names, default_queue, memo)
-    entry = memo.entry
+    b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
     for key, pod in state.pods.items():
-        entry(key, pod)
-    space = memo.space(_resource_names(state, memo, managed_resources))
+        memo.entry(key, pod)
+    space = b.space = memo.space(_resource_names(state, memo, managed_resources))
     vendors = enabled_vendors(managed_resources)
     table = b.nodes(space, vendors, managed_resources)
     queues = b.queues(space)
@@ -122,54 +130,49 @@ def build_snapshot(
     on_nodes: list[tuple[str, str, int, str]] = []
     """(job or "", pod, node row, task UID) of every pod that holds room on a node, in pod
     order."""
+    context = memo.context(
+        (
+            names,
+            bare_pods_in_memory,
+            default_queue,
+            managed_resources,
+            space,
+            memo.nodes,
+            frozenset(queues),
+            prio.key(),
+            dict(state.invalid),
+            dict(state.owner_min_members),
+        ),
+        state.podgroups,
+    )
     entries = memo.entries
-    all_nodes = state.nodes
-    node_index = table.index
+    problems = b.problems
     for key, pod in sorted(state.pods.items()):
-        spec = pod.spec
-        node_name = spec.node_name
-        if node_name and node_name not in all_nodes and pod.status.phase not in FINISHED_PHASES:
+        entry = entries[key]
+        out = entry.outcome
+        if (
+            isinstance(out, Outcome)
+            and out.context is context
+            and (not out.group or (out.group in known) == out.joins)
+        ):
+            if out.problems:
+                problems.extend(out.problems)
+        else:  # worked out again (reporting its problems): the pod, or what it reads, changed
+            out = entry.outcome = b.classify(key, entry, known, queues, prio, context, vendors)
+        kind = out.kind
+        if kind is GONE:
             gone.append(key)
-            gone_nodes.add(node_name)
+            gone_nodes.add(pod.spec.node_name)
             continue
-        job_key = ""
-        why = ""
-        if spec.scheduler_name in names:
-            group = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-            seen = len(b.problems)
-            if group:
-                job_key = f"{pod.metadata.namespace}/{group}"
-                if job_key not in state.podgroups:
-                    invalid = state.invalid.get(f"PodGroup/{job_key}")
-                    why = (
-                        f"its PodGroup {job_key} is invalid: {invalid}"
-                        if invalid is not None
-                        else f"its PodGroup {job_key} does not exist"
-                    )
-                    b.problem("Pod", key, f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: {why}")
-                    job_key = ""
-                elif job_key not in known:
-                    queue_name = state.podgroups[job_key].spec.queue or default_queue
-                    why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
-            elif bare_pods_in_memory:
-                job_key = b.implicit_job(space, key, entries[key], known, queues, prio)
-                if not job_key and len(b.problems) > seen:
-                    why = b.problems[-1].message
-            elif not node_name:
-                why = "has no PodGroup yet: waiting for one to be created"
-                b.problem("Pod", key, why)
-        if why and not node_name:
-            # kept (not scheduled) so the pod still says why it waits
-            held[key] = (b.task(space, key, pod, "", prio), why)
+        if kind is HELD:
+            held[key] = (b.task(space, key, pod, "", prio), out.why)
             continue
-        if not job_key:
-            if not node_name:
-                continue
-        elif job_key not in known:
-            job_key = ""
-        if vendors and node_name:
-            for message in pod_problems(vendors, pod.metadata.annotations):
-                b.problem("Pod", key, message)
+        if kind is SKIP:
+            continue
+        job_key = out.job_key
+        if out.first is not None:
+            known[job_key] = out.first
+            b.implicit.append(job_key)
         if job_key:
             group_members = members.get(job_key)
             if group_members is None:
@@ -178,11 +181,8 @@ def build_snapshot(
             group_members.pods.append(pod)
         else:
             jobless[key] = b.task(space, key, pod, "", prio)
-        if node_name and pod.status.phase not in FINISHED_PHASES:
-            i = node_index.get(node_name)
-            if i is not None:  # else its node is not Ready: the pod still holds it
-                uid = memo.task_parts(entries[key], space).head[0]
-                on_nodes.append((job_key, key, i, uid))
+        if out.row >= 0:
+            on_nodes.append((job_key, key, out.row, out.uid))
 
     jobs = {
         key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), prio)
