@@ -67,7 +67,7 @@ class Settings:
     """Debug logging."""
     full_rebuild_every: int = 1000
     """Build every Nth session's snapshot from nothing instead of reusing what earlier sessions
-    derived from the objects that did not change (1: every session; 0: only after a restart)."""
+    derived from the objects that did not change (1: every session)."""
     session_process: bool = True
     """Run sessions in a process of their own, off the event loop's interpreter (false: in a
     thread)."""
