@@ -378,11 +378,12 @@ class Kind(enum.Enum):
 GONE, SKIP, HELD, MEMBER, JOBLESS = Kind
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Outcome:
     """What a build made of one pod version, kept for the next build: valid while the build's
     ``context`` (everything else the answer read) is the same object and, for a bare pod, while
-    its group is described by the same pod (``joins`` says whether one before it did)."""
+    its group is described by the same pod (``joins`` says whether one before it did). Never
+    changed once made (not frozen: a frozen dataclass costs ten times as much to make)."""
 
     context: object
     kind: Kind
@@ -412,10 +413,10 @@ class Members:
 NO_MEMBERS = Members()
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Group:
     """An in-memory group of bare pods as its first pod describes it (one object per group
-    while it stays the same: equal only to itself)."""
+    while it stays the same: equal only to itself; never changed once made)."""
 
     group: Implicit
     min_member: int

@@ -18,7 +18,6 @@ vectors are made again.
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -75,19 +74,21 @@ def task_status(pod: Pod) -> TaskStatus:
     }.get(phase, TaskStatus.UNKNOWN)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class PodFacts:
-    """What the snapshot derives from a pod's spec."""
+    """What the snapshot derives from a pod's spec (never changed once made: not frozen only
+    because a frozen dataclass costs ten times as much to make, once per pod version)."""
 
     requests: dict[str, float]
     nonzero: tuple[float, float]
     """(milli-cpu, memory) with kube-scheduler's defaults for scoring."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Implicit:
     """The in-memory group a bare pod makes (before the state it depends on is looked up);
-    equal only to itself (one per pod version)."""
+    equal only to itself (one per pod version). Never changed once made; like the other
+    per-pod records here it is not a frozen dataclass, which costs ten times as much to make."""
 
     name: str
     """``podgroup-<controller UID, else pod UID>``."""
@@ -153,7 +154,7 @@ class BuildMemo:
 
     def __init__(self) -> None:
         self._entries: dict[str, PodEntry] = {}
-        self._names: Counter[str] = Counter()
+        self._names: dict[str, int] = {}
         """How many kept pods request each resource name."""
         self._space: ResourceSpace | None = None
         self.nodes: NodeBase | None = None
@@ -171,18 +172,27 @@ class BuildMemo:
         if hit is not None and hit.pod is pod:
             return hit
         if hit is not None:
-            self._names.subtract(hit.facts.requests.keys())
+            self._count(hit.facts.requests, -1)
         facts = PodFacts(effective_requests(pod.spec), nonzero_requests(pod.spec))
-        self._names.update(facts.requests.keys())
+        self._count(facts.requests, 1)
         entry = self._entries[key] = PodEntry(pod, facts)
         return entry
 
     def facts(self, key: str, pod: Pod) -> PodFacts:
         return self.entry(key, pod).facts
 
+    def _count(self, requests: Mapping[str, float], delta: int) -> None:
+        names = self._names
+        for name in requests:
+            left = names.get(name, 0) + delta
+            if left > 0:
+                names[name] = left
+            else:
+                names.pop(name, None)  # no pod asks for it any more
+
     def request_names(self) -> Iterable[str]:
         """Every resource name some kept pod requests."""
-        return (name for name, count in self._names.items() if count > 0)
+        return self._names.keys()
 
     def space(self, names: Iterable[str]) -> ResourceSpace:
         """The resource space of ``names``: the one of the last build when the names are the
@@ -271,8 +281,7 @@ class BuildMemo:
 
     def keep_only(self, keys: Collection[str]) -> None:
         for gone in self._entries.keys() - keys:
-            self._names.subtract(self._entries.pop(gone).facts.requests.keys())
-        self._names = +self._names  # drop the names no pod asks for any more
+            self._count(self._entries.pop(gone).facts.requests, -1)
 
     def same_nodes(
         self, nodes: Mapping[str, Node], space: ResourceSpace, managed: frozenset[str]
