@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import builders
 from caldera.framework.policy import default_policy
 from caldera.models.kinds import KINDS
+from caldera.operator.loop.decide import can_fork
 from caldera.operator.loop.worker import SessionConfig, SessionWorker
 from caldera.operator.watch.cache import Cache
 from integration.harness import node, pod, podgroup, queue
@@ -26,8 +31,12 @@ def _add(cache: Cache, kind: str, obj: dict[str, Any]) -> None:
     cache.apply(KINDS[kind], "ADDED", _with_uid(obj))
 
 
-async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> None:
-    worker = SessionWorker(SessionConfig(["volcano"], "default", bare_pods_in_memory=True))
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+async def test_a_worker_process_decides_as_a_thread_would_across_sessions(fork: bool) -> None:
+    # forked: it starts from the cache's state in memory; spawned: it is sent everything
+    worker = SessionWorker(
+        SessionConfig(["volcano"], "default", bare_pods_in_memory=True), fork=fork
+    )
     policy = default_policy(builders.REGISTRY)
     cache = Cache(["volcano"])
     _add(cache, "Node", node("n1", cpu="2"))
@@ -35,7 +44,6 @@ async def test_a_worker_process_decides_as_a_thread_would_across_sessions() -> N
     _add(cache, "PodGroup", podgroup("pg", 1))
     _add(cache, "Pod", pod("p", group="pg", cpu="1"))
     try:
-        # a new worker is sent everything
         result, problems = await worker.decide(cache, {}, policy, "s1")
         assert [(b.name, b.node) for b in result.binds] == [("p", "n1")]
         assert problems == []
@@ -132,3 +140,38 @@ def test_the_session_process_ends_when_the_operator_is_killed_outright() -> None
         __import__("time").sleep(0.1)
     os.kill(worker, 9)
     raise AssertionError("the session process outlived its operator")
+
+
+def _open_sockets() -> int:
+    return sum(
+        stat.S_ISSOCK(os.fstat(int(fd)).st_mode)
+        for fd in os.listdir("/proc/self/fd")
+        if os.path.exists(f"/proc/self/fd/{fd}")
+    )
+
+
+@pytest.mark.skipif(not can_fork(), reason="the session process is spawned here")
+async def test_a_forked_session_process_keeps_none_of_the_operators_sockets() -> None:
+    # a copy of an API connection left open in the child would hold it open after the
+    # operator closed it
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    worker = SessionWorker(SessionConfig(["volcano"], "default", bare_pods_in_memory=True))
+    cache = Cache(["volcano"])
+    _add(cache, "Node", node("n1", cpu="2"))
+    _add(cache, "Queue", queue("default"))
+    try:
+        assert worker.fork
+        await worker.warm(cache)
+        assert _open_sockets() >= 1  # here, the listener
+        pool = worker._pool
+        assert pool is not None
+        assert pool.submit(_open_sockets).result() == 0
+        # and it has the cache's state without being sent it
+        _add(cache, "Pod", pod("p", cpu="1"))
+        result, _ = await worker.decide(cache, {}, default_policy(builders.REGISTRY), "s1")
+        assert [(b.name, b.node) for b in result.binds] == [("p", "n1")]
+    finally:
+        worker.close()
+        listener.close()

@@ -239,7 +239,7 @@ async def _start(runtime: Runtime) -> None:
 
     spawn = runtime.tasks.append
     if runtime.scheduler.worker is not None:
-        runtime.scheduler.worker.start()  # it imports for a second while the informers list
+        runtime.scheduler.worker.start()  # spawned: it imports while the informers list
     ready = asyncio.Event()
     spawn(asyncio.create_task(_ready_when_warm(runtime, ready), name="ready"))
     if s.healthz_address:
@@ -290,7 +290,7 @@ async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
     if runtime.cache is not None:
         await runtime.cache.synced.wait()
     if runtime.scheduler is not None and runtime.scheduler.worker is not None:
-        await runtime.scheduler.worker.warm()
+        await runtime.scheduler.worker.warm(runtime.cache)
     ready.set()
 
 

@@ -8,8 +8,11 @@ holds less memory. The operator's side, which starts the process and feeds it, i
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -133,6 +136,32 @@ _memo = KeptMemo()
 _registry: Registry | None = None
 _stream: Any = None
 """The queue binds go out on ahead of the session's result."""
+
+
+def can_fork() -> bool:
+    """Whether the session process can be forked from the operator: where fork exists and the
+    process's open descriptors can be listed (to close the sockets it must not keep)."""
+    return "fork" in multiprocessing.get_all_start_methods() and os.path.isdir(_FDS)
+
+
+_FDS = "/proc/self/fd"
+
+
+def start_forked(stream: Any, state: ClusterState) -> None:
+    """The initializer of a session process forked from the operator: it starts from the
+    operator's state as it was at the fork (the same objects, shared until written).
+
+    The operator's sockets (API connections, watch streams, the metrics and health listeners)
+    are closed here: a copy left open would hold each connection open after the operator
+    closed it, and keep a watch the operator dropped streaming to nobody."""
+    global _copy
+    for name in os.listdir(_FDS):
+        fd = int(name)
+        with contextlib.suppress(OSError):  # the listing's own descriptor, already gone
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
+    _copy = state
+    start(stream)
 
 
 def start(stream: Any) -> None:

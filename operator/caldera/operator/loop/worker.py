@@ -36,9 +36,11 @@ from caldera.operator.loop.decide import (
     Outcome,
     SessionConfig,
     Streamed,
+    can_fork,
     decide,
     run_session,
     start,
+    start_forked,
 )
 from caldera.operator.watch.assume import InFlight
 
@@ -58,11 +60,19 @@ class SessionWorker:
     """
 
     def __init__(
-        self, config: SessionConfig, on_binds: Callable[[Streamed], None] = lambda item: None
+        self,
+        config: SessionConfig,
+        on_binds: Callable[[Streamed], None] = lambda item: None,
+        *,
+        fork: bool | None = None,
     ) -> None:
         self._config = config
         self.on_binds = on_binds
         """Called on the event loop with binds sent ahead of a session's result."""
+        self.fork = can_fork() if fork is None else fork
+        """Fork the process from this one once the cache is synced (it starts with the state
+        in memory, nothing sent, nothing validated twice), rather than spawn a fresh
+        interpreter that is sent the whole state as JSON."""
         self._pool: ProcessPoolExecutor | None = None
         self._stream: Any = None
         self._reader: threading.Thread | None = None
@@ -71,26 +81,37 @@ class SessionWorker:
         self._warm: Future[int] | None = None
         """Done once the process has started and imported what sessions need."""
 
-    def start(self) -> None:
-        """Start the process now (it takes a second to import), not at the first session."""
-        if self._pool is None:
-            context = multiprocessing.get_context("spawn")
-            self._stream = context.SimpleQueue()
-            self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=context, initializer=start, initargs=(self._stream,)
-            )
-            self._warm = self._pool.submit(int)  # spawns the process, runs the initializer
-            self._fresh = True
-            loop = asyncio.get_running_loop()
-            self._reader = threading.Thread(
-                target=self._read, args=(self._stream, loop), name="bind-stream", daemon=True
-            )
-            self._reader.start()
+    def start(self, cache: Cache | None = None) -> None:
+        """Start the process now, not at the first session: a spawned one at once (it takes a
+        second to import, while the informers list); a forked one once there is a ``cache``
+        (synced) to start from."""
+        if self._pool is not None or (self.fork and cache is None):
+            return
+        context = multiprocessing.get_context("fork" if self.fork else "spawn")
+        self._stream = context.SimpleQueue()
+        if self.fork:
+            assert cache is not None
+            initializer: Callable[..., None] = start_forked
+            initargs: tuple[Any, ...] = (self._stream, cache.state)
+        else:
+            initializer, initargs = start, (self._stream,)
+        self._pool = ProcessPoolExecutor(
+            max_workers=1, mp_context=context, initializer=initializer, initargs=initargs
+        )
+        self._warm = self._pool.submit(int)  # starts the process (a fork: right here)
+        if cache is not None and self.fork:
+            cache.forget_changes()  # the process has the state as of now
+        self._fresh = not self.fork
+        loop = asyncio.get_running_loop()
+        self._reader = threading.Thread(
+            target=self._read, args=(self._stream, loop), name="bind-stream", daemon=True
+        )
+        self._reader.start()
 
-    async def warm(self) -> None:
-        """Wait until the process is up and has imported what a session needs (about a second
-        after :meth:`start`), so the first session does not pay for it."""
-        self.start()
+    async def warm(self, cache: Cache | None = None) -> None:
+        """Wait until the process is up and has what a session needs (a spawned one: its
+        imports, about a second after :meth:`start`), so the first session does not pay."""
+        self.start(cache)
         if self._warm is not None:
             try:
                 await asyncio.wrap_future(self._warm)
@@ -110,7 +131,7 @@ class SessionWorker:
         session_id: str,
         evicting: Sequence[str] = (),
     ) -> Outcome:
-        self.start()
+        self.start(cache)
         assert self._pool is not None
         changes = cache.everything() if self._fresh else cache.take_changes()
         self._fresh = False
