@@ -23,8 +23,10 @@ operator starts; ``--restart``: ``--running`` bound pods exist and one pod arriv
 starts. In the last two modes the window and the latencies start at the operator's start.
 ``--nodes`` and ``--running`` (bound, Running pods, in any mode) shape the emulator; a real cluster
 is used as it is. The peak resident memory of the operator's processes together is sampled every
-0.1 s (``peak_rss_mib``). ``--compare CHECKOUT`` runs the same load on another checkout's operator
-(the commit before a change) and prints both figures side by side.
+0.1 s (``peak_rss_mib``), and the same as proportional set size (``peak_pss_mib``: a page shared
+by several processes, as a forked session process shares the operator's state, counts once).
+``--compare CHECKOUT`` runs the same load on another checkout's operator (the commit before a
+change) and prints both figures side by side.
 
     python benchmarks/operator_throughput.py --nodes 1000 --pods 5000 [--rate 500]
         [--gang-size 10] [--operator-arg=--schedule-period=500ms] [--json]
@@ -101,25 +103,32 @@ def cpu_tree(root: int | None) -> Tree:
     return tree
 
 
-def rss_mib(pids: list[int]) -> float:
-    """Resident memory of ``pids`` together (MiB), from /proc/<pid>/status."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])  # kB
-                    break
-        except (OSError, ValueError):
-            continue
-    return total / 1024
+def _kib(path: str, field: str) -> int:
+    """One ``<field>: <n> kB`` line of a /proc file (0 when unreadable)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
-async def sample_peak_rss(root: int | None, peak: list[float], every: float = 0.1) -> None:
-    """Keep ``peak[0]`` at the largest summed RSS of ``root`` and its descendants so far."""
+def memory_mib(pids: list[int]) -> tuple[float, float]:
+    """(resident, proportional) memory of ``pids`` together, MiB. Resident counts a page in
+    every process that maps it; proportional splits a shared page between them, so a forked
+    session process sharing the operator's state is not counted twice."""
+    rss = sum(_kib(f"/proc/{pid}/status", "VmRSS:") for pid in pids)
+    pss = sum(_kib(f"/proc/{pid}/smaps_rollup", "Pss:") for pid in pids)
+    return rss / 1024, pss / 1024
+
+
+async def sample_peak_memory(root: int | None, peak: list[float], every: float = 0.1) -> None:
+    """Keep ``peak`` at the largest summed RSS and PSS of ``root`` and its descendants."""
     while root is not None:
         pids = [pid for pid, _start in cpu_tree(root)]
-        peak[0] = max(peak[0], rss_mib(pids))
+        rss, pss = memory_mib(pids)
+        peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
         await asyncio.sleep(every)
 
 
@@ -280,7 +289,7 @@ async def bench(
         api.Cluster(args.kubeconfig, setup) if args.kubeconfig else api.Emulated(setup, workdir)
     )
     op = Operator(extra, Path(args.operator_log or workdir / "operator.log"), source)
-    peak = [0.0]
+    peak = [0.0, 0.0]
     sampler: asyncio.Task[None] | None = None
     prestart = bool(args.restart or args.pending_at_start)  # the window starts with the process
     out: dict[str, Any] = {"mode": _mode(args), "pods": pods}
@@ -293,7 +302,7 @@ async def bench(
             api_cpu.append(cpu_tree(backend.api_pid))
             await backend.mark(op.scrape)
         op.start(kubeconfig)
-        sampler = asyncio.create_task(sample_peak_rss(op.pid, peak))
+        sampler = asyncio.create_task(sample_peak_memory(op.pid, peak))
         if args.restart:
             await backend.load(api.units(run, 0, 1, 0), 0.0)
         try:
@@ -322,6 +331,7 @@ async def bench(
             with contextlib.suppress(asyncio.CancelledError):
                 await sampler
         out["peak_rss_mib"] = round(peak[0], 1)
+        out["peak_pss_mib"] = round(peak[1], 1)
         out["stopped_within_seconds"], out["leftover_processes"] = op.stop()
         out["operator_exit_code"] = op.exit_code
         await backend.close()
@@ -428,6 +438,7 @@ ORDER = [
     "failed_requests",
     "operator_processes",
     "peak_rss_mib",
+    "peak_pss_mib",
     "operator_exit_code",
     "stopped_within_seconds",
     "leftover_processes",

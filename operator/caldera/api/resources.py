@@ -48,7 +48,9 @@ class ResourceSpace:
     def vector(self, values: Mapping[str, float], *, missing: float = 0.0) -> Vector:
         """A vector from a name→value map; names outside the space are ignored (their owner cannot
         be satisfied by any node anyway, see :meth:`unknown`)."""
-        vec = np.full(len(self.names), missing, dtype=np.float64)
+        n = len(self.names)
+        # np.zeros is a single C call; np.full is Python code around two (a tenth of the cost)
+        vec = np.zeros(n, dtype=np.float64) if missing == 0.0 else np.full(n, missing)
         for name, value in values.items():
             i = self.index.get(name)
             if i is not None:

@@ -58,6 +58,12 @@ def frozen(vector: Vector) -> Vector:
     return vector
 
 
+def _without_pod_slot(resreq: Vector, space: ResourceSpace) -> Vector:
+    out = resreq.copy()
+    out[space.index[PODS]] -= 1.0
+    return out
+
+
 def task_status(pod: Pod) -> TaskStatus:
     """Volcano's task state of a pod (``getTaskStatus``)."""
     phase = pod.status.phase
@@ -239,6 +245,7 @@ class BuildMemo:
         self.task_parts(entry, space)
         if entry.implicit is not None:
             return entry.implicit
+        assert entry.before is not None
         pod = entry.pod
         meta = pod.metadata
         owner = next((o for o in meta.owner_references if o.controller and o.uid), None)
@@ -253,9 +260,8 @@ class BuildMemo:
                 else None
             ),
             queue=meta.annotations.get(QUEUE_NAME_ANNOTATION) or "",
-            min_resources=frozen(
-                space.vector({n: v for n, v in entry.facts.requests.items() if v})
-            ),
+            # the pod's requests: its request vector without the pod slot the task adds
+            min_resources=frozen(_without_pod_slot(entry.before[1], space)),
             topology=None if isinstance(topology, str) else topology,
             topology_problem=topology if isinstance(topology, str) else "",
         )
