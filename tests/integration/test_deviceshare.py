@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -192,7 +192,13 @@ async def test_a_session_counts_the_cards_of_a_bind_still_in_flight(
         while not k8s.find_requests(verb="patch", resource="pods", name="first"):
             await asyncio.sleep(0.05)
         # first's cards are only in the scheduler's assumption: a second pod that would fit
-        # the card only if they were free must wait, session after session
+        # the card only if they were free must wait, session after session. It is created in a
+        # later second than first (timestamps have whole seconds), so that once both wait,
+        # first is the older job and gets the card (a tie would go by the groups' UIDs)
+        first = await k8s.get("pods", "first", namespace="default")
+        created = datetime.fromisoformat(first["metadata"]["creationTimestamp"])
+        while datetime.now(UTC) < created + timedelta(seconds=1):
+            await asyncio.sleep(0.05)
         await k8s.create("pods", gpu_pod("second", memory="12000"), namespace="default")
         await asyncio.sleep(1.5)
         second = await k8s.get("pods", "second", namespace="default")
