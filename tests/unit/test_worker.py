@@ -8,6 +8,7 @@ import socket
 import stat
 import subprocess
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,36 @@ async def test_a_forked_session_process_keeps_none_of_the_operators_sockets() ->
     finally:
         worker.close()
         listener.close()
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+async def test_a_session_process_that_died_is_replaced_with_the_state_as_it_is_now(
+    fork: bool,
+) -> None:
+    if fork and not can_fork():
+        pytest.skip("the session process is spawned here")
+    worker = SessionWorker(
+        SessionConfig(["volcano"], "default", bare_pods_in_memory=True), fork=fork
+    )
+    policy = default_policy(builders.REGISTRY)
+    cache = Cache(["volcano"])
+    _add(cache, "Node", node("n1", cpu="2"))
+    _add(cache, "Queue", queue("default"))
+    _add(cache, "Pod", pod("a", cpu="1"))
+    try:
+        result, _ = await worker.decide(cache, {}, policy, "s1")
+        assert [b.name for b in result.binds] == ["a"]
+        pool = worker._pool
+        assert pool is not None
+        for process in list(pool._processes.values()):
+            process.kill()
+            process.join()
+        _add(cache, "Pod", pod("b", cpu="1"))  # news the dead process never heard of
+        with pytest.raises(BrokenProcessPool):
+            await worker.decide(cache, {"default/a": ("n1", {})}, policy, "s2")
+        # the next session has a new process with everything, b included; a still holds its cpu
+        _add(cache, "Pod", pod("c", cpu="1"))
+        result, _ = await worker.decide(cache, {"default/a": ("n1", {})}, policy, "s3")
+        assert [b.name for b in result.binds] == ["b"]
+    finally:
+        worker.close()
