@@ -96,7 +96,10 @@ class Job:
     def _count(self, task: Task, sign: int) -> None:
         status = task.status
         if status in ALLOCATED_STATUSES:
-            self.allocated += sign * task.resreq
+            if sign > 0:  # in place, without a scaled copy of the request first
+                self.allocated += task.resreq
+            else:
+                self.allocated -= task.resreq
             self._allocated += sign
         if status in READY_STATUSES:
             self._ready += sign
