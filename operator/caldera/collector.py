@@ -20,7 +20,13 @@ from __future__ import annotations
 import atexit
 import gc
 
-__all__ = ["batch_process", "between_cycles", "fewer_collections", "keep_what_is_read"]
+__all__ = [
+    "batch_process",
+    "before_fork",
+    "between_cycles",
+    "fewer_collections",
+    "keep_what_is_read",
+]
 
 _registered: list[bool] = []
 
@@ -42,6 +48,13 @@ def keep_what_is_read() -> None:
     collection scans it again."""
     if not gc.isenabled():
         gc.freeze()
+
+
+def before_fork() -> None:
+    """Before forking a process that shares this one's objects: what is alive now is never
+    scanned again, in either process. A collection writes to every object it scans, which would
+    give each process its own copy of every page the two share (Python's advice for fork)."""
+    gc.freeze()
 
 
 def between_cycles() -> None:

@@ -30,6 +30,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
+from caldera.collector import before_fork
 from caldera.framework.policy import Policy
 from caldera.operator.loop.decide import (
     BindStream,
@@ -98,6 +99,8 @@ class SessionWorker:
         self._pool = ProcessPoolExecutor(
             max_workers=1, mp_context=context, initializer=initializer, initargs=initargs
         )
+        if self.fork:
+            before_fork()  # the state's pages stay shared until one side writes them
         self._warm = self._pool.submit(int)  # starts the process (a fork: right here)
         if cache is not None and self.fork:
             cache.forget_changes()  # the process has the state as of now
