@@ -58,7 +58,7 @@ def canonical(value: Any, seen: set[int] | None = None) -> Any:
         return {
             slot: canonical(getattr(value, slot), seen)
             for slot in NodeTable.__slots__
-            if slot not in ("space", "_label_columns", "_topologies")
+            if slot not in ("space", "static")  # static: caches shared between sessions
         }
     if is_dataclass(value) and not isinstance(value, type):
         if id(value) in seen:

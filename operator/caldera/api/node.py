@@ -12,7 +12,8 @@ per-node results can refresh just the rows that changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,13 +24,14 @@ from caldera.models.core import Taint
 
 __all__ = ["Matrix", "NodeTable"]
 
+T = TypeVar("T")
+_MISSING = object()
+
 Matrix = npt.NDArray[np.float64]
 
 
 class NodeTable:
     __slots__ = (
-        "_label_columns",
-        "_topologies",
         "affine",
         "allocatable",
         "annotations",
@@ -44,6 +46,7 @@ class NodeTable:
         "pipelined",
         "releasing",
         "space",
+        "static",
         "taints",
         "tasks",
         "unschedulable",
@@ -79,8 +82,10 @@ class NodeTable:
         self.affine: dict[str, int] = {}
         """Tasks on the table whose pod has an affinity section: UID → row (inter-pod affinity
         reads only these to find the terms placed pods own)."""
-        self._label_columns: dict[str, npt.NDArray[np.object_]] = {}
-        self._topologies: dict[str, tuple[npt.NDArray[np.intp], int]] = {}
+        self.static: dict[object, Any] = {}
+        """What plugins derive from the nodes' static columns alone (labels, taints): shared by
+        the tables of every session while the nodes are the same objects (see
+        :meth:`derived`), so it is worked out once per node set, not once per session."""
         self.changes: list[int] = []
         """Append-only log of rows whose accounting changed this session."""
         self.annotations: list[dict[str, str]] = [{} for _ in range(n)]
@@ -163,13 +168,17 @@ class NodeTable:
         self.affine.pop(task.uid, None)
         self.changes.append(i)
 
+    def derived(self, key: object, make: Callable[[], T]) -> T:
+        """``make()``, worked out once per node set: it must read only the static columns and
+        its result must never be changed (share arrays read-only)."""
+        hit = self.static.get(key, _MISSING)
+        if hit is _MISSING:
+            hit = self.static[key] = make()
+        return cast(T, hit)
+
     def label_column(self, key: str) -> npt.NDArray[np.object_]:
         """The value of label ``key`` on every node (None where absent), built once per snapshot."""
-        col = self._label_columns.get(key)
-        if col is None:
-            col = np.array([lbl.get(key) for lbl in self.labels], dtype=object)
-            self._label_columns[key] = col
-        return col
+        return self.derived(("label column", key), lambda: _column(self.labels, key))
 
     def topology(self, key: str) -> tuple[npt.NDArray[np.intp], int]:
         """The topology domains of label ``key``: (domain id of every node, number of domains D).
@@ -178,15 +187,22 @@ class NodeTable:
         label gets id D. Counts per domain are kept in arrays of D + 1 entries whose last entry
         stays 0, so ``counts[ids]`` reads a count per node in one step (0 where the label is
         missing) and ``ids < D`` says which nodes have the label. Built once per snapshot."""
-        hit = self._topologies.get(key)
-        if hit is None:
-            column = self.label_column(key)
-            values = sorted({v for v in column if v is not None})
-            ids = {v: i for i, v in enumerate(values)}
-            dom = np.array([ids.get(v, len(values)) for v in column], dtype=np.intp)
-            hit = self._topologies[key] = (dom, len(values))
-        return hit
+        return self.derived(("topology", key), lambda: _domains(self.label_column(key)))
 
     def total(self) -> Vector:
         total: Vector = self.allocatable.sum(axis=0)
         return total
+
+
+def _column(labels: Sequence[dict[str, str]], key: str) -> npt.NDArray[np.object_]:
+    col = np.array([lbl.get(key) for lbl in labels], dtype=object)
+    col.flags.writeable = False
+    return col
+
+
+def _domains(column: npt.NDArray[np.object_]) -> tuple[npt.NDArray[np.intp], int]:
+    values = sorted({v for v in column if v is not None})
+    ids = {v: i for i, v in enumerate(values)}
+    dom = np.array([ids.get(v, len(values)) for v in column], dtype=np.intp)
+    dom.flags.writeable = False
+    return dom, len(values)

@@ -105,6 +105,7 @@ class Builder:
         if base.withheld is not None:
             table.withheld = base.withheld
         table.images = base.images
+        table.static = base.static  # shared with the other sessions on these nodes
         self.node_index = table.index
         return table
 

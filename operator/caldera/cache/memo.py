@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import TaskStatus
@@ -150,13 +151,15 @@ class NodeBase:
     images: list[dict[str, int]]
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(node, message) to report at every build."""
+    static: dict[object, Any] = field(default_factory=dict)
+    """What plugins derived from these nodes' static columns (:meth:`NodeTable.derived`)."""
 
 
 class BuildMemo:
     """The pieces kept between builds (see the module's docstring). Pods gone from the state are
     forgotten after each build."""
 
-    __slots__ = ("_context", "_entries", "_names", "_space", "kept", "nodes")
+    __slots__ = ("_context", "_entries", "_names", "_node_names", "_space", "kept", "nodes")
 
     def __init__(self) -> None:
         self._entries: dict[str, PodEntry] = {}
@@ -165,6 +168,7 @@ class BuildMemo:
         self._space: ResourceSpace | None = None
         self.nodes: NodeBase | None = None
         self._context: tuple[object, tuple[object, ...], dict[str, object]] | None = None
+        self._node_names: tuple[dict[str, Node], frozenset[str]] = ({}, frozenset())
         self.kept = KeptJobs()
         """Jobs of the last build, taken over while nothing about them changed."""
 
@@ -195,6 +199,14 @@ class BuildMemo:
                 names[name] = left
             else:
                 names.pop(name, None)  # no pod asks for it any more
+
+    def node_resource_names(self, nodes: Mapping[str, Node]) -> frozenset[str]:
+        """Every resource name some node has, worked out again only when a node changed."""
+        kept, names = self._node_names
+        if len(kept) != len(nodes) or any(kept.get(k) is not v for k, v in nodes.items()):
+            names = frozenset(name for node in nodes.values() for name in node.allocatable)
+            self._node_names = (dict(nodes), names)
+        return names
 
     def request_names(self) -> Iterable[str]:
         """Every resource name some kept pod requests."""

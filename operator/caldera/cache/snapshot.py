@@ -53,8 +53,7 @@ def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str
 
 def _all_resource_names(state: ClusterState, memo: BuildMemo) -> Iterable[str]:
     """Every resource name of the state (the memo has an entry for every pod)."""
-    for node in state.nodes.values():
-        yield from node.allocatable
+    yield from memo.node_resource_names(state.nodes)
     yield from memo.request_names()
     for pg in state.podgroups.values():
         yield from pg.spec.min_resources or {}

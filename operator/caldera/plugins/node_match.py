@@ -175,12 +175,20 @@ def untolerated_taint(taints: Sequence[Taint], tolerations: Sequence[Toleration]
 
 
 def taint_groups(nodes: NodeTable) -> TaintGroups:
-    """The nodes with a NoSchedule or NoExecute taint, grouped by identical taint lists."""
+    """The nodes with a NoSchedule or NoExecute taint, grouped by identical taint lists (worked
+    out once per node set; the row arrays are read-only)."""
+    return nodes.derived("taint groups", lambda: _taint_groups(nodes.taints))
+
+
+def _taint_groups(node_taints: Sequence[tuple[Taint, ...]]) -> TaintGroups:
     groups: dict[tuple[Taint, ...], list[int]] = {}
-    for i, taints in enumerate(nodes.taints):
+    for i, taints in enumerate(node_taints):
         if any(t.effect in FILTERED_EFFECTS for t in taints):
             groups.setdefault(taints, []).append(i)
-    return [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+    out = [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+    for _, rows in out:
+        rows.flags.writeable = False
+    return out
 
 
 def untolerated_mask(nodes: NodeTable) -> Callable[[tuple[Toleration, ...]], BoolArray]:

@@ -10,7 +10,7 @@ toleration list. Complexity per task: a dictionary lookup plus O(C) numpy for C 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -34,13 +34,23 @@ def normalize(counts: Vector, *, reverse: bool) -> Vector:
     return MAX - scores if reverse else scores
 
 
-def taint_toleration(table: NodeTable) -> Callable[[Task, IntArray], Vector | float]:
+def _preferred_groups(
+    node_taints: Sequence[tuple[Taint, ...]],
+) -> list[tuple[tuple[Taint, ...], IntArray]]:
+    """The nodes with PreferNoSchedule taints, grouped by identical lists of them."""
     groups: dict[tuple[Taint, ...], list[int]] = {}
-    for row, taints in enumerate(table.taints):
+    for row, taints in enumerate(node_taints):
         preferred = tuple(t for t in taints if t.effect == "PreferNoSchedule")
         if preferred:
             groups.setdefault(preferred, []).append(row)
-    index = [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+    out = [(taints, np.array(rows, dtype=np.intp)) for taints, rows in groups.items()]
+    for _, rows in out:
+        rows.flags.writeable = False
+    return out
+
+
+def taint_toleration(table: NodeTable) -> Callable[[Task, IntArray], Vector | float]:
+    index = table.derived("preferred taint groups", lambda: _preferred_groups(table.taints))
     zeros = np.zeros(len(table), dtype=np.float64)
     cache: dict[tuple[Toleration, ...], Vector] = {}
 

@@ -29,7 +29,7 @@ labels; NodeVolumeLimits O(D·N + V·R) for D drivers and V volumes of the pod a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,6 +109,19 @@ def not_owned_message(claim: PersistentVolumeClaim, task: Task) -> str | None:
     )
 
 
+def _rows_by_value(labels: Sequence[Mapping[str, str]], key: str) -> dict[str, IntArray]:
+    """Per value of label ``key``, the rows of the nodes that have it (read-only arrays)."""
+    rows: dict[str, list[int]] = {}
+    for i, node_labels in enumerate(labels):
+        value = node_labels.get(key)
+        if value is not None:
+            rows.setdefault(value, []).append(i)
+    out = {v: np.array(r, dtype=np.intp) for v, r in rows.items()}
+    for array in out.values():
+        array.flags.writeable = False
+    return out
+
+
 class StorageView:
     """One session's storage objects and node masks (see the module docstring)."""
 
@@ -128,12 +141,10 @@ class StorageView:
     def _rows_by_value(self, key: str) -> dict[str, IntArray]:
         index = self._index.get(key)
         if index is None:
-            rows: dict[str, list[int]] = {}
-            for i, labels in enumerate(self.nodes.labels):
-                value = labels.get(key)
-                if value is not None:
-                    rows.setdefault(value, []).append(i)
-            index = self._index[key] = {v: np.array(r, dtype=np.intp) for v, r in rows.items()}
+            labels = self.nodes.labels
+            index = self._index[key] = self.nodes.derived(
+                ("rows by label value", key), lambda: _rows_by_value(labels, key)
+            )
         return index
 
     def label_in(self, key: str, values: Iterable[str]) -> BoolArray:
