@@ -32,16 +32,22 @@ def _add(cache: Cache, kind: str, obj: dict[str, Any]) -> None:
     cache.apply(KINDS[kind], "ADDED", _with_uid(obj))
 
 
-@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
-async def test_a_worker_process_decides_as_a_thread_would_across_sessions(fork: bool) -> None:
-    # forked: it starts from the cache's state in memory; spawned: it is sent everything
+def _worker_and_cache(fork: bool) -> tuple[SessionWorker, Cache]:
+    """A session process (forked or spawned) and a cache with one 2-cpu node and the queue."""
     worker = SessionWorker(
         SessionConfig(["volcano"], "default", bare_pods_in_memory=True), fork=fork
     )
-    policy = default_policy(builders.REGISTRY)
     cache = Cache(["volcano"])
     _add(cache, "Node", node("n1", cpu="2"))
     _add(cache, "Queue", queue("default"))
+    return worker, cache
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
+async def test_a_worker_process_decides_as_a_thread_would_across_sessions(fork: bool) -> None:
+    # forked: it starts from the cache's state in memory; spawned: it is sent everything
+    worker, cache = _worker_and_cache(fork)
+    policy = default_policy(builders.REGISTRY)
     _add(cache, "PodGroup", podgroup("pg", 1))
     _add(cache, "Pod", pod("p", group="pg", cpu="1"))
     try:
@@ -184,13 +190,8 @@ async def test_a_session_process_that_died_is_replaced_with_the_state_as_it_is_n
 ) -> None:
     if fork and not can_fork():
         pytest.skip("the session process is spawned here")
-    worker = SessionWorker(
-        SessionConfig(["volcano"], "default", bare_pods_in_memory=True), fork=fork
-    )
+    worker, cache = _worker_and_cache(fork)
     policy = default_policy(builders.REGISTRY)
-    cache = Cache(["volcano"])
-    _add(cache, "Node", node("n1", cpu="2"))
-    _add(cache, "Queue", queue("default"))
     _add(cache, "Pod", pod("a", cpu="1"))
     try:
         result, _ = await worker.decide(cache, {}, policy, "s1")
