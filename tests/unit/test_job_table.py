@@ -56,7 +56,7 @@ def test_admitted_and_queue_sums_equal_volcanos_per_job_loops(seed: int) -> None
     expected = {q: SPACE.zeros() for q in ("a", "b")}
     inqueue = {q: SPACE.zeros() for q in ("a", "b")}
     request = {q: SPACE.zeros() for q in ("a", "b")}
-    for job in jobs:  # proportion.go's and overcommit.go's loops
+    for job in jobs:  # the loops of OnSessionOpen in proportion.go and overcommit.go
         if job.queue not in expected:
             continue
         expected[job.queue] += job.allocated

@@ -30,21 +30,21 @@ def test_a_pod_version_is_computed_once_and_a_new_version_is_recomputed() -> Non
     memo = BuildMemo()
     first = pod("a", group="pg", cpu="1")
     assert snapshot_cpu({"default/a": first}, memo) == {"a": 1000.0}
-    facts = memo.facts("default/a", first)
-    assert memo.facts("default/a", first) is facts  # the same object: remembered
+    facts = memo.entry("default/a", first).facts
+    assert memo.entry("default/a", first).facts is facts  # the same object: remembered
     # the watch delivers a new object for the same pod: its requests are read again
     resized = pod("a", group="pg", cpu="3")
     assert snapshot_cpu({"default/a": resized}, memo) == {"a": 3000.0}
-    assert memo.facts("default/a", resized) is not facts
+    assert memo.entry("default/a", resized).facts is not facts
 
 
 def test_pods_gone_from_the_state_are_forgotten() -> None:
     memo = BuildMemo()
     a, b = pod("a", group="pg"), pod("b", group="pg")
     snapshot_cpu({"default/a": a, "default/b": b}, memo)
-    kept = memo.facts("default/a", a)
+    kept = memo.entry("default/a", a).facts
     snapshot_cpu({"default/a": a}, memo)
-    assert memo.facts("default/a", a) is kept
+    assert memo.entry("default/a", a).facts is kept
     assert "default/b" not in memo._entries
 
 

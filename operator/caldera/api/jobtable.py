@@ -75,8 +75,9 @@ class JobTable:
         return len(self.jobs)
 
     def pending_requests(self) -> Matrix:
-        """Per job, its allocation plus the requests of its Pending tasks (Volcano's
-        ``request``): the jobs with pending tasks are few, the rest copy their allocation."""
+        """Per job, its allocation plus the requests of its Pending tasks (``request`` in
+        proportion.go's ``OnSessionOpen``): the jobs with pending tasks are few, the rest copy
+        their allocation."""
         out = self.allocated.copy()
         for i in self.pending:
             for task in self.jobs[i].by_status[TaskStatus.PENDING].values():
@@ -84,9 +85,10 @@ class JobTable:
         return out
 
     def admitted(self) -> Matrix:
-        """Per job, what admission counts it as holding on top of its allocation (Volcano's
-        ``inqueue`` sums): ``minResources`` while Inqueue; while Running with at least
-        minMember tasks placed, what of its ``minResources`` it does not hold yet."""
+        """Per job, what admission counts it as holding on top of its allocation (the
+        ``inqueue`` sums of ``OnSessionOpen`` in Volcano's proportion.go and overcommit.go):
+        ``minResources`` while Inqueue; while Running with at least minMember tasks placed, what
+        of its ``minResources`` it does not hold yet."""
         owed = np.where(
             (self.running & self.has_min & (self.allocated_tasks >= self.min_available))[:, None],
             np.maximum(self.minimum - self.allocated, 0.0),

@@ -9,7 +9,7 @@ earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,12 @@ from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import node_problems, pod_problems
 from caldera.models.core import FINISHED_PHASES, Node, Pod
 from caldera.models.parse import ObjectError
-from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup, PodGroupStatus
+from caldera.models.volcano import (
+    GROUP_NAME_ANNOTATION,
+    PodGroup,
+    PodGroupCondition,
+    PodGroupStatus,
+)
 from caldera.models.volcano import Queue as QueueModel
 
 __all__ = [
@@ -190,9 +195,7 @@ class Builder:
         """(the key of the bare pod's in-memory group, the key if the pod may join it else "",
         the group's description if the pod is its first): the group is described on its first
         pod, which reports why the pod must wait when it cannot be made."""
-        group = entry.implicit
-        if group is None or entry.space is not space:
-            group = self.memo.implicit(entry, space)
+        group = self.memo.implicit(entry, space)
         key = group.key
         if key in known:
             return key, key, None
@@ -324,22 +327,24 @@ class Builder:
         """Job ``key`` with its member pods' tasks: the last build's when nothing about it
         changed (see :mod:`caldera.cache.kept`)."""
         kept = self.memo.kept
+        source: Hashable
+        conditions: Sequence[PodGroupCondition]
         if isinstance(spec, Group):
-            job = kept.take(key, spec, members.pods, "Pending", ())
+            source, phase, conditions = spec, "Pending", ()
         else:
             source = (spec, prio.of(spec.spec.priority_class_name))
-            status = spec.status
-            job = kept.take(key, source, members.pods, status.phase or "Pending", status.conditions)
+            phase, conditions = spec.status.phase or "Pending", spec.status.conditions
+        job = kept.take(key, source, members.pods, phase, conditions)
         if job is not None:
             return job
-        if isinstance(spec, Group):
-            job = self.group_job(space, key, spec)
-        else:
-            job = self.job(space, key, spec, prio)
-            source = (spec, prio.of(spec.spec.priority_class_name))
+        job = (
+            self.group_job(space, key, spec)
+            if isinstance(spec, Group)
+            else self.job(space, key, spec, prio)
+        )
         for pod_key, pod in zip(members.keys, members.pods, strict=True):
             job.add_task(self.task(space, pod_key, pod, key, prio))
-        kept.keep(key, spec if isinstance(spec, Group) else source, members.pods, job)
+        kept.keep(key, source, members.pods, job)
         return job
 
     def group_job(self, space: ResourceSpace, key: str, spec: Group) -> Job:

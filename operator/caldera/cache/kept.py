@@ -20,14 +20,25 @@ build gives, which a test checks on random change streams with a session run bet
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.api.job import Job
 from caldera.models.core import Pod
 from caldera.models.volcano import PodGroupCondition
 
-__all__ = ["KeptJobs"]
+__all__ = ["KeptJobs", "same_objects", "same_parts"]
+
+
+def same_parts(old: Sequence[object], new: Sequence[object]) -> bool:
+    """Element by element, each the same object or equal."""
+    return len(old) == len(new) and all(a is b or a == b for a, b in zip(old, new, strict=True))
+
+
+def same_objects(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
+    """The same keys, each holding the same object (the watched objects are replaced, never
+    changed, so identity says nothing changed)."""
+    return len(old) == len(new) and all(old.get(k) is v for k, v in new.items())
 
 
 @dataclass(slots=True)
@@ -50,10 +61,7 @@ class KeptJobs:
     def start(self, world: tuple[object, ...]) -> None:
         """Begin a build; every kept job is dropped when ``world`` (what jobs read besides their
         own objects, compared element by element by identity or equality) differs."""
-        same = len(world) == len(self._world) and all(
-            a is b or a == b for a, b in zip(world, self._world, strict=True)
-        )
-        if not same:
+        if not same_parts(self._world, world):
             self._jobs.clear()
         self._world = world
         self.reused = 0

@@ -24,7 +24,7 @@ from typing import Any
 
 from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import TaskStatus
-from caldera.cache.kept import KeptJobs
+from caldera.cache.kept import KeptJobs, same_objects, same_parts
 from caldera.models.base import OwnerReference
 from caldera.models.core import Node, Pod, PodSpec, effective_requests, nonzero_requests
 from caldera.models.volcano import (
@@ -188,9 +188,6 @@ class BuildMemo:
         entry = self._entries[key] = PodEntry(pod, facts)
         return entry
 
-    def facts(self, key: str, pod: Pod) -> PodFacts:
-        return self.entry(key, pod).facts
-
     def _count(self, requests: Mapping[str, float], delta: int) -> None:
         names = self._names
         for name in requests:
@@ -203,7 +200,7 @@ class BuildMemo:
     def node_resource_names(self, nodes: Mapping[str, Node]) -> frozenset[str]:
         """Every resource name some node has, worked out again only when a node changed."""
         kept, names = self._node_names
-        if len(kept) != len(nodes) or any(kept.get(k) is not v for k, v in nodes.items()):
+        if not same_objects(kept, nodes):
             names = frozenset(name for node in nodes.values() for name in node.allocatable)
             self._node_names = (dict(nodes), names)
         return names
@@ -286,12 +283,7 @@ class BuildMemo:
         last = self._context
         if last is not None:
             token, old, groups = last
-            if (
-                len(old) == len(parts)
-                and all(a is b or a == b for a, b in zip(old, parts, strict=True))
-                and len(groups) == len(podgroups)
-                and all(groups.get(k) is v for k, v in podgroups.items())
-            ):
+            if same_parts(old, parts) and same_objects(groups, podgroups):
                 return token
         token = object()
         self._context = (token, parts, dict(podgroups))
@@ -308,5 +300,4 @@ class BuildMemo:
         base = self.nodes
         if base is None or base.space is not space or base.managed != managed:
             return False
-        kept = base.nodes
-        return len(kept) == len(nodes) and all(kept.get(k) is v for k, v in nodes.items())
+        return same_objects(base.nodes, nodes)

@@ -98,17 +98,9 @@ def build_snapshot(
         default_class[0].value if default_class else 0,
     )
 
-    memo.kept.start(
-        (
-            space,
-            memo.nodes,
-            tuple(sorted(prio.values.items())),
-            prio.default,
-            default_queue,
-            names,
-            managed_resources,
-        )
-    )
+    world = (space, memo.nodes, prio.key(), default_queue, names, managed_resources)
+    """What every job reads besides its own objects."""
+    memo.kept.start(world)
     known: dict[str, PodGroup | Group] = {}
     """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then the
     in-memory groups of bare pods (in the order of their first pod)."""
@@ -131,14 +123,9 @@ def build_snapshot(
     order."""
     context = memo.context(
         (
-            names,
+            *world,
             bare_pods_in_memory,
-            default_queue,
-            managed_resources,
-            space,
-            memo.nodes,
             frozenset(queues),
-            prio.key(),
             dict(state.invalid),
             dict(state.owner_min_members),
         ),

@@ -126,19 +126,6 @@ Conjunction = tuple[Match, ...]
 PodKey = tuple[str, frozenset[tuple[str, str]]]
 
 
-def _row_order(tasks: list[dict[str, Task]]) -> Callable[[tuple[str, int]], tuple[int, int]]:
-    """Sort key of (uid, row): the order a walk over the node table's rows meets the tasks."""
-    position: dict[str, int] = {}
-
-    def key(item: tuple[str, int]) -> tuple[int, int]:
-        uid, row = item
-        if uid not in position:
-            position.update((u, i) for i, u in enumerate(tasks[row]))
-        return row, position[uid]
-
-    return key
-
-
 class PodIndex:
     """Counts of placed pods per topology domain, kept current within one session."""
 
@@ -225,7 +212,8 @@ class PodIndex:
         if self._owned is None:
             self._owned = []
             tasks = self.nodes.tasks
-            for uid, row in sorted(self.nodes.affine.items(), key=_row_order(tasks)):
+            # the counts are whole numbers: the order the terms are met in changes no sum
+            for uid, row in self.nodes.affine.items():
                 task = tasks[row][uid]
                 if self.placed.counts(task):
                     self._owned_rows[uid] = row

@@ -22,6 +22,7 @@ from caldera.api.node import NodeTable
 from caldera.api.task import Task
 from caldera.framework.session import EventHandler, Rejection
 from caldera.models.core import PodSpec
+from caldera.plugins.placed import PlacedPods
 from caldera.plugins.predicates.base import SKIP, NodeFilter, PreFilterResult
 
 __all__ = ["REASON", "host_ports", "node_ports_filter"]
@@ -48,36 +49,37 @@ def host_ports(spec: PodSpec) -> list[HostPort]:
 class _Ports:
     """Per (protocol, port): host IP → number of pods using it, per node.
 
-    Counted from the node table when a pod that asks for a host port first comes (most sessions
-    have none); until then placements are only noted: a pod deallocated while still listed on
-    its node (evicted this session) does not count, one placed again does."""
+    Counted when a pod that asks for a host port first comes (most sessions have none). Which
+    pods count, and on which row, is :class:`PlacedPods`' answer restricted to pods with host
+    ports (a pod evicted this session stops counting, as in kube's NodeInfo)."""
 
     def __init__(self, nodes: NodeTable) -> None:
         self.n = len(nodes)
-        self._nodes = nodes
+        self._placed = PlacedPods(nodes, admit=lambda t: bool(host_ports(t.spec)))
         self._used: dict[tuple[str, int], dict[str, npt.NDArray[np.int32]]] | None = None
-        self._gone: set[str] = set()
 
     @property
     def used(self) -> dict[tuple[str, int], dict[str, npt.NDArray[np.int32]]]:
         if self._used is None:
             self._used = {}
-            for row, tasks in enumerate(self._nodes.tasks):
-                for task in tasks.values():
-                    if task.uid not in self._gone:
-                        self.count(task, row, 1)
-            self._gone.clear()
+            for task, row in self._placed.pods().values():
+                self._count(task, row, 1)
         return self._used
 
-    def count(self, task: Task, row: int, delta: int) -> None:
-        if self._used is None:
-            if delta > 0:
-                self._gone.discard(task.uid)
-            else:
-                self._gone.add(task.uid)
-            return
+    def allocated(self, task: Task) -> None:
+        row = self._placed.allocated(task)  # None until the counts are made
+        if row is not None:
+            self._count(task, row, 1)
+
+    def deallocated(self, task: Task) -> None:
+        row = self._placed.deallocated(task)
+        if row is not None:
+            self._count(task, row, -1)
+
+    def _count(self, task: Task, row: int, delta: int) -> None:
+        used = self.used
         for proto, port, ip in host_ports(task.spec):
-            by_ip = self._used.setdefault((proto, port), {})
+            by_ip = used.setdefault((proto, port), {})
             column = by_ip.get(ip)
             if column is None:
                 column = by_ip[ip] = np.zeros(self.n, dtype=np.int32)
@@ -135,9 +137,6 @@ def node_ports_filter(nodes: NodeTable) -> NodeFilter:
         "NodePorts",
         reject,
         pre_filter=pre_filter,
-        handler=EventHandler(
-            allocate=lambda t: ports.count(t, t.node, 1),
-            deallocate=lambda t: ports.count(t, t.node, -1),
-        ),
+        handler=EventHandler(allocate=ports.allocated, deallocate=ports.deallocated),
         simulate=simulate,
     )
