@@ -347,9 +347,12 @@ def _parse(cls: type[ObjT], raw: dict[str, Any]) -> ObjT:
     raise AssertionError(f"test object does not validate: {obj}")
 
 
-def policy(text: str | None = None, registry: Registry = REGISTRY) -> Policy:
-    """The policy ``text`` (Volcano's built-in one when ``None``), loaded against ``registry``."""
-    return default_policy(registry) if text is None else load_policy(text, registry)
+def policy(
+    text: str | None = None, registry: Registry = REGISTRY, *, strict: bool = True
+) -> Policy:
+    """The policy ``text`` (Volcano's built-in one when ``None``), loaded against ``registry``;
+    strict by default, so a misspelt key in a test's policy fails the test."""
+    return default_policy(registry) if text is None else load_policy(text, registry, strict=strict)
 
 
 def policy_text(

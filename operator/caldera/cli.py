@@ -49,7 +49,10 @@ _POLICY_HELP = (
     "scheduler policy: a volcano-scheduler.conf file, or a ConfigMap manifest carrying one "
     "under that key; default: the policy manifests/ installs"
 )
-_STRICT_HELP = "exit 1 when any object problem is reported (for CI)"
+_STRICT_HELP = (
+    "exit 1 when any object problem is reported, and refuse a policy with keys nothing reads "
+    "or plugins Caldera does not have (for CI)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -181,7 +184,12 @@ def _load(args: argparse.Namespace) -> Inputs | None:
     try:
         cluster = _read_cluster(args) if _live(args) else None
         inputs = read_inputs(
-            args.policy, args.manifests, console.say, loaded=cluster, progress=Progress(sys.stderr)
+            args.policy,
+            args.manifests,
+            console.say,
+            loaded=cluster,
+            progress=Progress(sys.stderr),
+            strict=args.strict,
         )
     except InputError as exc:
         console.say(str(exc))
@@ -257,7 +265,11 @@ def _run(args: argparse.Namespace) -> int:
     if settings.scheduler_conf:
         # before connecting: a policy the scheduler cannot start with fails at once
         try:
-            load_policy_file(settings.scheduler_conf, Registry.from_entry_points())
+            load_policy_file(
+                settings.scheduler_conf,
+                Registry.from_entry_points(),
+                strict=settings.strict_policy,
+            )
         except ConfigError as exc:
             console.say(f"invalid policy: {exc}")
             return console.USAGE

@@ -347,11 +347,16 @@ async def test_a_policy_change_applies_and_an_invalid_one_keeps_the_old_policy(
         await wait_bound(k8s, "normal")
         await asyncio.sleep(0.6)  # a few sessions: no backfill, so the best-effort pod waits
         assert not (await k8s.get("pods", "best-effort", namespace=ns))["spec"].get("nodeName")
-        conf.write_text(without_backfill.replace("name: gang", "name: gnag"))
+        conf.write_text(without_backfill.replace('allocate"', 'allocate, teleport"'))
         await asyncio.sleep(0.6)
         assert [a.name for a in runtime.policy.policy.actions] == ["enqueue", "allocate"]
-        conf.write_text(DEFAULT_POLICY_YAML)
+        registry = runtime.metrics.registry
+        assert registry.get_sample_value("caldera_policy_warnings") == 0
+        # a plugin Caldera does not have is passed over (counted), the rest applies
+        conf.write_text(DEFAULT_POLICY_YAML.replace("name: gang", "name: gnag"))
         await wait_bound(k8s, "best-effort")
+        assert registry.get_sample_value("caldera_policy_warnings") == 1
+        assert "gang" not in runtime.policy.policy.layout[0]
 
 
 async def test_only_the_leader_schedules_when_two_instances_run(k8s: K8sHandle) -> None:
@@ -448,10 +453,10 @@ async def test_an_invalid_policy_reload_is_recorded_on_the_scheduler_pod(
     monkeypatch.setenv("POD_NAMESPACE", k8s.namespace)
     async with running_operator(k8s, scheduler_conf=str(conf)):
         await asyncio.sleep(0.5)
-        conf.write_text(DEFAULT_POLICY_YAML.replace("name: drf", "name: dfr"))
+        conf.write_text(DEFAULT_POLICY_YAML.replace("backfill", "backfil"))
         event = await _wait_named_event(k8s, "InvalidPolicy", name)
-    assert "tiers[1].plugins[1].name" in event["message"]
-    assert "unknown plugin 'dfr'" in event["message"]
+    assert ": actions: " in event["message"]
+    assert "unknown action 'backfil' (did you mean 'backfill'?)" in event["message"]
 
 
 async def test_queues_get_their_defaults_and_root_comes_back(k8s: K8sHandle) -> None:

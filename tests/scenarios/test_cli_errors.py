@@ -234,6 +234,18 @@ def test_run_rejects_a_bad_policy_before_it_connects(
     )
 
 
+def test_run_with_strict_policy_refuses_a_plugin_it_does_not_have_before_it_connects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: topology910\n')
+    argv = ["run", "--scheduler-conf", str(conf), "--kubeconfig", str(tmp_path / "none")]
+    assert main([*argv, "--strict-policy"]) == 2
+    assert error_line(capsys).startswith(
+        f"caldera: invalid policy: {conf}: tiers[0].plugins[0].name: unknown plugin 'topology910'"
+    )
+
+
 def test_run_with_a_kubeconfig_that_does_not_exist_exits_2_in_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "kubeconfig"
     done = subprocess.run(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from pathlib import Path
 
 import aiohttp
@@ -190,10 +191,34 @@ def test_policy_reload_keeps_the_old_policy_when_the_new_file_is_invalid(tmp_pat
     assert holder.check() is None
     assert [a.name for a in holder.policy.actions] == ["allocate"]
 
-    path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gnag\n')
+    path.write_text('actions: "allocate, shufle"\ntiers:\n- plugins:\n  - name: gang\n')
     error = holder.check()
-    assert error is not None and error.key == "tiers[0].plugins[0].name"
+    assert error is not None and error.key == "actions"
     assert [a.name for a in holder.policy.actions] == ["allocate"]  # the old one stays
+
+
+def test_a_reloaded_policy_logs_each_place_nothing_reads_and_strict_keeps_the_old_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n')
+    lenient = PolicyHolder(str(path), builders.REGISTRY)
+    strict = PolicyHolder(str(path), builders.REGISTRY, strict=True)
+    path.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gnag\n')
+    with caplog.at_level(logging.WARNING):
+        assert lenient.check() is None
+    assert lenient.policy.layout == [["gang"]]
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        (
+            f"policy: {path}: tiers[0].plugins[1].name: unknown plugin 'gnag' (did you mean "
+            "'gang'?): neither built in nor installed as an entry point; the other plugins run "
+            "without it"
+        )
+    ]
+    error = strict.check()
+    assert error is not None and error.key == "tiers[0].plugins[1].name"
+    assert strict.policy.warnings == ()
 
 
 @pytest.mark.parametrize(

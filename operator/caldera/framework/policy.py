@@ -2,9 +2,11 @@
 
 A policy names the actions to run (in order), the plugin tiers with their per-plugin switches and
 arguments, and per-action arguments under ``configurations``. Everything is checked when the file
-loads: malformed YAML, unknown keys, unknown action or plugin names, wrong argument types and
-Volcano's drf/proportion hierarchy conflict all raise :class:`~caldera.errors.ConfigError` naming
-the exact key, so a bad file never reaches a session.
+loads: malformed YAML, unknown action names, wrong argument values and Volcano's drf/proportion
+hierarchy conflict raise :class:`~caldera.errors.ConfigError` naming the exact key, so a bad file
+never reaches a session. What Volcano passes over (a key nothing reads, a plugin it does not
+have) is a warning on the policy instead, or an error when loaded ``strict``
+(:mod:`caldera.framework.tolerance`).
 """
 
 from __future__ import annotations
@@ -14,19 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from caldera.errors import ConfigError, yaml_problem
+from caldera.errors import ConfigError
 from caldera.framework.plugin import Args
 from caldera.framework.points import POINT_FLAGS
 from caldera.framework.registry import Registry
+from caldera.framework.tolerance import (
+    PolicyWarning,
+    Warnings,
+    argument_keys,
+    did_you_mean,
+    first_document,
+    validate_args,
+)
 
 __all__ = [
     "DEFAULT_POLICY_YAML",
     "ActionSpec",
     "PluginOption",
     "Policy",
+    "PolicyWarning",
     "default_policy",
     "load_policy",
     "load_policy_file",
@@ -78,6 +86,8 @@ class Policy:
     tiers: tuple[tuple[PluginOption, ...], ...]
     metrics: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    warnings: tuple[PolicyWarning, ...] = ()
+    """What the policy says that no part of Caldera reads, passed over as Volcano does."""
 
     @property
     def layout(self) -> list[list[str]]:
@@ -97,25 +107,24 @@ class Policy:
         return None
 
 
-def _validate_args(model: type[Args], raw: Any, key: str, source: str) -> Args:
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, Mapping):
-        raise ConfigError("must be a map of argument name to value", key=key, source=source)
-    try:
-        return model.model_validate(dict(raw))
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err["loc"])
-        raise ConfigError(err["msg"], key=f"{key}{loc}", source=source) from None
-
-
-def _plugin_option(raw: Any, key: str, registry: Registry, source: str) -> PluginOption:
+def _plugin_option(raw: Any, key: str, registry: Registry, warn: Warnings) -> PluginOption | None:
+    """The plugin entry at ``key``; None for a plugin Caldera does not have (a warning)."""
+    source = warn.source
     if not isinstance(raw, Mapping):
         raise ConfigError("must be a map with at least 'name'", key=key, source=source)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise ConfigError("missing or empty plugin name", key=f"{key}.name", source=source)
+    known = registry.plugin_names()
+    if name not in known:
+        # OpenSession: "Failed to get plugin", and the session goes on without it
+        warn.add(
+            f"{key}.name",
+            f"unknown plugin {name!r}{did_you_mean(name, known)}: neither built in nor "
+            "installed as an entry point",
+            then="the other plugins run without it",
+        )
+        return None
     try:
         cls = registry.plugin(name)
     except ConfigError as exc:
@@ -126,7 +135,13 @@ def _plugin_option(raw: Any, key: str, registry: Registry, source: str) -> Plugi
         if opt_key in ("name", "arguments"):
             continue
         if opt_key != _HIERARCHY and opt_key not in POINT_FLAGS:
-            raise ConfigError("unknown plugin option", key=f"{key}.{opt_key}", source=source)
+            options = [*POINT_FLAGS, _HIERARCHY]
+            if str(opt_key) in argument_keys(cls.Args):
+                hint = " (an argument: it belongs under 'arguments:')"
+            else:
+                hint = did_you_mean(str(opt_key), options)
+            warn.add(f"{key}.{opt_key}", f"not a plugin option{hint}")
+            continue
         if not isinstance(value, bool):
             raise ConfigError(
                 f"must be true or false, not {value!r}", key=f"{key}.{opt_key}", source=source
@@ -135,7 +150,7 @@ def _plugin_option(raw: Any, key: str, registry: Registry, source: str) -> Plugi
             hierarchy = value
         elif not value:
             disabled.update(POINT_FLAGS[opt_key])
-    args = _validate_args(cls.Args, raw.get("arguments"), f"{key}.arguments", source)
+    args = validate_args(cls.Args, raw.get("arguments"), f"{key}.arguments", warn)
     return PluginOption(
         name=name,
         args=args,
@@ -160,6 +175,13 @@ def _actions(raw: Any, registry: Registry, source: str) -> list[str]:
         if name in seen:
             raise ConfigError(f"action {name!r} listed twice", key="actions", source=source)
         seen.add(name)
+        known = registry.action_names()
+        if name not in known:  # Volcano: "failed to find Action", and the file is refused
+            raise ConfigError(
+                f"unknown action {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})",
+                key="actions",
+                source=source,
+            )
         try:
             registry.action(name)
         except ConfigError as exc:
@@ -167,7 +189,8 @@ def _actions(raw: Any, registry: Registry, source: str) -> list[str]:
     return names
 
 
-def _configurations(raw: Any, registry: Registry, source: str) -> dict[str, Args]:
+def _configurations(raw: Any, registry: Registry, warn: Warnings) -> dict[str, Args]:
+    source = warn.source
     if raw is None:
         return {}
     if not isinstance(raw, list):
@@ -175,43 +198,47 @@ def _configurations(raw: Any, registry: Registry, source: str) -> dict[str, Args
             "must be a list of {name, arguments}", key="configurations", source=source
         )
     out: dict[str, Args] = {}
+    known = registry.action_names()
     for i, item in enumerate(raw):
         key = f"configurations[{i}]"
         if not isinstance(item, Mapping):
             raise ConfigError("must be a map with 'name'", key=key, source=source)
-        extra = set(item) - {"name", "arguments"}
-        if extra:
-            raise ConfigError("unknown key", key=f"{key}.{min(extra)}", source=source)
+        for extra in sorted(set(item) - {"name", "arguments"}, key=str):
+            warn.add(f"{key}.{extra}", "not a configuration key (name, arguments)")
         name = item.get("name")
         if not isinstance(name, str):
             raise ConfigError("missing action name", key=f"{key}.name", source=source)
+        if name not in known:  # Volcano looks configurations up by action name only
+            warn.add(
+                f"{key}.name",
+                f"no action {name!r}{did_you_mean(name, known)}",
+                then="its arguments are ignored",
+            )
+            continue
         try:
             cls = registry.action(name)
         except ConfigError as exc:
             raise ConfigError(str(exc), key=f"{key}.name", source=source) from None
-        out[name] = _validate_args(cls.Args, item.get("arguments"), f"{key}.arguments", source)
+        out[name] = validate_args(cls.Args, item.get("arguments"), f"{key}.arguments", warn)
     return out
 
 
-def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
-    """Parse and validate a policy; raises ConfigError naming the key at fault."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(yaml_problem(exc), source=source) from None
-    except RecursionError:
-        raise ConfigError("invalid YAML: nested too deeply", source=source) from None
+def load_policy(text: str, registry: Registry, *, source: str = "", strict: bool = False) -> Policy:
+    """Parse and validate a policy; raises ConfigError naming the key at fault. What Volcano
+    passes over is on :attr:`Policy.warnings`, or (``strict``) an error too."""
+    warn = Warnings(source, strict=strict)
+    raw = first_document(text, source)
     if not isinstance(raw, Mapping):
         raise ConfigError("the policy must be a YAML map", source=source)
     for key in raw:
         if key not in _TOP_KEYS:
-            raise ConfigError("unknown key", key=str(key), source=source)
+            warn.add(str(key), f"not a policy key{did_you_mean(str(key), _TOP_KEYS)}")
     if "actions" not in raw:
         raise ConfigError(
             'missing (e.g. actions: "enqueue, allocate")', key="actions", source=source
         )
     action_names = _actions(raw["actions"], registry, source)
-    configured = _configurations(raw.get("configurations"), registry, source)
+    configured = _configurations(raw.get("configurations"), registry, warn)
 
     tiers_raw = raw.get("tiers") or []
     if not isinstance(tiers_raw, list):
@@ -220,15 +247,19 @@ def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
     seen: dict[str, str] = {}
     for t, tier in enumerate(tiers_raw):
         key = f"tiers[{t}]"
-        if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
-            raise ConfigError("must be a map with only 'plugins'", key=key, source=source)
+        if not isinstance(tier, Mapping):
+            raise ConfigError("must be a map with 'plugins'", key=key, source=source)
+        for extra in sorted(set(tier) - {"plugins"}, key=str):
+            warn.add(f"{key}.{extra}", "not a tier key (plugins)")
         plugins = tier.get("plugins") or []
         if not isinstance(plugins, list):
             raise ConfigError("must be a list", key=f"{key}.plugins", source=source)
         options = []
         for p, item in enumerate(plugins):
             pkey = f"{key}.plugins[{p}]"
-            opt = _plugin_option(item, pkey, registry, source)
+            opt = _plugin_option(item, pkey, registry, warn)
+            if opt is None:
+                continue
             if opt.name in seen:
                 raise ConfigError(
                     f"plugin {opt.name!r} already configured at {seen[opt.name]}",
@@ -261,12 +292,18 @@ def load_policy(text: str, registry: Registry, *, source: str = "") -> Policy:
     for name in action_names:
         args = configured.get(name)
         if args is None:
-            args = _validate_args(registry.action(name).Args, {}, "actions", source)
+            args = validate_args(registry.action(name).Args, {}, "actions", warn)
         actions.append(ActionSpec(name=name, args=args))
-    return Policy(actions=tuple(actions), tiers=tuple(tiers), metrics=dict(metrics), source=source)
+    return Policy(
+        actions=tuple(actions),
+        tiers=tuple(tiers),
+        metrics=dict(metrics),
+        source=source,
+        warnings=tuple(warn.found),
+    )
 
 
-def load_policy_file(path: str | Path, registry: Registry) -> Policy:
+def load_policy_file(path: str | Path, registry: Registry, *, strict: bool = False) -> Policy:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -274,7 +311,7 @@ def load_policy_file(path: str | Path, registry: Registry) -> Policy:
         raise ConfigError(f"cannot read policy file: {exc.strerror}", source=str(p)) from None
     except UnicodeDecodeError:
         raise ConfigError("not a text file (not UTF-8)", source=str(p)) from None
-    return load_policy(text, registry, source=str(p))
+    return load_policy(text, registry, source=str(p), strict=strict)
 
 
 def default_policy(registry: Registry) -> Policy:

@@ -76,12 +76,12 @@ def _data(cm: Mapping[str, Any]) -> Mapping[str, Any]:
     return data if isinstance(data, Mapping) else {}
 
 
-def read_policy(path: str, registry: Registry) -> Policy:
+def read_policy(path: str, registry: Registry, *, strict: bool = False) -> Policy:
     """A policy file, or the policy in a ConfigMap manifest; ConfigError names file and key."""
     text = _read(path)
     configmaps = _configmaps(text)
     if not configmaps:
-        return load_policy(text, registry, source=path)
+        return load_policy(text, registry, source=path, strict=strict)
     carrying = [cm for cm in configmaps if CONFIGMAP_KEY in _data(cm)]
     if not carrying:
         names = ", ".join(_name(cm) for cm in configmaps)
@@ -97,4 +97,4 @@ def read_policy(path: str, registry: Registry) -> Policy:
     value = _data(cm)[CONFIGMAP_KEY]
     if not isinstance(value, str):
         raise ConfigError("must be the policy as a string (use '|')", source=source)
-    return load_policy(value, registry, source=source)
+    return load_policy(value, registry, source=source, strict=strict)

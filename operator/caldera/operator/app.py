@@ -98,7 +98,7 @@ class Runtime:
             own_registry=own,
             settings=settings,
             registry=registry,
-            policy=PolicyHolder(settings.scheduler_conf, registry),
+            policy=PolicyHolder(settings.scheduler_conf, registry, strict=settings.strict_policy),
             metrics=Metrics(CollectorRegistry()),
             leader=LeaderGate(settings.leader_elect),
             stop=asyncio.Event(),
@@ -156,6 +156,7 @@ def _report_malformed(runtime: Runtime) -> Callable[[Kind, Mapping[str, Any], st
 async def _start(runtime: Runtime) -> None:
     s = runtime.settings
     m = runtime.metrics
+    m.policy_warnings.set_function(lambda: len(runtime.policy.policy.warnings))
     reach = Reachability(
         on_failure=m.api_unreachable.inc,
         on_change=lambda reachable: m.api_reachable.set(1 if reachable else 0),

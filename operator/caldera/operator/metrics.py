@@ -158,6 +158,12 @@ class Metrics:
             registry=registry,
         )
         self.api_reachable.set(1)
+        self.policy_warnings = Gauge(
+            "caldera_policy_warnings",
+            "Places in the policy in force that are passed over: keys nothing reads, plugins "
+            "Caldera does not have, configurations of actions it does not run",
+            registry=registry,
+        )
 
     def count_request(self, verb: str, resource: str) -> None:
         self.api_requests.labels(verb=verb, resource=resource).inc()

@@ -23,6 +23,9 @@ class Settings:
     scheduler_conf: str | None = None
     """Policy file in volcano-scheduler.conf format, reloaded when it changes (default: Volcano's
     built-in policy)."""
+    strict_policy: bool = False
+    """Refuse a policy that has keys nothing reads or plugins Caldera does not have (default:
+    log each one and schedule with the rest, as Volcano does)."""
     schedule_period: float = 1.0
     """The longest time between two sessions, a Go duration; news (a new pending pod, freed
     capacity) starts one sooner."""

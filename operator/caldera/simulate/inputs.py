@@ -49,15 +49,23 @@ def read_inputs(
     *,
     loaded: Loaded | None = None,
     progress: Progress | None = None,
+    strict: bool = False,
 ) -> Inputs:
     """The registry, the policy and the manifests (or ``loaded``, objects read elsewhere: a live
-    cluster). What was skipped or ignored while loading goes to ``report``, one message each;
-    anything that makes the run pointless raises InputError."""
+    cluster). What was skipped or ignored while loading goes to ``report``, one message each
+    (the policy's warnings too; ``strict``: they make it invalid); anything that makes the run
+    pointless raises InputError."""
     registry = Registry.from_entry_points()
     try:
-        policy = read_policy(policy_path, registry) if policy_path else installed_policy(registry)
+        policy = (
+            read_policy(policy_path, registry, strict=strict)
+            if policy_path
+            else installed_policy(registry)
+        )
     except ConfigError as exc:
         raise InputError(f"invalid policy: {exc}") from None
+    for warning in policy.warnings:
+        report(f"policy: {warning}")
     if loaded is None:
         loaded = load_manifests(sources, progress)
     if loaded.errors:

@@ -2,7 +2,9 @@
 
 The file is polled by content (ConfigMap volumes update through symlink swaps, so modification
 times are unreliable). A new valid policy applies from the next session; an invalid one is
-reported with the exact key at fault and the previous policy stays in force.
+reported with the exact key at fault and the previous policy stays in force. What a policy says
+that nothing reads is logged once per load, one line per place (``strict``: the policy is
+invalid instead).
 """
 
 from __future__ import annotations
@@ -23,15 +25,22 @@ log = logging.getLogger(__name__)
 
 
 class PolicyHolder:
-    def __init__(self, path: str | None, registry: Registry) -> None:
+    def __init__(self, path: str | None, registry: Registry, *, strict: bool = False) -> None:
         self.path = Path(path) if path else None
         self.registry = registry
+        self.strict = strict
         self._digest = ""
         self.policy: Policy = default_policy(registry)
         if self.path is not None:
             text = self.path.read_text(encoding="utf-8")
-            self.policy = load_policy(text, registry, source=str(self.path))
+            self.policy = self._load(text)
             self._digest = hashlib.sha256(text.encode()).hexdigest()
+
+    def _load(self, text: str) -> Policy:
+        policy = load_policy(text, self.registry, source=str(self.path), strict=self.strict)
+        for warning in policy.warnings:
+            log.warning("policy: %s", warning)
+        return policy
 
     def check(self) -> ConfigError | None:
         """Reload if the file changed; returns the error when the new content is invalid."""
@@ -46,7 +55,7 @@ class PolicyHolder:
             return None
         self._digest = digest
         try:
-            self.policy = load_policy(text, self.registry, source=str(self.path))
+            self.policy = self._load(text)
         except ConfigError as exc:
             return exc
         log.info("policy reloaded from %s", self.path)
