@@ -25,7 +25,14 @@ from caldera.cache.state import ClusterState
 from caldera.framework.policy import DEFAULT_POLICY_YAML, Policy, default_policy, load_policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import Session
-from caldera.models.core import Node, Pod, PriorityClass, effective_requests, nonzero_requests
+from caldera.models.core import (
+    Node,
+    Pod,
+    PriorityClass,
+    ResourceQuota,
+    effective_requests,
+    nonzero_requests,
+)
 from caldera.models.parse import parse_object
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
@@ -46,6 +53,7 @@ Obj = (
     | ReplicaSet
     | StatefulSet
     | HyperNode
+    | ResourceQuota
 )
 ObjT = TypeVar(
     "ObjT",
@@ -59,6 +67,7 @@ ObjT = TypeVar(
     ReplicaSet,
     StatefulSet,
     HyperNode,
+    ResourceQuota,
 )
 
 
@@ -328,6 +337,30 @@ def hypernode(
         spec["tierName"] = tier_name
     raw = {"kind": "HyperNode", "metadata": {"name": name}, "spec": spec}
     return _parse(HyperNode, raw)
+
+
+def resource_quota(
+    name: str,
+    hard: Mapping[str, str],
+    *,
+    namespace: str = "default",
+    used: Mapping[str, str] | None = None,
+    status_hard: Mapping[str, str] | None = None,
+) -> ResourceQuota:
+    """A ResourceQuota with ``spec.hard``; ``used`` and ``status_hard`` fill its status as the
+    quota controller would."""
+    status: dict[str, Any] = {}
+    if used is not None:
+        status["used"] = dict(used)
+    if status_hard is not None:
+        status["hard"] = dict(status_hard)
+    raw = {
+        "kind": "ResourceQuota",
+        "metadata": _meta(name, namespace, None),
+        "spec": {"hard": dict(hard)},
+        "status": status,
+    }
+    return _parse(ResourceQuota, raw)
 
 
 def priority_class(name: str, value: int, *, default: bool = False) -> PriorityClass:

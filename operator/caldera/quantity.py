@@ -7,7 +7,8 @@ arithmetic, no floats), so ``1G`` and ``1Gi`` stay different and ``0.1`` cpu is 
 
 Engine units follow kube-scheduler: cpu in millicores (``MilliValue``), everything else in whole
 units (``Value``: bytes for memory and storage, a count for extended resources). Both round up, as
-Kubernetes' ``ScaledValue`` does.
+Kubernetes' ``ScaledValue`` does. The quota spellings of cpu (``requests.cpu``, ``limits.cpu``, in
+ResourceQuotas and the minResources Volcano's controllers write) are millicores too.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 CPU = "cpu"
+_MILLICORES = frozenset({CPU, "requests.cpu", "limits.cpu"})
+_BYTES = frozenset({"memory", "ephemeral-storage", "requests.memory", "limits.memory"})
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -116,7 +119,7 @@ def _to_engine_units(resource: str, quantity: str | float) -> float:
     value = parse_quantity(quantity)
     if value < 0:
         raise QuantityError(f"invalid quantity {quantity!r}: must not be negative")
-    if resource == CPU:
+    if resource in _MILLICORES:
         value *= 1000
     if value > _MAX_BINARY:  # beyond Kubernetes' int64 MilliValue/Value; sums would overflow
         raise QuantityError(f"invalid quantity {quantity!r}: too large")
@@ -171,8 +174,8 @@ def format_binary(value: Fraction | float) -> str:
 
 def format_resource(resource: str, engine_value: float) -> str:
     """Render an engine value of ``resource`` as the quantity Kubernetes would print."""
-    if resource == CPU:
+    if resource in _MILLICORES:
         return format_decimal(Fraction(round(engine_value)) / 1000)
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+    if resource in _BYTES or resource.startswith("hugepages-"):
         return format_binary(round(engine_value))
     return format_decimal(round(engine_value))

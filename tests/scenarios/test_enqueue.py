@@ -283,3 +283,30 @@ def test_a_pod_too_big_for_any_node_is_told_so_over_its_queues_share() -> None:
         messages["h-0"]
         == "queue small is at its deserved share: cpu 0 held + 4 requested > 2 deserved"
     )
+
+
+def test_a_podgroup_volcanos_controllers_wrote_is_admitted_and_placed() -> None:
+    # Volcano's job controller writes minResources as the pods' quota usage (GetPodQuotaUsage):
+    # the quota spellings are not resources the scheduler accounts (Volcano's NewResource drops
+    # them), so no node's lack of "requests.cpu" holds the job back
+    written = {
+        "cpu": "1",
+        "requests.cpu": "1",
+        "limits.cpu": "2",
+        "memory": "1Gi",
+        "requests.memory": "1Gi",
+        "limits.memory": "1Gi",
+        "pods": "1",
+        "count/pods": "1",
+        "nvidia.com/gpu": "1",
+        "requests.nvidia.com/gpu": "1",
+    }
+    sim = scenario(
+        [
+            node("n1", cpu="4", extra={"nvidia.com/gpu": "1"}),
+            podgroup("pg", min_resources=written),
+            pod("a", group="pg", cpu="1", memory="1Gi", extra={"nvidia.com/gpu": "1"}),
+        ]
+    )
+    assert phases(sim) == {"default/pg": "Inqueue"}  # Running once the API says it runs
+    assert binds(sim) == {"default/a": "n1"}

@@ -35,6 +35,7 @@ BUILT_IN_PLUGINS = [
     "priority",
     "proportion",
     "resource-strategy-fit",
+    "resourcequota",
     "sla",
 ]
 BUILT_IN_ACTIONS = [

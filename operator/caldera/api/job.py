@@ -7,7 +7,7 @@ through :meth:`Job.set_status`, which keeps those indexes right.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +80,10 @@ class Job:
     """The HyperNode search of this session (placed, or why not)."""
     has_object: bool = True
     """False for the in-memory group of bare pods: there is no PodGroup to write status to."""
+    min_resource_list: Mapping[str, float] | None = None
+    """The PodGroup's ``minResources`` as written, quota spellings (``requests.cpu``) included,
+    in engine units: what the resourcequota plugin reads (``min_resources`` holds only what the
+    scheduler accounts)."""
     tasks: dict[str, Task] = field(default_factory=dict)
     by_status: dict[TaskStatus, dict[str, Task]] = field(default_factory=dict)
     nodes_fit_errors: dict[str, FitErrors] = field(default_factory=dict)

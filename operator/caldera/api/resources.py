@@ -7,6 +7,7 @@ node state is an (nodes × resources) matrix. Units are engine units from :mod:`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy.typing as npt
 
 from caldera.quantity import format_resource
 
-__all__ = ["CPU", "CPU_MEMORY", "MEMORY", "PODS", "ResourceSpace", "Vector"]
+__all__ = ["CPU", "CPU_MEMORY", "MEMORY", "PODS", "ResourceSpace", "Vector", "counts_as_resource"]
 
 Vector = npt.NDArray[np.float64]
 
@@ -25,6 +26,35 @@ _FIXED = (CPU, MEMORY, PODS)
 CPU_MEMORY = slice(0, 2)
 """The cpu and memory columns of every space (they always come first): a slice, so picking them
 out of a node matrix costs no index array."""
+
+
+_NATIVE = frozenset({CPU, MEMORY, PODS, "ephemeral-storage"})
+_QUALIFIED_PART = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def counts_as_resource(name: str) -> bool:
+    """Whether a name in a PodGroup's ``minResources`` or a Queue's resource lists is a resource
+    the scheduler accounts, as Volcano's ``NewResource`` decides: cpu, memory, pods,
+    ephemeral-storage, and the scalar names of Kubernetes' ``IsScalarResourceName`` (extended
+    resources such as ``nvidia.com/gpu``, ``hugepages-*``, ``kubernetes.io/`` prefixed and
+    ``attachable-volumes-*`` names). Quota spellings (``requests.cpu``, ``limits.memory``,
+    ``count/pods``), which Volcano's controllers write into minResources, are not: only the
+    resourcequota plugin reads them."""
+    if name in _NATIVE or name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    if "kubernetes.io/" in name:
+        return True
+    if "/" not in name or name.startswith(("requests.", "count/")):
+        return False
+    # IsExtendedResourceName: "requests." + name must be a qualified name (prefix/name)
+    prefix, _, short = f"requests.{name}".partition("/")
+    return (
+        len(prefix) <= 253
+        and _DNS_SUBDOMAIN.fullmatch(prefix) is not None
+        and len(short) <= 63
+        and _QUALIFIED_PART.fullmatch(short) is not None
+    )
 
 
 class ResourceSpace:

@@ -20,9 +20,18 @@ from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
 from caldera.models.workloads import SpreadOwners
 
-__all__ = ["NAMESPACE_NAME_LABEL", "Snapshot"]
+__all__ = ["NAMESPACE_NAME_LABEL", "QuotaStatus", "Snapshot"]
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaStatus:
+    """One ResourceQuota as admission reads it, in engine units."""
+
+    name: str
+    hard: dict[str, float]
+    used: dict[str, float]
 
 
 @dataclass(slots=True, eq=False)
@@ -46,6 +55,8 @@ class Snapshot:
     """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
+    quota_statuses: dict[str, list[QuotaStatus]] = field(default_factory=dict)
+    """Per namespace, its ResourceQuotas' limits and usage, by name (the resourcequota plugin)."""
     held: dict[str, tuple[Task, str]] = field(default_factory=dict)
     """Pending pods of our scheduler that no session can place until something else changes
     (their PodGroup or queue is missing or invalid), by ``namespace/name``, with why: they are

@@ -146,6 +146,7 @@ class Builder:
             allocated=space.zeros(),
             api_status=pg.status,
             network_topology=spec.network_topology,
+            min_resource_list=spec.min_resources,
         )
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: Priorities) -> Task:

@@ -1,13 +1,29 @@
 """Tables a snapshot carries beside nodes and jobs, derived from the policy objects the cluster
-holds: the tightest ResourceQuota per namespace (device quota), and the selectors of Services and
+holds: the ResourceQuotas per namespace (the tightest limit of each resource for the device
+quota, and each quota's status for the resourcequota plugin), and the selectors of Services and
 controllers (PodTopologySpread's system defaults)."""
 
 from __future__ import annotations
 
+from caldera.api.snapshot import QuotaStatus
 from caldera.cache.state import ClusterState
 from caldera.models.workloads import SpreadOwners
 
-__all__ = ["quotas", "spread_owners"]
+__all__ = ["quota_statuses", "quotas", "spread_owners"]
+
+
+def quota_statuses(state: ClusterState) -> dict[str, list[QuotaStatus]]:
+    """Per namespace, each ResourceQuota's enforced limits and usage, by name. The limits are
+    ``status.hard``, or ``spec.hard`` for a quota the quota controller has not seen yet (a
+    manifest given to ``simulate``)."""
+    out: dict[str, list[QuotaStatus]] = {}
+    for _, quota in sorted(state.resource_quotas.items()):
+        ns = quota.metadata.namespace or "default"
+        hard = quota.status.hard or quota.spec.hard
+        out.setdefault(ns, []).append(
+            QuotaStatus(quota.metadata.name, dict(hard), dict(quota.status.used))
+        )
+    return out
 
 
 def spread_owners(state: ClusterState) -> SpreadOwners:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from caldera.api.resources import counts_as_resource
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
 from caldera.cache.builder import (
@@ -32,7 +33,7 @@ from caldera.cache.builder import (
     Outcome,
     Priorities,
 )
-from caldera.cache.derived import quotas, spread_owners
+from caldera.cache.derived import quota_statuses, quotas, spread_owners
 from caldera.cache.memo import BuildMemo, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
@@ -52,14 +53,16 @@ def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str
 
 
 def _all_resource_names(state: ClusterState, memo: BuildMemo) -> Iterable[str]:
-    """Every resource name of the state (the memo has an entry for every pod)."""
+    """Every resource name of the state (the memo has an entry for every pod). Of PodGroups and
+    Queues, only the names Volcano accounts (:func:`counts_as_resource`): the quota spellings in
+    the minResources its controllers write are for the resourcequota plugin alone."""
     yield from memo.node_resource_names(state.nodes)
     yield from memo.request_names()
     for pg in state.podgroups.values():
-        yield from pg.spec.min_resources or {}
+        yield from filter(counts_as_resource, pg.spec.min_resources or {})
     for q in state.queues.values():
-        yield from q.spec.capability or {}
-        yield from q.spec.guarantee.resource
+        yield from filter(counts_as_resource, q.spec.capability or {})
+        yield from filter(counts_as_resource, q.spec.guarantee.resource)
 
 
 def build_snapshot(
@@ -234,6 +237,7 @@ def build_snapshot(
         ),
     )
     snapshot.quotas = quotas(state)
+    snapshot.quota_statuses = quota_statuses(state)
     snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
     snapshot.held = held

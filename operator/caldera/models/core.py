@@ -409,11 +409,19 @@ class ResourceQuotaSpec(ApiModel):
     hard: ResourceList = Field(default_factory=dict)
 
 
+class ResourceQuotaStatus(ApiModel):
+    hard: ResourceList = Field(default_factory=dict)
+    """What the quota controller enforces (``spec.hard`` once it has seen the quota)."""
+    used: ResourceList = Field(default_factory=dict)
+
+
 class ResourceQuota(ApiModel):
-    """Namespace quotas, read for HAMi's device quota (``limits.nvidia.com/gpumem`` …)."""
+    """Namespace quotas, read for HAMi's device quota (``limits.nvidia.com/gpumem`` …) and the
+    resourcequota plugin's admission gate."""
 
     metadata: ObjectMeta
     spec: ResourceQuotaSpec = Field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus = Field(default_factory=ResourceQuotaStatus)
 
 
 class PriorityClass(ApiModel):

@@ -1,0 +1,33 @@
+"""Every example under ``examples/plugins/`` decides what its ``expected.json`` says, run through
+``caldera simulate --strict`` (so its policy loads without a warning) as a user would run it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from caldera.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
+DIRECTORIES = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+def test_there_are_examples() -> None:
+    assert [d.name for d in DIRECTORIES], "examples/plugins/ has no example"
+
+
+@pytest.mark.parametrize("example", DIRECTORIES, ids=lambda p: p.name)
+def test_the_example_decides_what_it_says(
+    example: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    policy, cluster = example / "volcano-scheduler.conf", example / "cluster.yaml"
+    argv = ["simulate", "--strict", "--output", "json", "--policy", str(policy), str(cluster)]
+    assert main(argv) == 0, capsys.readouterr().err
+    result = json.loads(capsys.readouterr().out)
+    expected = json.loads((example / "expected.json").read_text())
+    assert sorted(b["pod"] for b in result["binds"]) == sorted(expected["bound"])
+    phases = {key: pg["phase"] for key, pg in result["podGroups"].items()}
+    assert phases == expected["phases"]
+    assert example.name in (EXAMPLES / "README.md").read_text()
