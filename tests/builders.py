@@ -289,8 +289,11 @@ def queue(
     deserved: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     reclaimable: bool | None = None,
+    affinity: Mapping[str, Any] | None = None,
 ) -> Queue:
     spec: dict[str, Any] = {"weight": weight, "priority": priority}
+    if affinity is not None:
+        spec["affinity"] = dict(affinity)
     if reclaimable is not None:
         spec["reclaimable"] = reclaimable
     if deserved is not None:

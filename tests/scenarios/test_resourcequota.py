@@ -32,7 +32,9 @@ def run(*objects: Obj) -> Simulation:
     return scenario([node("n1", cpu="64", memory="256Gi"), *objects], policy_yaml=POLICY)
 
 
-def job(name: str, min_resources: Mapping[str, str] | None, *, namespace: str = "default") -> list[Obj]:
+def job(
+    name: str, min_resources: Mapping[str, str] | None, *, namespace: str = "default"
+) -> list[Obj]:
     return [
         podgroup(name, namespace=namespace, min_resources=min_resources),
         pod(f"{name}-0", namespace=namespace, group=name, cpu="1"),

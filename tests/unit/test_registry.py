@@ -28,6 +28,7 @@ BUILT_IN_PLUGINS = [
     "drf",
     "gang",
     "network-topology-aware",
+    "nodegroup",
     "nodeorder",
     "overcommit",
     "pdb",

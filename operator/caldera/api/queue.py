@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from caldera.api.resources import Vector
+from caldera.models.volcano import QueueAffinity
 
 __all__ = ["Queue"]
 
@@ -28,6 +29,8 @@ class Queue:
     """``status.allocated`` as read from the API, to write only on change."""
     annotations: dict[str, str] = field(default_factory=dict)
     """Its annotations (the hierarchical drf's ``volcano.sh/hierarchy``)."""
+    affinity: QueueAffinity | None = None
+    """``spec.affinity``: the node groups its pods may use (the nodegroup plugin)."""
 
     @property
     def is_open(self) -> bool:

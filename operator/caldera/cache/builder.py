@@ -488,4 +488,5 @@ def engine_queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
         creation=q.metadata.creation_timestamp or 0.0,
         status_allocated=dict(q.status.allocated),
         annotations=dict(q.metadata.annotations),
+        affinity=spec.affinity,
     )

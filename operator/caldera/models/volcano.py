@@ -21,6 +21,7 @@ __all__ = [
     "PodGroup",
     "PodGroupCondition",
     "Queue",
+    "QueueAffinity",
 ]
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -139,6 +140,20 @@ class Guarantee(ApiModel):
     resource: ResourceList = Field(default_factory=dict)
 
 
+class NodeGroupTerms(ApiModel):
+    """Node groups (values of the node label ``volcano.sh/nodegroup-name``), hard and soft."""
+
+    required_during_scheduling_ignored_during_execution: tuple[str, ...] = ()
+    preferred_during_scheduling_ignored_during_execution: tuple[str, ...] = ()
+
+
+class QueueAffinity(ApiModel):
+    """Where a queue's pods may run, read by the nodegroup plugin."""
+
+    node_group_affinity: NodeGroupTerms | None = None
+    node_group_anti_affinity: NodeGroupTerms | None = None
+
+
 class QueueSpec(ApiModel):
     # The CRD says min 1, but Volcano's mutating webhook turns 0 into 1 before validation.
     weight: int = Field(default=1, ge=0, le=65535)
@@ -148,6 +163,7 @@ class QueueSpec(ApiModel):
     deserved: ResourceList | None = None
     parent: str = ""
     priority: int = Field(default=0, ge=0)
+    affinity: QueueAffinity | None = None
 
 
 class QueueStatus(ApiModel):

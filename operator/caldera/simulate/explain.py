@@ -185,6 +185,12 @@ def _explain(
             for reason, mask in rejections:
                 for row in np.flatnonzero(mask):
                     verdicts[row].reasons.setdefault(name, []).append(reason)
+    itemised = {p.name for p in ssn.plugins if isinstance(p, PredicatesPlugin | DeviceSharePlugin)}
+    for name, fn in ssn.predicate_point.named():
+        if name not in itemised:  # every other plugin's filter, under the plugin's name
+            for reason, mask in fn(task):
+                for row in np.flatnonzero(mask):
+                    verdicts[row].reasons.setdefault(name, []).append(reason)
     for plugin in ssn.plugins:
         if isinstance(plugin, DeviceSharePlugin) and plugin.state is not None:
             for at, node in enumerate(verdicts):
