@@ -206,6 +206,15 @@ LEASES = _builtin("coordination.k8s.io", "v1", "leases", "Lease", True)
 PRIORITY_CLASSES = _builtin(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
 )
+PDBS = _builtin(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    True,
+    short_names=("pdb",),
+    subresources={"status": _STATUS_VERBS},
+)
 CRDS = _builtin(
     "apiextensions.k8s.io",
     "v1",
@@ -252,6 +261,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     BINDINGS,
     LEASES,
     PRIORITY_CLASSES,
+    PDBS,
     CRDS,
     QUEUES,
     PODGROUPS,

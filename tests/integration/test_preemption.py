@@ -4,6 +4,7 @@ gang binds once they are gone."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +99,54 @@ async def test_a_failed_eviction_is_retried_without_choosing_another_victim(
     failed = [r.name for r in k8s.find_requests(verb="delete", resource="pods") if r.status == 500]
     assert failed and set(failed) <= set(deletes(k8s))  # retried until done, the same pods
     assert len(deletes(k8s)) == 4  # four victims in all: the failure chose no fifth
+
+
+def closed_tdm_policy(tmp_path: Path) -> str:
+    """A policy whose revocable zone rz1 is closed now: its window starts two hours from now."""
+    start = datetime.now() + timedelta(hours=2)
+    end = start + timedelta(hours=1)
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(
+        'actions: "enqueue, allocate, shuffle"\n'
+        "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: pdb\n"
+        "- plugins:\n  - name: predicates\n  - name: tdm\n    arguments:\n"
+        f'      tdm.revocable-zone.rz1: "{start:%H:%M}-{end:%H:%M}"\n'
+        '      tdm.evict.period: "1s"\n'
+    )
+    return str(conf)
+
+
+async def test_shuffle_evicts_through_the_evictor_once_and_spares_a_pod_a_budget_protects(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it counts the deletes in the request log")
+    ns = k8s.namespace
+    await k8s.create("nodes", node("rev-1", cpu="8", **{"volcano.sh/revocable-zone": "rz1"}))
+    for name in ("kept", "moved"):
+        body = pod(name, namespace=ns, annotations={"volcano.sh/revocable-zone": "*"})
+        body["metadata"]["labels"] = {"app": name}
+        body["spec"]["nodeName"] = "rev-1"
+        created = await k8s.create("pods", body, namespace=ns)
+        await k8s.update_status("pods", {**created, "status": {"phase": "Running"}})
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "keep", "namespace": ns},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "kept"}}},
+    }
+    created = await k8s.create("poddisruptionbudgets", budget, namespace=ns)
+    await k8s.update_status(
+        "poddisruptionbudgets",
+        {**created, "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}},
+    )
+    async with running_operator(k8s, scheduler_conf=closed_tdm_policy(tmp_path)) as runtime:
+        async with asyncio.timeout(15):
+            while "moved" not in deletes(k8s):
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(2.5)  # more shuffles run: none evicts the pod again, nor the other
+        registry = runtime.metrics.registry
+        evicted = registry.get_sample_value(
+            "volcano_eviction_transactions_total", {"action": "shuffle"}
+        )
+    assert deletes(k8s) == ["moved"]  # once, and never the pod the budget protects
+    assert evicted == 1

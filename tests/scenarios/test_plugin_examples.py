@@ -1,9 +1,12 @@
 """Every example under ``examples/plugins/`` decides what its ``expected.json`` says, run through
-``caldera simulate --strict`` (so its policy loads without a warning) as a user would run it."""
+``caldera simulate --strict`` (so its policy loads without a warning) as a user would run it, in
+UTC (tdm's windows are local time)."""
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,15 @@ from caldera.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 DIRECTORIES = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 def test_there_are_examples() -> None:
@@ -28,6 +40,7 @@ def test_the_example_decides_what_it_says(
     result = json.loads(capsys.readouterr().out)
     expected = json.loads((example / "expected.json").read_text())
     assert sorted(b["pod"] for b in result["binds"]) == sorted(expected["bound"])
+    assert sorted(e["pod"] for e in result["evictions"]) == sorted(expected.get("evicted", []))
     phases = {key: pg["phase"] for key, pg in result["podGroups"].items()}
     assert phases == expected["phases"]
     assert example.name in (EXAMPLES / "README.md").read_text()

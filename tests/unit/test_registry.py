@@ -38,6 +38,7 @@ BUILT_IN_PLUGINS = [
     "resource-strategy-fit",
     "resourcequota",
     "sla",
+    "tdm",
 ]
 BUILT_IN_ACTIONS = [
     "allocate",
@@ -47,6 +48,7 @@ BUILT_IN_ACTIONS = [
     "gangreclaim",
     "preempt",
     "reclaim",
+    "shuffle",
 ]
 
 
@@ -72,8 +74,8 @@ def test_each_built_in_action_loads_as_a_class_of_that_name(name: str) -> None:
 @pytest.mark.parametrize(
     ("kind", "name", "known"),
     [
-        pytest.param("plugin", "tdm", ", ".join(BUILT_IN_PLUGINS), id="an unknown plugin"),
-        pytest.param("action", "shuffle", ", ".join(BUILT_IN_ACTIONS), id="an unknown action"),
+        pytest.param("plugin", "topology910", ", ".join(BUILT_IN_PLUGINS), id="an unknown plugin"),
+        pytest.param("action", "preemptpf", ", ".join(BUILT_IN_ACTIONS), id="an unknown action"),
         pytest.param("plugin", "Gang", ", ".join(BUILT_IN_PLUGINS), id="names are case-sensitive"),
     ],
 )

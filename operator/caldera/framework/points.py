@@ -72,7 +72,7 @@ POINT_FLAGS: dict[str, tuple[str, ...]] = {
     "enableTargetJob": ("target_job",),
     "enableReservedNodes": ("reserved_nodes",),
     "enableJobEnqueued": ("job_enqueueable", "job_enqueued"),
-    "enabledVictim": ("victim_tasks",),
+    "enabledVictim": ("victim_tasks", "victim_filter"),
     "enableJobStarving": ("job_starving",),
     "enabledOverused": ("overused",),
     "enabledAllocatable": ("allocatable",),

@@ -61,6 +61,10 @@ class Registry:
     def __init__(self) -> None:
         self._plugins = _Table("plugin")
         self._actions = _Table("action")
+        self.memory: dict[str, Any] = {}
+        """What plugins keep from one session to the next (by plugin name; tdm's last eviction
+        time): a registry lives as long as the scheduler process or the simulation using it,
+        and a plugin instance only as long as one session."""
 
     @classmethod
     def from_entry_points(cls) -> Registry:

@@ -124,6 +124,14 @@ class Session:
         self.victim_tasks_point: Point[Callable[[Sequence[Task]], Sequence[Task]]] = point(
             "victim_tasks"
         )
+        """Tasks the shuffle action should evict (tdm, rescheduling): Volcano's
+        ``VictimTasks``, the union within a tier, the first tier with any winning."""
+        self.victim_filter_point: Point[Callable[[Sequence[Task]], Sequence[Task]]] = point(
+            "victim_filter"
+        )
+        """Guards of the shuffle action's victims: each keeps those it allows (pdb). Volcano
+        registers pdb's filter as a ``VictimTasks`` function of its own, so its union offers
+        every labelled pod a budget allows; here it only ever removes victims."""
         self.target_job_point: Point[Callable[[Sequence[Job]], Job | None]] = point("target_job")
         self.reserved_nodes_point: Point[Callable[[], None]] = point("reserved_nodes")
         # Multi-cluster and sub-job (HyperNode-aware) points: registered and combined like their
@@ -357,7 +365,13 @@ class Session:
         return sorted(victims, key=key)
 
     def victim_tasks(self, tasks: Sequence[Task]) -> list[Task]:
-        return rules.union(self.victim_tasks_point, tasks)
+        """What the victim-choosing plugins offer of ``tasks``, less what a guard forbids."""
+        victims = rules.union(self.victim_tasks_point, tasks)
+        for guard in self.victim_filter_point:
+            if not victims:
+                break
+            victims = list(guard(victims))
+        return victims
 
     # -- placement primitives (used by Statement) -----------------------------------------------
 

@@ -6,7 +6,8 @@ controller wrote it, or, for a budget that has no status yet (manifests given to
 ``maxUnavailable`` and the running pods it selects (same namespace; an empty selector selects
 them all, a missing one none). A victim is offered only while every budget selecting it still
 allows one more disruption, counting the victims offered in the same call and the tasks already
-evicted in this session (the plugin follows evictions and their undoing).
+evicted in this session (the plugin follows evictions and their undoing). The same rule guards
+the shuffle action's victims.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class PdbPlugin(Plugin[NoArgs]):
                 hit = covers[task.uid] = [i for i, b in enumerate(budgets) if _selects(b, task)]
             return hit
 
-        def victims(_: Task, candidates: Sequence[Task]) -> tuple[list[Task], int]:
+        def allowed(candidates: Sequence[Task]) -> list[Task]:
             spare = list(left)
             out = []
             for task in candidates:
@@ -60,7 +61,10 @@ class PdbPlugin(Plugin[NoArgs]):
                     for i in mine:
                         spare[i] -= 1
                     out.append(task)
-            return out, PERMIT
+            return out
+
+        def victims(_: Task, candidates: Sequence[Task]) -> tuple[list[Task], int]:
+            return allowed(candidates), PERMIT
 
         evicted: set[str] = set()
 
@@ -80,4 +84,5 @@ class PdbPlugin(Plugin[NoArgs]):
 
         ssn.preemptable_point.add(self.name, victims)
         ssn.reclaimable_point.add(self.name, victims)
+        ssn.victim_filter_point.add(self.name, allowed)
         ssn.event_handlers.add(self.name, EventHandler(allocate=undo, deallocate=evict))
