@@ -137,6 +137,7 @@ def pod(
     uid: str = "",
     preemption_policy: str | None = None,
     owners: Iterable[Mapping[str, Any]] = (),
+    limits: Mapping[str, str] | None = None,
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -168,6 +169,8 @@ def pod(
         spec["overhead"] = dict(overhead)
     if ports:
         spec["containers"][0]["ports"] = [dict(p) for p in ports]
+    if limits:
+        spec["containers"][0]["resources"]["limits"] = dict(limits)
     if topology_spread_constraints:
         spec["topologySpreadConstraints"] = [dict(c) for c in topology_spread_constraints]
     if volumes:

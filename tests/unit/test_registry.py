@@ -35,6 +35,7 @@ BUILT_IN_PLUGINS = [
     "predicates",
     "priority",
     "proportion",
+    "rescheduling",
     "resource-strategy-fit",
     "resourcequota",
     "sla",

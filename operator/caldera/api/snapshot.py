@@ -55,6 +55,8 @@ class Snapshot:
     """The PodDisruptionBudgets (preemption and reclaim leave them intact)."""
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    """PriorityClass name → value."""
     quota_statuses: dict[str, list[QuotaStatus]] = field(default_factory=dict)
     """Per namespace, its ResourceQuotas' limits and usage, by name (the resourcequota plugin)."""
     held: dict[str, tuple[Task, str]] = field(default_factory=dict)

@@ -25,6 +25,11 @@ class Args(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True, frozen=True)
 
+    def passed_over(self) -> list[tuple[str, str, str]]:
+        """Values Volcano passes over and the plugin ignores too (a strategy it does not have):
+        (where, below the arguments; what is wrong; what loading does), each a policy warning."""
+        return []
+
 
 class NoArgs(Args):
     """For plugins and actions that take no arguments."""

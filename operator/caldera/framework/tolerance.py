@@ -126,7 +126,7 @@ def validate_args(model: type[Args], raw: Any, key: str, warnings: Warnings) -> 
     data = copy.deepcopy(dict(raw))
     while True:
         try:
-            return model.model_validate(data)
+            args = model.model_validate(data)
         except ValidationError as exc:
             errors = exc.errors()
             extra = [e for e in errors if e["type"] == "extra_forbidden"]
@@ -143,3 +143,7 @@ def validate_args(model: type[Args], raw: Any, key: str, warnings: Warnings) -> 
                     ) from None
                 hint = did_you_mean(str(loc[-1]), argument_keys(model)) if len(loc) == 1 else ""
                 warnings.add(f"{key}{_path(loc)}", f"nothing reads this key{hint}")
+            continue
+        for where, message, then in args.passed_over():
+            warnings.add(f"{key}{where}", message, then)
+        return args

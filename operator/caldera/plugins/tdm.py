@@ -67,7 +67,7 @@ def window(raw: str, now: float) -> tuple[float, float]:
     ``parseRevocableZone`` places it: an end at or before the start is the next day's."""
     parts = raw.strip().split("-")
     if len(parts) != 2:
-        raise ValueError(f"revocable zone {raw} format error")
+        raise ValueError(f"revocable zone {raw} format error (a window is HH:MM-HH:MM)")
     (h1, m1), (h2, m2) = _clock(parts[0]), _clock(parts[1])
     today = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
     start = today.replace(hour=h1, minute=m1)
