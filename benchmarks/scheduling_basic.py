@@ -43,7 +43,7 @@ from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.policy import DEFAULT_POLICY_YAML, default_policy, load_policy
 from caldera.framework.registry import Registry
-from caldera.models.core import Node, Pod
+from caldera.models.core import Node, Pod, ResourceQuota
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 
@@ -238,6 +238,45 @@ GPU_POLICY = (
     + "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
 )
 TOPOLOGY_POLICY = DEFAULT_POLICY_YAML + "  - name: network-topology-aware\n"
+EXTRAS_POLICY = (
+    DEFAULT_POLICY_YAML.replace(
+        '"enqueue, allocate, backfill"', '"enqueue, allocate, backfill, shuffle"'
+    )
+    + "  - name: resourcequota\n  - name: nodegroup\n  - name: rescheduling\n"
+    + '  - name: tdm\n    arguments:\n      tdm.revocable-zone.spot: "00:00-23:59"\n'
+)
+"""The default policy with the plugins Volcano's other configs use (``--more-plugins``)."""
+GROUPS = 4
+
+
+def add_extras(state: ClusterState) -> None:
+    """What those plugins read: nodes in four node groups the default queue prefers, every tenth
+    revocable (zone ``spot``, open all day), and a roomy ResourceQuota in the namespace."""
+    for i, (key, node) in enumerate(sorted(state.nodes.items())):
+        labels = {**node.metadata.labels, "volcano.sh/nodegroup-name": f"group-{i % GROUPS}"}
+        if i % 10 == 9:
+            labels["volcano.sh/revocable-zone"] = "spot"
+        meta = node.metadata.model_copy(update={"labels": labels})
+        state.nodes[key] = node.model_copy(update={"metadata": meta})
+    groups = [f"group-{g}" for g in range(GROUPS)]
+    queue = {
+        "metadata": {"name": "default"},
+        "spec": {
+            "weight": 1,
+            "affinity": {
+                "nodeGroupAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": groups,
+                    "preferredDuringSchedulingIgnoredDuringExecution": groups[:2],
+                }
+            },
+        },
+    }
+    state.add(Queue.model_validate(queue))
+    quota = {
+        "metadata": {"name": "compute", "namespace": "default"},
+        "spec": {"hard": {"cpu": "1000000", "memory": "10000Ti"}},
+    }
+    state.add(ResourceQuota.model_validate(quota))
 
 
 def run(
@@ -248,12 +287,17 @@ def run(
     max_sessions: int = 20,
     gpus: int = 0,
     leaf: int = 0,
+    extras: bool = False,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
     state = build_state(nodes, pods, gang, affinity, gpus, leaf)
+    if extras:
+        add_extras(state)
     objects_s = time.perf_counter() - t0
     registry = Registry.from_entry_points()
-    if gpus:
+    if extras:
+        policy = load_policy(EXTRAS_POLICY, registry, strict=True)
+    elif gpus:
         policy = load_policy(GPU_POLICY, registry)
     elif leaf:
         policy = load_policy(TOPOLOGY_POLICY, registry)
@@ -290,6 +334,7 @@ def run(
         "affinity": affinity,
         "gpus_per_node": gpus,
         "leaf_size": leaf,
+        "more_plugins": extras,
         "bound": bound,
         "sessions": len(sessions),
         "session_seconds": round(session_s, 4),
@@ -324,6 +369,12 @@ def main() -> None:
         help="HyperNode leaves of this many nodes (3 tiers); gangs must fit one leaf",
     )
     parser.add_argument(
+        "--more-plugins",
+        action="store_true",
+        help="the policy adds resourcequota, nodegroup, tdm and rescheduling (and shuffle): "
+        "nodes in four node groups, every tenth revocable, a roomy namespace quota",
+    )
+    parser.add_argument(
         "--operator-gc",
         action="store_true",
         help="collect cyclic garbage as the operator's session process does (fewer collections)",
@@ -339,6 +390,7 @@ def main() -> None:
         args.affinity,
         gpus=args.gpus_per_node,
         leaf=args.leaf_size,
+        extras=args.more_plugins,
     )
     if args.json:
         print(json.dumps(out))
