@@ -39,6 +39,7 @@ BUILT_IN_PLUGINS = [
     "resource-strategy-fit",
     "resourcequota",
     "sla",
+    "task-topology",
     "tdm",
 ]
 BUILT_IN_ACTIONS = [
