@@ -1186,10 +1186,7 @@ def test_a_chain_of_gpu_policies_is_accepted() -> None:
             "unknown GPU policy 'foo'",
             id="a policy chain with an unknown link",
         ),
-        pytest.param("GPUSharingEnable", True, "is not supported by Caldera", id="GPU sharing"),
-        pytest.param(
-            "GPUNumberEnable", True, "is not supported by Caldera", id="GPU number sharing"
-        ),
+        pytest.param("AscendHAMiVNPUEnable", True, "is not supported by Caldera", id="Ascend vNPU"),
         pytest.param(
             "NodeLockTimeout", "-1s", "must be a positive duration", id="negative lock timeout"
         ),

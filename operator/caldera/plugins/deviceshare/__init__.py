@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from caldera.api.task import NodeLock, Task
 from caldera.devices.hami import node_policy
@@ -38,6 +38,7 @@ from caldera.framework.plugin import Args, Plugin
 from caldera.framework.plugin import Args as BaseArgs
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
+from caldera.plugins.deviceshare.gpushare import GpuShare
 from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, RELEASABLE_REASONS, DeviceState
 
 __all__ = ["DeviceShareArgs", "DeviceSharePlugin"]
@@ -70,12 +71,26 @@ class DeviceShareArgs(Args):
     memory_factor: int = Field(1, ge=1, alias="deviceshare.MemoryFactor")
     node_lock_timeout: str = Field("5m", alias="deviceshare.NodeLockTimeout")
 
-    @field_validator("gpu_sharing", "gpu_number", "ascend_mindcluster", "ascend_hami")
+    @field_validator("ascend_mindcluster", "ascend_hami")
     @classmethod
     def _unsupported(cls, value: bool) -> bool:
         if value:
             raise ValueError(_UNSUPPORTED)
         return value
+
+    @model_validator(mode="after")
+    def _one_gpu_mode(self) -> DeviceShareArgs:
+        # Volcano's deviceshare New refuses these combinations (klog.Fatal)
+        if self.gpu_sharing and self.gpu_number:
+            raise ValueError(
+                "deviceshare.GPUSharingEnable and deviceshare.GPUNumberEnable cannot both be true"
+            )
+        if (self.gpu_sharing or self.gpu_number) and self.vgpu:
+            raise ValueError(
+                "deviceshare.GPUSharingEnable or GPUNumberEnable cannot be used with "
+                "deviceshare.VGPUEnable"
+            )
+        return self
 
     @field_validator("gpu_policy")
     @classmethod
@@ -111,6 +126,12 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
 
     def on_session_open(self, ssn: Session) -> None:
         self.state: DeviceState | None = None
+        if self.args.gpu_sharing or self.args.gpu_number:
+            share = GpuShare(ssn.snapshot, "memory" if self.args.gpu_sharing else "number")
+            ssn.predicate_point.add(self.name, share.predicate)
+            ssn.event_handlers.add(
+                self.name, EventHandler(allocate=share.allocate, deallocate=share.release)
+            )
         if not self.args.vgpu:
             return
         state = DeviceState(ssn.snapshot, self.args.defaults, self.args.gpu_policy)
