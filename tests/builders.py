@@ -566,3 +566,25 @@ def binds(sim: Simulation) -> dict[str, str]:
 def summary(sim: Simulation) -> dict[str, Any]:
     """The ``--output json`` document of the run."""
     return report(sim)
+
+
+def task_named(ssn: Session, name: str) -> Task:
+    """The session's task of the pod ``name``."""
+    (task,) = [t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == name]
+    return task
+
+
+def node_verdicts(ssn: Session, name: str) -> dict[str, str]:
+    """Per node, the first reason the filters give for the pod ``name`` ("" where it passes)."""
+    out = dict.fromkeys(ssn.nodes.names, "")
+    for reason, mask in ssn.predicate(task_named(ssn, name)):
+        for i in np.flatnonzero(mask):
+            out[ssn.nodes.names[i]] = out[ssn.nodes.names[i]] or reason
+    return out
+
+
+def node_scores(ssn: Session, name: str) -> dict[str, float]:
+    """Per node, the session's weighted score for the pod ``name``."""
+    rows = np.arange(len(ssn.nodes), dtype=np.intp)
+    totals = ssn.node_order(task_named(ssn, name), rows).tolist()
+    return dict(zip(ssn.nodes.names, totals, strict=True))

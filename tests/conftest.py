@@ -8,9 +8,20 @@ Python starts it.
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Iterator
 
 import pytest
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time is UTC for the test (tdm's windows are the scheduler's local time)."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,6 @@ UTC (tdm's windows are local time)."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +15,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 DIRECTORIES = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def test_there_are_examples() -> None:

@@ -8,15 +8,25 @@ The clock is the session's: every test runs in UTC, at times built from the same
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import REGISTRY, Obj, node, pod, podgroup, policy, policy_text, snapshot_of, state_of
+from builders import (
+    REGISTRY,
+    Obj,
+    node,
+    node_scores,
+    node_verdicts,
+    pod,
+    podgroup,
+    policy,
+    policy_text,
+    snapshot_of,
+    state_of,
+)
 from caldera.errors import ConfigError
 from caldera.framework.policy import load_policy
 from caldera.framework.registry import Registry
@@ -28,14 +38,7 @@ NOON = datetime(2027, 3, 1, 12, 0, tzinfo=UTC).timestamp()
 ZONE = "volcano.sh/revocable-zone"
 
 
-@pytest.fixture(autouse=True)
-def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Windows are local time: pin it."""
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+pytestmark = pytest.mark.usefixtures("utc")
 
 
 def tdm_policy(actions: str = "allocate", **arguments: str) -> str:
@@ -49,22 +52,6 @@ def nodes() -> list[Obj]:
         node("ordinary", cpu="8", memory="16Gi"),
         node("revocable", cpu="8", memory="16Gi", labels={ZONE: "rz1"}),
     ]
-
-
-def verdicts(ssn: Session, name: str) -> dict[str, str]:
-    (task,) = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name]
-    out = dict.fromkeys(ssn.nodes.names, "")
-    for reason, mask in ssn.predicate(task):
-        for i in np.flatnonzero(mask):
-            out[ssn.nodes.names[i]] = reason
-    return out
-
-
-def scores(ssn: Session, name: str) -> dict[str, float]:
-    (task,) = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name]
-    rows = np.arange(len(ssn.nodes), dtype=np.intp)
-    weighted = ssn.node_order(task, rows).tolist()
-    return dict(zip(ssn.nodes.names, weighted, strict=True))
 
 
 def at_noon(objs: Sequence[Obj], text: str) -> Session:
@@ -122,13 +109,13 @@ def test_revocable_nodes_take_only_allowed_pods_inside_their_window(
     arguments: Mapping[str, str], plain: str, borrower: str
 ) -> None:
     ssn = at_noon([*nodes(), *two_pods()], tdm_policy(**arguments))
-    assert verdicts(ssn, "plain") == {"ordinary": "", "revocable": plain}
-    assert verdicts(ssn, "borrower") == {"ordinary": "", "revocable": borrower}
+    assert node_verdicts(ssn, "plain") == {"ordinary": "", "revocable": plain}
+    assert node_verdicts(ssn, "borrower") == {"ordinary": "", "revocable": borrower}
 
 
 def test_an_open_revocable_node_scores_100_for_a_pod_allowed_there() -> None:
     ssn = at_noon([*nodes(), *two_pods()], tdm_policy(**{"tdm.revocable-zone.rz1": "11:00-13:00"}))
-    borrower = scores(ssn, "borrower")
+    borrower = node_scores(ssn, "borrower")
     assert borrower["revocable"] - borrower["ordinary"] == 100.0
 
 

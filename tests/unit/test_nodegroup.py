@@ -14,10 +14,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from builders import Obj, binds, node, open_session, pod, podgroup, policy_text, queue, scenario
+from builders import (
+    Obj,
+    binds,
+    node,
+    node_scores,
+    node_verdicts,
+    open_session,
+    pod,
+    podgroup,
+    policy_text,
+    queue,
+    scenario,
+)
 from caldera.cli import main
 from caldera.framework.session import Session
 from caldera.plugins.nodegroup import (
@@ -74,20 +85,12 @@ def session(
     return open_session(objs, text)
 
 
-def verdicts(ssn: Session, task: str = "p") -> dict[str, str]:
-    """Each node's reason ("" where it passes)."""
-    (t,) = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == task]
-    out = dict.fromkeys(ssn.nodes.names, "")
-    for reason, mask in ssn.predicate(t):
-        for i in np.flatnonzero(mask):
-            out[ssn.nodes.names[i]] = out[ssn.nodes.names[i]] or reason
-    return out
+def verdicts(ssn: Session) -> dict[str, str]:
+    return node_verdicts(ssn, "p")
 
 
 def scores(ssn: Session) -> dict[str, float]:
-    (t,) = [t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == "p"]
-    rows = np.arange(len(ssn.nodes), dtype=np.intp)
-    return dict(zip(ssn.nodes.names, ssn.node_order(t, rows).tolist(), strict=True))
+    return node_scores(ssn, "p")
 
 
 OK = ""

@@ -12,8 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from builders import Obj, node, open_session, pod, podgroup, policy, policy_text
-from caldera.api.task import Task
+from builders import Obj, node, open_session, pod, podgroup, policy, policy_text, task_named
 from caldera.errors import ConfigError
 from caldera.framework.session import Session
 from caldera.plugins.resource_strategy_fit import (
@@ -41,11 +40,6 @@ def rsf_policy(args: Mapping[str, Any] | None = None, *, predicates: bool = Fals
 def strategies(entries: Mapping[str, tuple[str, int]]) -> dict[str, dict[str, Any]]:
     """``resources`` from ``{name: (type, weight)}``."""
     return {name: {"type": t, "weight": w} for name, (t, w) in entries.items()}
-
-
-def task_named(ssn: Session, name: str) -> Task:
-    (task,) = (t for job in ssn.jobs.values() for t in job.tasks.values() if t.name == name)
-    return task
 
 
 def score_table(ssn: Session, names: Sequence[str]) -> dict[str, dict[str, float]]:
