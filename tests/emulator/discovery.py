@@ -252,6 +252,15 @@ HYPERNODES = _crd(
     subresources={"status": _STATUS_VERBS},
 )
 
+NUMATOPOLOGIES = _crd(
+    "nodeinfo.volcano.sh",
+    "v1alpha1",
+    "numatopologies",
+    "Numatopology",
+    False,
+    short_names=("numatopo",),
+)
+
 DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     PODS,
     NODES,
@@ -266,6 +275,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     QUEUES,
     PODGROUPS,
     HYPERNODES,
+    NUMATOPOLOGIES,
 )
 
 

@@ -787,3 +787,27 @@ async def test_a_claim_allocation_is_written_before_the_pod_is_bound(
     ]
     watched = {r.resource for r in k8s.requests if r.verb == "watch"}
     assert {"resourceclaims", "deviceclasses", "resourceslices"} <= watched
+
+
+async def test_the_operator_watches_each_nodes_numa_topology(k8s: K8sHandle) -> None:
+    k8s.needs_emulator("it serves the Numatopology CRD without installing it")
+    name = f"numa-{k8s.namespace}"
+    topology = {
+        "apiVersion": "nodeinfo.volcano.sh/v1alpha1",
+        "kind": "Numatopology",
+        "metadata": {"name": name},
+        "spec": {
+            "policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": "restricted"},
+            "numares": {"cpu": {"allocatable": "0-7", "capacity": 8}},
+        },
+    }
+    await k8s.create("numatopologies", topology)
+    async with running_operator(k8s) as runtime:
+        assert runtime.cache is not None
+        cache = runtime.cache
+        await cache.synced.wait()
+        assert cache.state.numatopologies[name].topology_manager_policy == "restricted"
+        await k8s.delete("numatopologies", name)
+        async with asyncio.timeout(10):
+            while name in cache.state.numatopologies:
+                await asyncio.sleep(0.05)

@@ -18,12 +18,29 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from caldera.models.numa import Numatopology
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from crd_schema import errors
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "crds"
 Obj = dict[str, Any]
+
+NUMATOPOLOGY: Obj = {
+    "apiVersion": "nodeinfo.volcano.sh/v1alpha1",
+    "kind": "Numatopology",
+    "metadata": {"name": "node-1"},
+    "spec": {
+        "policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": "single-numa-node"},
+        "resReserved": {"cpu": "1", "memory": "1Gi"},
+        "numares": {"cpu": {"allocatable": "1-7,9-15", "capacity": 16}},
+        "cpuDetail": {
+            str(cpu): {"numa": cpu // 8, "socket": cpu // 8, "core": cpu % 8} for cpu in range(16)
+        },
+        "MemoryDetail": {"0": {"total": 1000}},
+        "podAllocations": [{"uid": "u1", "name": "p", "namespace": "default"}],
+    },
+}
 
 QUANTITIES = {"cpu": "1500m", "memory": "64Gi", "nvidia.com/gpu": 8, "ephemeral-storage": "1e3"}
 DNS_253 = ".".join(["a" * 63] * 3 + ["a" * 61])  # 253 characters, a valid DNS subdomain
@@ -202,6 +219,16 @@ ADMITTED_BY_VOLCANO = [
         ),
         HyperNode,
         id="hypernode-unusable-label-match",
+    ),
+    pytest.param(NUMATOPOLOGY, Numatopology, id="numatopology-as-the-exporter-writes-it"),
+    pytest.param(
+        {
+            "apiVersion": "nodeinfo.volcano.sh/v1alpha1",
+            "kind": "Numatopology",
+            "metadata": {"name": "node-2"},
+        },
+        Numatopology,
+        id="numatopology-without-spec",
     ),
 ]
 

@@ -97,9 +97,10 @@ def node_at(schema: Obj, path: str) -> Obj:
 # -- every file parses ----------------------------------------------------------------------------
 
 
-def test_the_install_has_three_crds_and_the_manifests() -> None:
+def test_the_install_has_four_crds_and_the_manifests() -> None:
     assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == [
         "hypernodes.yaml",
+        "numatopologies.yaml",
         "podgroups.yaml",
         "queues.yaml",
     ]
@@ -203,6 +204,17 @@ CONTRACTS = {
             ("Age", "date", ".metadata.creationTimestamp", 0),
         ),
     ),
+    "numatopologies.nodeinfo.volcano.sh": CrdContract(
+        group="nodeinfo.volcano.sh",
+        version="v1alpha1",
+        kind="Numatopology",
+        plural="numatopologies",
+        singular="numatopology",
+        scope="Cluster",
+        short_names=("numatopo",),
+        status_subresource=False,
+        columns=(),
+    ),
 }
 
 
@@ -242,7 +254,7 @@ def test_crd_subresources_match_volcano(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(CONTRACTS))
 def test_crd_printer_columns_match_volcano(name: str) -> None:
-    columns = only_version(crds()[name])["additionalPrinterColumns"]
+    columns = only_version(crds()[name]).get("additionalPrinterColumns", [])
     got = tuple((c["name"], c["type"], c["jsonPath"], c.get("priority", 0)) for c in columns)
     assert got == CONTRACTS[name].columns
 
@@ -617,6 +629,7 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("scheduling.volcano.sh", "queues/status"): {"update", "patch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     ("topology.volcano.sh", "hypernodes/status"): {"update", "patch"},
+    ("nodeinfo.volcano.sh", "numatopologies"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
 }
 

@@ -8,6 +8,7 @@ from typing import Any
 from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.kinds import KINDS, kind_of_model
+from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
@@ -34,6 +35,7 @@ StateObject = (
     | ResourceQuota
     | PodDisruptionBudget
     | HyperNode
+    | Numatopology
     | Service
     | ReplicationController
     | ReplicaSet
@@ -56,6 +58,8 @@ class ClusterState:
     exist with only the ``kubernetes.io/metadata.name`` label the API server gives every one."""
     hypernodes: dict[str, HyperNode] = field(default_factory=dict)
     """HyperNodes (network topology)."""
+    numatopologies: dict[str, Numatopology] = field(default_factory=dict)
+    """Per node (by name), its NUMA topology as Volcano's resource exporter writes it."""
     persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)
     persistent_volume_claims: dict[str, PersistentVolumeClaim] = field(default_factory=dict)
     """By ``namespace/name``."""

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
+from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
@@ -172,6 +173,15 @@ KINDS: dict[str, Kind] = _kinds(
     ),
     Kind(
         "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", HyperNode, False, "hypernodes"
+    ),
+    Kind(
+        "Numatopology",
+        "nodeinfo.volcano.sh",
+        "v1alpha1",
+        "numatopologies",
+        Numatopology,
+        False,
+        "numatopologies",
     ),
 )
 """Every kind the scheduler reads, by kind name."""
