@@ -33,6 +33,7 @@ from caldera.models.core import (
     effective_requests,
     nonzero_requests,
 )
+from caldera.models.numa import Numatopology
 from caldera.models.parse import parse_object
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
@@ -54,6 +55,7 @@ Obj = (
     | StatefulSet
     | HyperNode
     | ResourceQuota
+    | Numatopology
 )
 ObjT = TypeVar(
     "ObjT",
@@ -68,6 +70,7 @@ ObjT = TypeVar(
     StatefulSet,
     HyperNode,
     ResourceQuota,
+    Numatopology,
 )
 
 

@@ -30,6 +30,7 @@ BUILT_IN_PLUGINS = [
     "network-topology-aware",
     "nodegroup",
     "nodeorder",
+    "numa-aware",
     "overcommit",
     "pdb",
     "predicates",

@@ -16,6 +16,7 @@ from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.models.dra import DraObjects
+from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
 from caldera.models.workloads import SpreadOwners
@@ -56,6 +57,9 @@ class Snapshot:
     quotas: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per namespace, the tightest ``spec.hard`` of its ResourceQuotas (device quota)."""
     priority_classes: dict[str, int] = field(default_factory=dict)
+    """PriorityClass name → value."""
+    numatopologies: dict[str, Numatopology] = field(default_factory=dict)
+    """Per node name, its NUMA topology (the numa-aware plugin)."""
     """PriorityClass name → value."""
     quota_statuses: dict[str, list[QuotaStatus]] = field(default_factory=dict)
     """Per namespace, its ResourceQuotas' limits and usage, by name (the resourcequota plugin)."""

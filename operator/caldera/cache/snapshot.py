@@ -239,6 +239,7 @@ def build_snapshot(
     snapshot.quotas = quotas(state)
     snapshot.quota_statuses = quota_statuses(state)
     snapshot.priority_classes = prio.values
+    snapshot.numatopologies = dict(state.numatopologies)
     snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
     snapshot.held = held

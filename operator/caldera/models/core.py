@@ -39,6 +39,7 @@ __all__ = [
     "Volume",
     "WeightedPodAffinityTerm",
     "effective_requests",
+    "qos_rank",
 ]
 
 # kube-scheduler scores pods that do not state a cpu or memory request as if they asked for this
@@ -429,3 +430,21 @@ class PriorityClass(ApiModel):
     value: int
     global_default: bool = False
     preemption_policy: Literal["PreemptLowerPriority", "Never"] | None = None
+
+
+def qos_rank(spec: PodSpec) -> int:
+    """The pod's QoS class as Kubernetes' ``GetPodQOS`` gives it: 0 BestEffort (no cpu or memory
+    request or limit), 2 Guaranteed (every container limits cpu and memory and requests what it
+    limits), 1 Burstable otherwise."""
+    stated = False
+    guaranteed = True
+    for c in (*spec.containers, *spec.init_containers):
+        requests, limits = c.resources.requests, c.resources.limits
+        for name in ("cpu", "memory"):
+            if requests.get(name) or limits.get(name):
+                stated = True
+            if name not in limits or requests.get(name, limits[name]) != limits[name]:
+                guaranteed = False
+    if not stated:
+        return 0
+    return 2 if guaranteed else 1

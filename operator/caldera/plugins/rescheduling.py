@@ -38,9 +38,9 @@ from caldera.api.task import Task, TaskStatus
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.session import Session
-from caldera.models.core import PodSpec
+from caldera.models.core import qos_rank
 
-__all__ = ["LowNodeUtilization", "ReschedulingArgs", "ReschedulingPlugin", "qos_rank"]
+__all__ = ["LowNodeUtilization", "ReschedulingArgs", "ReschedulingPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -120,23 +120,6 @@ class ReschedulingArgs(Args):
             for i, s in enumerate(self.strategies)
             if s.name != LOW_NODE_UTILIZATION
         ]
-
-
-def qos_rank(spec: PodSpec) -> int:
-    """0 BestEffort, 1 Burstable, 2 Guaranteed (Kubernetes' ``GetPodQOS``)."""
-    containers = (*spec.containers, *spec.init_containers)
-    stated = False
-    guaranteed = True
-    for c in containers:
-        requests, limits = c.resources.requests, c.resources.limits
-        for name in (CPU, MEMORY):
-            if requests.get(name) or limits.get(name):
-                stated = True
-            if name not in limits or requests.get(name, limits[name]) != limits[name]:
-                guaranteed = False
-    if not stated:
-        return 0
-    return 2 if guaranteed else 1
 
 
 def _has_priority(task: Task) -> bool:
