@@ -243,9 +243,10 @@ EXTRAS_POLICY = (
         '"enqueue, allocate, backfill"', '"enqueue, allocate, backfill, shuffle"'
     )
     + "  - name: resourcequota\n  - name: nodegroup\n  - name: rescheduling\n"
+    + "  - name: task-topology\n  - name: numa-aware\n"
     + '  - name: tdm\n    arguments:\n      tdm.revocable-zone.spot: "00:00-23:59"\n'
 )
-"""The default policy with the plugins Volcano's other configs use (``--more-plugins``)."""
+"""The default policy with the six plugins Volcano's other configs use (``--more-plugins``)."""
 GROUPS = 4
 
 
@@ -371,8 +372,9 @@ def main() -> None:
     parser.add_argument(
         "--more-plugins",
         action="store_true",
-        help="the policy adds resourcequota, nodegroup, tdm and rescheduling (and shuffle): "
-        "nodes in four node groups, every tenth revocable, a roomy namespace quota",
+        help="the policy adds resourcequota, nodegroup, tdm, rescheduling, task-topology and "
+        "numa-aware (and shuffle): nodes in four node groups, every tenth revocable, a roomy "
+        "namespace quota",
     )
     parser.add_argument(
         "--operator-gc",
