@@ -49,7 +49,7 @@ async def test_a_pod_whose_podgroup_is_missing_is_told_so_in_its_condition(
     ns = k8s.namespace
     await k8s.create("nodes", node("n1", cpu="4"))
     await k8s.create("pods", pod("orphan", group="ghost", namespace=ns), namespace=ns)
-    expected = f"its PodGroup {ns}/ghost does not exist"
+    expected = f"its PodGroup {ns}/ghost (podgroups.scheduling.volcano.sh) does not exist"
     async with running_operator(k8s):
         obj = await k8s.wait_for(
             "pods",

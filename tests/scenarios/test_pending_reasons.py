@@ -34,12 +34,13 @@ def pending(sim: Simulation) -> dict[str, str]:
     [
         pytest.param(
             [podgroup("lost", queue="nope"), pod("p", group="lost")],
-            "its PodGroup default/lost names queue 'nope', which does not exist",
+            "its PodGroup default/lost (podgroups.scheduling.volcano.sh) names queue 'nope', "
+            "which does not exist",
             id="its PodGroup names a queue that does not exist",
         ),
         pytest.param(
             [pod("p", group="ghost")],
-            "its PodGroup default/ghost does not exist",
+            "its PodGroup default/ghost (podgroups.scheduling.volcano.sh) does not exist",
             id="its PodGroup does not exist",
         ),
         pytest.param(
@@ -68,7 +69,7 @@ def test_a_pod_of_an_invalid_podgroup_stays_pending_naming_what_is_invalid(
         '[{name: c, image: x, resources: {requests: {cpu: "1"}}}]}\n'
     )
     why = (
-        "its PodGroup default/bad is invalid: spec.minMember: "
+        "its PodGroup default/bad (podgroups.scheduling.volcano.sh) is invalid: spec.minMember: "
         "Input should be greater than or equal to 0"
     )
     assert main(["simulate", "--output", "json", str(path)]) == 0

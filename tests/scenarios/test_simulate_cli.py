@@ -169,7 +169,10 @@ spec: {minMember: 1, queue: no-such-queue}
     path = write(tmp_path, NODE, orphan, lost_pg, lost_pod, pod_yaml("fine"))
     doc, err = run_json(capsys, path)
     assert [b["pod"] for b in doc["binds"]] == ["default/fine"]
-    assert "Pod default/orphan" in err and "PodGroup default/nope does not exist" in err
+    assert (
+        "Pod default/orphan" in err
+        and "PodGroup default/nope (podgroups.scheduling.volcano.sh) does not exist" in err
+    )
     assert "PodGroup default/lost: spec.queue: queue 'no-such-queue' does not exist" in err
 
 

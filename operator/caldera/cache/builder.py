@@ -26,6 +26,7 @@ from caldera.cache.topology import hypernode_tree
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import node_problems, pod_problems
 from caldera.models.core import FINISHED_PHASES, Node, Pod
+from caldera.models.kinds import KINDS
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
@@ -50,6 +51,9 @@ __all__ = [
     "Priorities",
     "engine_queue",
 ]
+
+VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
+"""How messages name Volcano's PodGroup kind, which kubectl tells from Kubernetes' own."""
 
 NO_STATUS = PodGroupStatus()
 """The status of an in-memory group: it has no object, so nothing was ever written."""
@@ -282,9 +286,9 @@ class Builder:
                 if job_key not in state.podgroups:
                     invalid = state.invalid.get(f"PodGroup/{job_key}")
                     why = (
-                        f"its PodGroup {job_key} is invalid: {invalid}"
+                        f"its PodGroup {job_key} ({VOLCANO_PODGROUPS}) is invalid: {invalid}"
                         if invalid is not None
-                        else f"its PodGroup {job_key} does not exist"
+                        else f"its PodGroup {job_key} ({VOLCANO_PODGROUPS}) does not exist"
                     )
                     self.problem(
                         "Pod", key, f"metadata.annotations[{GROUP_NAME_ANNOTATION}]: {why}"
@@ -292,14 +296,17 @@ class Builder:
                     job_key = ""
                 elif job_key not in known:
                     queue_name = state.podgroups[job_key].spec.queue or self.default_queue
-                    why = f"its PodGroup {job_key} names queue {queue_name!r}, which does not exist"
+                    why = (
+                        f"its PodGroup {job_key} ({VOLCANO_PODGROUPS}) names queue "
+                        f"{queue_name!r}, which does not exist"
+                    )
             elif self.bare_pods_in_memory:
                 group, job_key, first = self.implicit_job(space, key, entry, known, queues, prio)
                 joins = bool(job_key) and first is None
                 if not job_key and len(self.problems) > seen:
                     why = self.problems[-1].message
             elif not node_name:
-                why = "has no PodGroup yet: waiting for one to be created"
+                why = f"has no PodGroup ({VOLCANO_PODGROUPS}) yet: waiting for one to be created"
                 self.problem("Pod", key, why)
         if why and not node_name:
             return outcome(HELD, why=why)  # kept (not scheduled) so the pod still says why

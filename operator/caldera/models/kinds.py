@@ -43,6 +43,13 @@ class Kind:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    @property
+    def qualified(self) -> str:
+        """``plural.group``, the name kubectl resolves to this kind alone (Volcano's
+        ``podgroups.scheduling.volcano.sh``, not Kubernetes' own
+        ``podgroups.scheduling.k8s.io``)."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
     def key(self, namespace: str | None, name: str) -> str:
         return f"{namespace or 'default'}/{name}" if self.namespaced else name
 
