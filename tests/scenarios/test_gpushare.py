@@ -109,3 +109,12 @@ def test_the_gpu_modes_exclude_each_other_at_policy_load(
         load_policy(gpu_policy(**arguments), Registry.from_entry_points())
     assert caught.value.key == "tiers[1].plugins[1].arguments"
     assert says in str(caught.value)
+
+
+def test_a_node_advertising_an_absurd_number_of_cards_is_read_up_to_a_bound() -> None:
+    objs: list[Obj] = [
+        node("gpu-1", cpu="32", memory="128Gi", extra={GPU_NUMBER: "1000000000", GPU_MEMORY: "1"}),
+        pod("a", cpu="1", limits={GPU_NUMBER: "2"}, created=1.0),
+    ]
+    sim = scenario(objs, policy_yaml=gpu_policy(GPUNumberEnable=True))
+    assert cards(sim) == {"a": "0,1"}

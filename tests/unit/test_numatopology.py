@@ -54,6 +54,12 @@ metadata: {name: node-2}
 spec:
   numares:
     cpu: {allocatable: "zero-three"}
+---
+apiVersion: nodeinfo.volcano.sh/v1alpha1
+kind: Numatopology
+metadata: {name: node-3}
+spec:
+  resReserved: {cpu: "a few"}
 """
     )
     loaded = load_manifests([str(manifest)])
@@ -71,3 +77,6 @@ spec:
     assert "node-2" not in loaded.state.numatopologies
     (warning,) = [w for w in loaded.warnings if "node-2" in w]
     assert "numares" in warning and "zero-three" in warning
+    assert "node-3" not in loaded.state.numatopologies
+    (reserved,) = [w for w in loaded.warnings if "node-3" in w]
+    assert "resReserved" in reserved and "a few" in reserved

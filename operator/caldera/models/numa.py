@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from caldera.models.base import ApiModel, ObjectMeta
+from caldera.quantity import QuantityError, parse_quantity
 
 __all__ = ["CPUInfo", "NumatopoSpec", "Numatopology", "ResourceInfo", "parse_cpuset"]
 
@@ -71,6 +72,16 @@ class NumatopoSpec(ApiModel):
     """Per CPU id (the API's keys are strings)."""
     pod_allocations: tuple[dict[str, Any], ...] = ()
     """What newer exporters record of each pod's CPUs (kept as written)."""
+
+    @field_validator("res_reserved")
+    @classmethod
+    def _quantities(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, quantity in value.items():
+            try:
+                parse_quantity(quantity)
+            except QuantityError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        return value
 
 
 class Numatopology(ApiModel):

@@ -42,6 +42,9 @@ PREDICATE_TIME = "volcano.sh/predicate-time"
 UNHEALTHY = "volcano.sh/gpu-unhealthy-ids"
 NO_MEMORY = "GpuShare no enough gpu memory on node"
 NO_CARDS = "GpuNumber no enough gpu number on node"
+MAX_CARDS = 256
+"""Cards per node read at most: a node advertising more (a typo, not a machine) does not make
+every session allocate nodes × that many card slots."""
 
 Mode = Literal["memory", "number"]
 
@@ -72,7 +75,8 @@ class GpuShare:
         count = np.zeros(n, dtype=np.int64)
         total = np.zeros(n, dtype=np.float64)
         if GPU_NUMBER in space.index:
-            count = nodes.allocatable[:, space.index[GPU_NUMBER]].astype(np.int64)
+            count = np.minimum(nodes.allocatable[:, space.index[GPU_NUMBER]], MAX_CARDS)
+            count = count.astype(np.int64)
         if GPU_MEMORY in space.index:
             total = nodes.allocatable[:, space.index[GPU_MEMORY]]
         width = int(count.max()) if n else 0
