@@ -222,9 +222,10 @@ def test_a_podgroup_whose_queue_does_not_exist_is_left_out() -> None:
     assert binds(sim) == {}
     pg = summary(sim)["podGroups"]["default/pg"]
     assert (pg["phase"], pg["conditions"]) == ("Pending", [])
-    assert "PodGroup default/pg: spec.queue: queue 'missing' does not exist" in [
-        str(p) for p in sim.cycles[0].problems
-    ]
+    assert (
+        "PodGroup (podgroups.scheduling.volcano.sh) "
+        "default/pg: spec.queue: queue 'missing' does not exist"
+    ) in [str(p) for p in sim.cycles[0].problems]
 
 
 # -- which reason a waiting pod is given ----------------------------------------------------------

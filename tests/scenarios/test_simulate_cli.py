@@ -173,7 +173,10 @@ spec: {minMember: 1, queue: no-such-queue}
         "Pod default/orphan" in err
         and "PodGroup default/nope (podgroups.scheduling.volcano.sh) does not exist" in err
     )
-    assert "PodGroup default/lost: spec.queue: queue 'no-such-queue' does not exist" in err
+    assert (
+        "PodGroup (podgroups.scheduling.volcano.sh) "
+        "default/lost: spec.queue: queue 'no-such-queue' does not exist"
+    ) in err
 
 
 def test_unknown_kinds_are_ignored_with_a_warning(

@@ -78,5 +78,7 @@ def test_many_objects_with_the_same_problem_make_one_line_naming_a_few() -> None
         "Pod: PodGroup default/missing does not exist": (
             "default/p0, default/p1, default/p2 and 4072 more"
         ),
-        "PodGroup: spec.queue: queue 'gone' does not exist": "default/g",
+        (
+            "PodGroup (podgroups.scheduling.volcano.sh): spec.queue: queue 'gone' does not exist"
+        ): "default/g",
     }

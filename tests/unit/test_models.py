@@ -132,7 +132,10 @@ def error(kind: str, raw: dict[str, Any]) -> ObjectError:
         pytest.param(
             "PodGroup",
             {"kind": "PodGroup", "metadata": {"name": "pg"}, "spec": {"minMember": -1}},
-            "PodGroup default/pg: spec.minMember: Input should be greater than or equal to 0",
+            (
+                "PodGroup (podgroups.scheduling.volcano.sh) "
+                "default/pg: spec.minMember: Input should be greater than or equal to 0"
+            ),
             id="a negative minMember is rejected",
         ),
         pytest.param(
@@ -142,8 +145,8 @@ def error(kind: str, raw: dict[str, Any]) -> ObjectError:
                 "metadata": {"name": "pg", "namespace": "ml"},
                 "spec": {"minResources": {"cpu": "4 cores"}},
             },
-            "PodGroup ml/pg: spec.minResources: cpu: invalid quantity '4 cores': "
-            "unknown suffix ' cores'",
+            "PodGroup (podgroups.scheduling.volcano.sh) ml/pg: spec.minResources: cpu: "
+            "invalid quantity '4 cores': unknown suffix ' cores'",
             id="bad minResources name the PodGroup and the resource",
         ),
         pytest.param(

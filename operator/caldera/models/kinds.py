@@ -21,7 +21,7 @@ from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
-__all__ = ["KINDS", "Kind", "kind_of_model"]
+__all__ = ["KINDS", "Kind", "kind_label", "kind_of_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,3 +198,17 @@ _BY_MODEL = {k.model: k for k in KINDS.values()}
 
 def kind_of_model(model: type) -> Kind:
     return _BY_MODEL[model]
+
+
+SHARED_KIND_NAMES = frozenset({"PodGroup"})
+"""Kinds whose name Kubernetes also serves in a group of its own (``scheduling.k8s.io``'s
+PodGroup, with the ``GenericWorkload`` feature): messages name ours with its group too."""
+
+
+def kind_label(kind: str) -> str:
+    """How messages name ``kind``: ``PodGroup (podgroups.scheduling.volcano.sh)`` for a kind
+    kubectl could take for Kubernetes' own, the bare name otherwise."""
+    known = KINDS.get(kind)
+    return (
+        f"{kind} ({known.qualified})" if known is not None and kind in SHARED_KIND_NAMES else kind
+    )

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from caldera.models.kinds import KINDS as _KINDS
+from caldera.models.kinds import kind_label
 
 KINDS: dict[str, type[BaseModel]] = {name: kind.model for name, kind in _KINDS.items()}
 NAMESPACED = frozenset(name for name, kind in _KINDS.items() if kind.namespaced)
@@ -29,7 +30,7 @@ class ObjectError:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.name}: {self.message}"
+        return f"{kind_label(self.kind)} {self.name}: {self.message}"
 
 
 def describe(kind: str, raw: Mapping[str, Any]) -> str:

@@ -24,7 +24,7 @@ from caldera.cache.state import copy_state
 from caldera.framework.intents import Bind, CycleResult, PodGroupStatus
 from caldera.framework.registry import Registry
 from caldera.k8s.lease import LeaderGate
-from caldera.models.kinds import KINDS
+from caldera.models.kinds import KINDS, kind_label
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
 from caldera.operator.loop.decide import KeptMemo
@@ -349,7 +349,7 @@ def by_condition(problems: list[ObjectError]) -> dict[str, str]:
     """Problems grouped by what is wrong: "<kind>: <message>" → the objects (a few named)."""
     names: dict[str, list[str]] = defaultdict(list)
     for p in problems:
-        names[f"{p.kind}: {p.message}"].append(p.name)
+        names[f"{kind_label(p.kind)}: {p.message}"].append(p.name)
     return {
         text: ", ".join(objs[:3]) + (f" and {len(objs) - 3} more" if len(objs) > 3 else "")
         for text, objs in names.items()
