@@ -121,11 +121,11 @@ class NumaAwarePlugin(Plugin[NumaAwareArgs]):
     def on_session_open(self, ssn: Session) -> None:
         nodes = ssn.nodes
         topologies = ssn.snapshot.numatopologies
-        rows = [i for i, name in enumerate(nodes.names) if name in topologies]
-        if not rows:
-            known: dict[int, NodeNuma] = {}
-        else:
-            known = {i: NodeNuma.of(topologies[nodes.names[i]]) for i in rows}
+        known = {
+            i: NodeNuma.of(topologies[name])
+            for i, name in enumerate(nodes.names)
+            if name in topologies
+        }
         n = len(nodes)
         width = min(
             MAX_NUMA,
@@ -134,7 +134,13 @@ class NumaAwarePlugin(Plugin[NumaAwareArgs]):
         present = np.zeros((n, width), dtype=bool)
         total = np.zeros((n, width), dtype=np.int64)
         free = np.zeros((n, width), dtype=np.int64)
+        has_numa = np.zeros(n, dtype=bool)
+        static = np.zeros(n, dtype=bool)
+        empty_cpus = np.zeros(n, dtype=bool)
+        policies = np.full(n, "", dtype=object)
         for row, numa in known.items():
+            has_numa[row], static[row], policies[row] = True, numa.static, numa.policy
+            empty_cpus[row] = not numa.free
             for cpu, m in numa.numa_of.items():
                 if m < width:
                     present[row, m] = True
@@ -148,17 +154,7 @@ class NumaAwarePlugin(Plugin[NumaAwareArgs]):
         values = masks @ (1 << np.arange(width))
         order = np.lexsort((values, masks.sum(axis=1)))
         masks, sizes = masks[order], masks.sum(axis=1)[order]
-        has_numa = np.zeros(n, dtype=bool)
-        has_numa[rows] = True
-        static = np.zeros(n, dtype=bool)
-        policies = np.full(n, "", dtype=object)
-        for row, numa in known.items():
-            static[row] = numa.static
-            policies[row] = numa.policy
         with_policy = static & ~np.isin(policies, ["", "none"])
-        empty_cpus = np.zeros(n, dtype=bool)
-        for row, numa in known.items():
-            empty_cpus[row] = not numa.free
         state = _State(free, total, present, masks, sizes, known)
         chosen: dict[str, BoolArray] = {}
 
@@ -207,15 +203,11 @@ class NumaAwarePlugin(Plugin[NumaAwareArgs]):
             scores: Vector = (MAX_NODE_SCORE - (MAX_NODE_SCORE * counts) // top).astype(np.float64)
             return scores * self.args.weight
 
-        def placed(task: Task) -> None:
-            state.place(task)
-
-        def unplaced(task: Task) -> None:
-            state.unplace(task)
-
         ssn.predicate_point.add(self.name, predicate)
         ssn.node_order_point.add(self.name, NodeScorer(score))
-        ssn.event_handlers.add(self.name, EventHandler(allocate=placed, deallocate=unplaced))
+        ssn.event_handlers.add(
+            self.name, EventHandler(allocate=state.place, deallocate=state.unplace)
+        )
 
 
 class _State:
@@ -233,16 +225,23 @@ class _State:
         self.free, self.total, self.present = free, total, present
         self.masks, self.sizes, self.known = masks, sizes, known
         self.held: dict[str, tuple[int, list[int]]] = {}
-        self.valid = ~(masks[None, :, :] & ~present[:, None, :]).any(axis=2)  # nodes × sets
+        self.valid: BoolArray = np.asarray(~(masks[None, :, :] & ~present[:, None, :]).any(axis=2))
+        """Sets made only of a node's own NUMA nodes (nodes × sets)."""
+        self.sets = masks.T.astype(np.int64)
+        self.total_in = total @ self.sets
+        """Every CPU (free or not) in each set, per node."""
+        self.numa_count = present.sum(axis=1)
 
-    def _best(self, free: IntMatrix, request: int) -> tuple[BoolArray, BoolArray, IntMatrix]:
-        """Per node: a feasible hint exists, the best is preferred, and the best set (index)."""
-        in_set = free @ self.masks.T.astype(np.int64)  # nodes × sets
-        total_in = self.total @ self.masks.T.astype(np.int64)
-        feasible = self.valid & (in_set >= request)
-        could = self.valid & (total_in >= request)
+    def _best(
+        self, free: IntMatrix, request: int, rows: slice = slice(None)
+    ) -> tuple[BoolArray, BoolArray, IntMatrix]:
+        """Per node of ``rows`` (``free`` holds those rows): a feasible hint exists, the best is
+        preferred, and the best set (index)."""
+        valid = self.valid[rows]
+        feasible = valid & (free @ self.sets >= request)
+        could = valid & (self.total_in[rows] >= request)
         smallest = np.where(could, self.sizes[None, :], MAX_NUMA + 1).min(axis=1)
-        smallest = np.minimum(smallest, self.present.sum(axis=1))
+        smallest = np.minimum(smallest, self.numa_count[rows])
         preferred = feasible & (self.sizes[None, :] == smallest[:, None])
         pick = np.where(preferred.any(axis=1), preferred.argmax(axis=1), feasible.argmax(axis=1))
         return np.asarray(feasible.any(axis=1)), np.asarray(preferred.any(axis=1)), pick
@@ -285,23 +284,25 @@ class _State:
         numa = self.known.get(task.node)
         if numa is None or task.uid in self.held or qos_rank(task.spec) != 2:
             return
+        row = task.node
         cpus: list[int] = []
         for container in task.spec.containers:
             request = whole_cpus(container)
             if request <= 0:
                 continue
-            _, _, pick = self._best(self.free, request)
-            cpus += numa.take(request, np.flatnonzero(self.masks[pick[task.node]]))
-            self._recount(task.node)
-        self.held[task.uid] = (task.node, cpus)
+            # the hints of this one node only
+            _, _, pick = self._best(self.free[row : row + 1], request, slice(row, row + 1))
+            taken = numa.take(request, np.flatnonzero(self.masks[pick[0]]))
+            self._count(row, taken, -1)
+            cpus += taken
+        self.held[task.uid] = (row, cpus)
 
-    def _recount(self, row: int) -> None:
-        numa = self.known[row]
-        self.free[row] = 0
-        for cpu in numa.free:
-            m = numa.numa_of.get(cpu, 0)
+    def _count(self, row: int, cpus: list[int], sign: int) -> None:
+        numa_of = self.known[row].numa_of
+        for cpu in cpus:
+            m = numa_of.get(cpu, 0)
             if m < self.free.shape[1]:
-                self.free[row, m] += 1
+                self.free[row, m] += sign
 
     def unplace(self, task: Task) -> None:
         held = self.held.pop(task.uid, None)
@@ -309,4 +310,4 @@ class _State:
             return
         row, cpus = held
         self.known[row].free |= set(cpus)
-        self._recount(row)
+        self._count(row, cpus, 1)
