@@ -14,7 +14,7 @@ from pydantic import BeforeValidator, Field
 from caldera.models.base import ApiModel, ObjectMeta
 from caldera.models.selectors import LabelSelector
 
-__all__ = ["PodDisruptionBudget"]
+__all__ = ["PodDisruptionBudget", "int_or_percent_of"]
 
 
 def _int_or_percent(value: object) -> object:
@@ -56,6 +56,14 @@ class PodDisruptionBudget(ApiModel):
         if spec.min_available is not None:
             return max(0, healthy - _scaled(spec.min_available, healthy, up=True))
         return max(0, healthy - 1)
+
+
+def int_or_percent_of(text: str, total: int) -> int:
+    """A count or a percentage of ``total`` rounded up (Kubernetes' ``GetValueFromIntOrPercent``
+    with ``roundUp``); ValueError when it is neither."""
+    value = _int_or_percent(text.strip())
+    assert isinstance(value, str | int)
+    return _scaled(value, total, up=True)
 
 
 def _scaled(value: int | str, total: int, *, up: bool) -> int:

@@ -41,6 +41,7 @@ from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Rejection, Session
+from caldera.models.policy import int_or_percent_of
 from caldera.models.volcano import PREEMPTABLE_KEY
 
 __all__ = ["REVOCABLE_ZONE", "TdmArgs", "TdmPlugin", "window"]
@@ -118,11 +119,9 @@ def job_preemptable(job: Job) -> bool:
 
 
 def _int_or_percent(raw: str, total: int) -> int:
-    text = raw.strip()
+    """Volcano's ``parseIntStr``: a value that is neither a count nor a percentage counts 0."""
     try:
-        if text.endswith("%"):
-            return math.ceil(int(text[:-1]) * total / 100)
-        return int(text)
+        return int_or_percent_of(raw, total)
     except ValueError:
         return 0
 
