@@ -176,6 +176,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
             ("nodegroup names",),
             lambda: sorted({v for v in nodes.label_column(NODEGROUP_LABEL) if v is not None}),
         )
+        group_id = {g: i for i, g in enumerate(groups)}
         affinity = self._affinities(ssn.queues)
         limits = self._limits(ssn)
         verdicts: dict[str, list[Rejection]] = {}
@@ -189,12 +190,12 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
         def static(queue: str) -> list[Rejection]:
             """The queue's verdicts that do not depend on the task: one reason per node."""
             aff = affinity.get(queue)
-            unset = aff is None or aff.empty
-            reason = [
-                NOT_SPECIFIED if unset else "" if aff.allows(g) else UNSATISFIED  # type: ignore[union-attr]
-                for g in groups
-            ]
-            reason.append("" if unset and not self.args.strict else LABEL_NOT_FOUND)
+            if aff is None or aff.empty:
+                reason = [NOT_SPECIFIED] * len(groups)
+                reason.append(LABEL_NOT_FOUND if self.args.strict else "")
+            else:
+                reason = ["" if aff.allows(g) else UNSATISFIED for g in groups]
+                reason.append(LABEL_NOT_FOUND)
             by_domain = np.array(reason, dtype=object)[ids]
             return [(r, by_domain == r) for r in sorted(set(reason)) if r]
 
@@ -210,7 +211,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
                 return rejections
             out = list(rejections)
             for group, (cap, named) in capped.caps.items():
-                if group not in groups:
+                if group not in group_id:
                     continue
                 held = capped.held.get(group)
                 used = task.resreq if held is None else held + task.resreq
@@ -219,7 +220,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
                     names = " ".join(ssn.space.names[i] for i in np.flatnonzero(over))
                     msg = f"nodegroup {group} resource limit exceeded"
                     msg += f", insufficient resources: [{names}]"
-                    out.append((msg, ids == groups.index(group)))
+                    out.append((msg, ids == group_id[group]))
             return out
 
         def score(task: Task, rows: IntArray) -> Vector | float:
