@@ -180,11 +180,13 @@ class TdmPlugin(Plugin[TdmArgs]):
         open_nodes = revocable & ~np.isin(zone_of, list(closed_reason))
         scores = np.where(open_nodes, MAX_NODE_SCORE, 0.0)
 
+        any_revocable, any_open = bool(revocable.any()), bool(open_nodes.any())
+
         def predicate(task: Task) -> list[Rejection]:
-            if not revocable.any():
+            if not any_revocable:
                 return []
             out = list(closed_masks)
-            if not _revocable(task) and open_nodes.any():
+            if not _revocable(task) and any_open:
                 msg = f"plugin tdm predicates task {task.key} is not allow to dispatch to "
                 out.append((msg + "revocable node", open_nodes))
             return out

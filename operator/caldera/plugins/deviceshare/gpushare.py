@@ -82,22 +82,18 @@ class GpuShare:
         width = int(count.max()) if n else 0
         slots = np.arange(width)
         self.healthy: npt.NDArray[np.bool_] = slots[None, :] < count[:, None]
-        for with_cards in np.flatnonzero(count):
-            bad = card_ids(nodes.annotations[with_cards].get(UNHEALTHY, "")) or []
-            for card in bad:
-                if 0 <= card < width:
-                    self.healthy[with_cards, card] = False
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_card = np.where(count > 0, total // np.maximum(count, 1), 0.0)
-        self.per_card = per_card
+        self.per_card = np.where(count > 0, total // np.maximum(count, 1), 0.0)
         self.used = np.zeros((n, width), dtype=np.float64)
         self.pods = np.zeros((n, width), dtype=np.int64)
         self.held: dict[str, tuple[int, list[int]]] = {}
-        for row, placed in enumerate(nodes.tasks):
-            for task in placed.values():
+        for row in np.flatnonzero(count):  # only nodes with cards have cards to take or lose
+            for card in card_ids(nodes.annotations[row].get(UNHEALTHY, "")) or []:
+                if 0 <= card < width:
+                    self.healthy[row, card] = False
+            for task in nodes.tasks[row].values():
                 text = task.annotations.get(GPU_INDEX)
                 if text is not None and self._request(task) > 0:
-                    self._take(task, row, [c for c in card_ids(text) or [] if c < width])
+                    self._take(task, int(row), [c for c in card_ids(text) or [] if c < width])
 
     def _request(self, task: Task) -> int:
         return pod_gpus(task.spec, self.resource)
