@@ -201,8 +201,23 @@ NAMESPACES = _core(
 )
 EVENTS = _core("events", "Event", True, short_names=("ev",), field_selectors=_EVENT_FIELDS)
 CONFIGMAPS = _core("configmaps", "ConfigMap", True, short_names=("cm",))
+SECRETS = _core("secrets", "Secret", True)
 BINDINGS = _core("bindings", "Binding", True, verbs=("create",))
 LEASES = _builtin("coordination.k8s.io", "v1", "leases", "Lease", True)
+VALIDATING_WEBHOOKS = _builtin(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration",
+    False,
+)
+MUTATING_WEBHOOKS = _builtin(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    False,
+)
 PRIORITY_CLASSES = _builtin(
     "scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, short_names=("pc",)
 )
@@ -267,8 +282,11 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     NAMESPACES,
     EVENTS,
     CONFIGMAPS,
+    SECRETS,
     BINDINGS,
     LEASES,
+    VALIDATING_WEBHOOKS,
+    MUTATING_WEBHOOKS,
     PRIORITY_CLASSES,
     PDBS,
     CRDS,

@@ -42,6 +42,15 @@ TOPOLOGY_MODE_ANNOTATION = "volcano.sh/network-topology-mode"
 TOPOLOGY_TIER_ANNOTATION = "volcano.sh/network-topology-highest-tier"
 """Pod annotations that give a bare pod's group its ``networkTopology`` (pg-controller)."""
 ALLOCATED_HYPERNODE_ANNOTATION = "volcano.sh/job-allocated-hypernode"
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+"""A queue's place in the hierarchical drf's tree (``root/eng/prod``)."""
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+"""The weight of each level of :data:`HIERARCHY_ANNOTATION` (``1/2/8``)."""
+JDB_MIN_AVAILABLE = "volcano.sh/jdb-min-available"
+JDB_MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
+"""A job's disruption budget (tdm), a count or a percentage; one of the two."""
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
+"""The pod annotation that opts into queue-admission gating, and the scheduling gate's name."""
 
 PodGroupPhase = Literal["Pending", "Running", "Unknown", "Inqueue", "Completed", ""]
 QueueState = Literal["Open", "Closed", "Closing", "Unknown", ""]

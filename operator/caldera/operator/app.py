@@ -26,6 +26,7 @@ from typing import Any
 import kopf
 from prometheus_client import CollectorRegistry
 
+from caldera.admission.hooks import enabled_hooks
 from caldera.collector import fewer_collections
 from caldera.devices.vendors import enabled_vendors
 from caldera.errors import ConfigError
@@ -52,6 +53,8 @@ from caldera.operator.watch.cache import Cache
 from caldera.operator.watch.devicefail import DeviceFailures
 from caldera.operator.watch.informer import Informer
 from caldera.operator.watch.policy import PolicyHolder
+from caldera.operator.webhooks.handlers import Admission
+from caldera.operator.webhooks.server import Server, server_for
 from caldera.operator.writers.binder import Binder
 from caldera.operator.writers.controllers import Controllers
 from caldera.operator.writers.events import EventPoster
@@ -89,12 +92,16 @@ class Runtime:
     """The plugin registry was given in code rather than loaded from entry points."""
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
+    admission: Admission | None = None
+    """The admission webhooks, when ``--enabled-admission`` names any."""
+    webhook_server: Server | None = None
 
     @classmethod
     def create(cls, settings: Settings, registry: Registry | None = None) -> Runtime:
         own = registry is not None
         registry = registry or Registry.from_entry_points()
-        return cls(
+        hooks = enabled_hooks(settings.enabled_admission)
+        runtime = cls(
             own_registry=own,
             settings=settings,
             registry=registry,
@@ -103,6 +110,15 @@ class Runtime:
             leader=LeaderGate(settings.leader_elect),
             stop=asyncio.Event(),
         )
+        if hooks:
+            runtime.admission = Admission(
+                settings,
+                hooks,
+                runtime.metrics,
+                cache=lambda: runtime.cache,
+                events=lambda: runtime.writers.events if runtime.writers else None,
+            )
+        return runtime
 
 
 def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
@@ -117,6 +133,11 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.scanning.disabled = True
+        if runtime.admission is not None:
+            runtime.webhook_server = server_for(
+                runtime.settings, lambda: runtime.rest, runtime.admission.served
+            )
+            settings.admission.server = runtime.webhook_server
         await _start(runtime)
 
     @kopf.on.cleanup(registry=registry, id="stop")
@@ -130,6 +151,8 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         if runtime.controllers is not None:
             await runtime.controllers.on_queue(type, name, body)
 
+    if runtime.admission is not None:
+        runtime.admission.register(registry)
     return registry
 
 
@@ -267,6 +290,9 @@ async def _start(runtime: Runtime) -> None:
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
     spawn(asyncio.create_task(_watch_loop_lag(runtime)))
     spawn(asyncio.create_task(controllers.ensure_builtin_queues()))
+    if runtime.admission is not None:
+        configure = runtime.admission.keep_configurations(lambda: runtime.rest)
+        spawn(asyncio.create_task(configure, name="webhook-configurations"))
     spawn(
         asyncio.create_task(
             runtime.leader.run(
@@ -397,6 +423,11 @@ def run(settings: Settings) -> int:
     """
     logs.configure(settings.log_format, verbose=settings.verbose)
     fewer_collections()  # the cache holds one model per watched object: no cycles among them
+    try:
+        enabled_hooks(settings.enabled_admission)
+    except ConfigError as exc:
+        logs.fail(str(exc))
+        return 2
     problem = asyncio.run(preflight(settings.kubeconfig, settings.api_wait))
     if problem is not None:
         logs.fail(problem)

@@ -147,6 +147,13 @@ class Metrics:
             ("verb", "resource"),
             registry=registry,
         )
+        self.admission = Counter(
+            "caldera_admission_reviews",
+            "Admission requests answered, by webhook path and answer (allowed, patched, denied, "
+            "error)",
+            ("webhook", "result"),
+            registry=registry,
+        )
         self.api_unreachable = Counter(
             "caldera_api_unreachable_requests",
             "Requests that found no API server (refused, reset or dropped connections)",

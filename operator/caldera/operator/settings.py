@@ -75,6 +75,34 @@ class Settings:
     """Run sessions in a process of their own, off the event loop's interpreter (false: in a
     thread)."""
 
+    enabled_admission: str = ""
+    """Admission webhooks to serve, comma-separated paths as Volcano's webhook manager names them
+    (/queues/mutate, /queues/validate, /podgroups/mutate, /podgroups/validate, /pods/mutate,
+    /pods/validate, /hypernodes/validate; "all" for every one). Every replica serves them;
+    empty serves none."""
+    webhook_port: int = 8443
+    """Port of the admission webhook server (HTTPS)."""
+    webhook_service_name: str = "caldera-webhook"
+    """Service in front of the webhook server, named in the webhook configurations."""
+    webhook_namespace: str = "volcano-system"
+    """Namespace of that Service and of the Secret holding the self-signed certificate."""
+    webhook_url: str = ""
+    """Reach the webhooks at this URL instead of through the Service (a scheduler run outside
+    the cluster)."""
+    tls_cert_file: str = ""
+    """The webhook server's certificate (PEM); empty: a self-signed one kept in the Secret
+    <webhook-service-name>-tls and shared by every replica."""
+    tls_private_key_file: str = ""
+    """Private key of --tls-cert-file."""
+    ca_cert_file: str = ""
+    """CA bundle the API server checks --tls-cert-file against (default: the certificate)."""
+    max_queue_depth: int = 5
+    """Deepest queue hierarchy the queue webhook admits (root is depth 1)."""
+    enable_root_queue_protection: bool = True
+    """Refuse changes to the root queue's capability, deserved and guarantee."""
+    enable_queue_allocated_pods_check: bool = False
+    """Refuse deleting a queue that still has pods placed."""
+
     @property
     def lock(self) -> str:
         return self.lock_name or self.scheduler_names[0]

@@ -19,11 +19,12 @@ import numpy as np
 from caldera.api.compare import ShareMeter
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
+from caldera.models.volcano import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
 
 __all__ = ["HIERARCHY", "WEIGHTS", "QueueTree"]
 
-HIERARCHY = "volcano.sh/hierarchy"
-WEIGHTS = "volcano.sh/hierarchy-weights"
+HIERARCHY = HIERARCHY_ANNOTATION
+WEIGHTS = HIERARCHY_WEIGHTS_ANNOTATION
 
 
 @dataclass(slots=True)

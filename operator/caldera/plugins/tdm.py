@@ -42,15 +42,15 @@ from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import IntArray, Rejection, Session
 from caldera.models.policy import int_or_percent_of
-from caldera.models.volcano import PREEMPTABLE_KEY
+from caldera.models.volcano import JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE, PREEMPTABLE_KEY
 
 __all__ = ["REVOCABLE_ZONE", "TdmArgs", "TdmPlugin", "window"]
 
 REVOCABLE_ZONE = "volcano.sh/revocable-zone"
 """The node label naming a node's zone; on a pod, ``"*"`` lets it use revocable nodes."""
 ZONE_PREFIX = "tdm.revocable-zone."
-MIN_AVAILABLE = "volcano.sh/jdb-min-available"
-MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
+MIN_AVAILABLE = JDB_MIN_AVAILABLE
+MAX_UNAVAILABLE = JDB_MAX_UNAVAILABLE
 MAX_NODE_SCORE = 100.0
 _CLOCK = re.compile(r"([01]?[0-9]|2[0-3]):([0-5][0-9])")
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})

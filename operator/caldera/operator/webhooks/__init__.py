@@ -1,0 +1,1 @@
+"""The admission webhooks, served through kopf: handlers, server, certificate, configurations."""
