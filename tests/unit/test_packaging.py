@@ -23,6 +23,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from caldera.admission.hooks import enabled_hooks
 from caldera.framework.policy import load_policy
 from caldera.framework.policy_source import CONFIGMAP_KEY, INSTALLED_POLICY, installed_policy_text
 from caldera.framework.registry import Registry
@@ -30,6 +31,7 @@ from caldera.models.kinds import KINDS
 from caldera.models.selectors import LabelSelector
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.operator.settings import Settings
 from crd_schema import JSON_TYPES, cel_subset
 
 Obj = dict[str, Any]
@@ -107,12 +109,17 @@ def test_the_install_has_four_crds_and_the_manifests() -> None:
     kinds = sorted(o["kind"] for o in manifest_objects())
     assert kinds == [
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "ConfigMap",
         "Deployment",
         "Namespace",
         "Role",
+        "Role",
         "RoleBinding",
+        "RoleBinding",
+        "Service",
         "Service",
         "ServiceAccount",
     ]
@@ -697,11 +704,71 @@ def test_leader_election_may_touch_only_its_own_lease() -> None:
     }
 
 
+def _rule_set(rules: list[Obj]) -> set[tuple[str, str, str, tuple[str, ...]]]:
+    out: set[tuple[str, str, str, tuple[str, ...]]] = set()
+    for rule in rules:
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key], rule
+        for group, resource, verb in itertools.product(
+            rule["apiGroups"], rule["resources"], rule["verbs"]
+        ):
+            out.add((group, resource, verb, tuple(rule.get("resourceNames", ()))))
+    return out
+
+
+def test_the_webhooks_may_write_only_their_own_configurations() -> None:
+    role = find("ClusterRole", "caldera-scheduler-webhooks")
+    group = "admissionregistration.k8s.io"
+    kinds = ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+    assert _rule_set(role["rules"]) == {
+        # create cannot be narrowed by name: the request has no name in its URL
+        *((group, kind, "create", ()) for kind in kinds),
+        *((group, kind, "patch", ("caldera-scheduler",)) for kind in kinds),
+    }
+
+
+def test_the_webhook_certificate_is_one_secret_named_after_the_service() -> None:
+    service = command_flag("--webhook-service-name")
+    role = find("Role", "caldera-scheduler-webhook-tls")
+    assert role["metadata"]["namespace"] == command_flag("--webhook-namespace") == NAMESPACE
+    assert _rule_set(role["rules"]) == {
+        ("", "secrets", "create", ()),
+        ("", "secrets", "get", (f"{service}-tls",)),
+    }
+
+
+def test_the_webhook_service_reaches_the_webhook_port_on_443() -> None:
+    service = find("Service", command_flag("--webhook-service-name"))
+    assert (
+        service["spec"]["selector"]
+        == find("Deployment", "caldera-scheduler")["spec"]["selector"]["matchLabels"]
+    )
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == 443
+    ports = {p["name"]: p["containerPort"] for p in scheduler_container()["ports"]}
+    assert ports[port["targetPort"]] == Settings().webhook_port
+
+
+def test_the_deployment_serves_the_webhooks_volcanos_chart_enables() -> None:
+    hooks = enabled_hooks(command_flag("--enabled-admission"))
+    assert [h.path for h in hooks] == [
+        "/queues/mutate",
+        "/queues/validate",
+        "/podgroups/mutate",
+        "/podgroups/validate",
+        "/hypernodes/validate",
+    ]
+    strategy = find("Deployment", "caldera-scheduler")["spec"]["strategy"]
+    assert strategy["rollingUpdate"]["maxUnavailable"] == 0  # webhooks served through a rollout
+
+
 @pytest.mark.parametrize(
     ("binding_kind", "role_kind", "name"),
     [
         ("ClusterRoleBinding", "ClusterRole", "caldera-scheduler"),
         ("RoleBinding", "Role", "caldera-scheduler-leader-election"),
+        ("ClusterRoleBinding", "ClusterRole", "caldera-scheduler-webhooks"),
+        ("RoleBinding", "Role", "caldera-scheduler-webhook-tls"),
     ],
 )
 def test_roles_are_bound_to_the_scheduler_service_account(
