@@ -110,7 +110,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             stderr=asyncio.subprocess.DEVNULL, env=env,
         )  # fmt: skip
         try:
-            await k8s.wait_for("mutatingwebhookconfigurations", "caldera-scheduler", bool, timeout=60)
+            configs = "mutatingwebhookconfigurations"
+            await k8s.wait_for(configs, "caldera-scheduler", bool, timeout=60)
             client = await WebhookClient.from_cluster(k8s)
             await _measure(client, "/pods/validate", 50, 1)  # warm up
             out: dict[str, Any] = {"nodes": args.nodes, "reviews": args.reviews}

@@ -141,6 +141,7 @@ def pod(
     preemption_policy: str | None = None,
     owners: Iterable[Mapping[str, Any]] = (),
     limits: Mapping[str, str] | None = None,
+    gates: Iterable[str] = (),
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -178,6 +179,8 @@ def pod(
         spec["topologySpreadConstraints"] = [dict(c) for c in topology_spread_constraints]
     if volumes:
         spec["volumes"] = [dict(v) for v in volumes]
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
     raw = {
         "kind": "Pod",
         "metadata": _meta(

@@ -638,6 +638,8 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("topology.volcano.sh", "hypernodes/status"): {"update", "patch"},
     ("nodeinfo.volcano.sh", "numatopologies"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
+    ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.k8s.io", "podgroups/status"): {"patch"},
 }
 
 

@@ -91,7 +91,7 @@ def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
             continue
         if _hard_topology(job):
             continue
-        if not job.tasks_in(TaskStatus.PENDING) or ssn.job_valid(job) is not None:
+        if not job.placeable() or ssn.job_valid(job) is not None:
             continue
         if ssn.job_starving(job):
             out.append(job)
@@ -139,7 +139,7 @@ def make_room_for_job(
     queue may not take (reclaim's ``Preemptive``, ``may_grow``) is passed over."""
     stmt = ssn.statement()
     evicted: list[Task] = []
-    for task in sorted(job.tasks_in(TaskStatus.PENDING), key=ssn.task_order_key()):
+    for task in sorted(job.placeable(), key=ssn.task_order_key()):
         if not ssn.job_starving(job):
             break
         if not may_grow(task):

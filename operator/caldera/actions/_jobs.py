@@ -32,7 +32,7 @@ def preemptors(ssn: Session, action: str, *, pending_too: bool) -> dict[str, lis
     admitted yet count as well."""
     out: dict[str, list[Job]] = {}
     for job in ssn.jobs.values():
-        if job.queue not in ssn.queues or not job.tasks_in(TaskStatus.PENDING):
+        if job.queue not in ssn.queues or not job.placeable():
             continue
         if job.is_pending() and not pending_too:
             tell(ssn, job, f"{action}: the job is not admitted yet (its PodGroup is Pending)")
@@ -65,7 +65,7 @@ def queue_turns(
     queue_key = ssn.queue_order_key()
     for queue in sorted((ssn.queues[q] for q in by_queue), key=queue_key):
         jobs = by_queue[queue.name]
-        yield queue, ((job, sorted(job.tasks_in(TaskStatus.PENDING), key=task_key)) for job in jobs)
+        yield queue, ((job, sorted(job.placeable(), key=task_key)) for job in jobs)
 
 
 def discard_for(walk: NodeWalk, stmt: Statement, job: Job, action: str) -> None:

@@ -14,7 +14,9 @@ role (``volcano.sh/task-spec``) that already failed in this session are skipped 
 since they would fail the same way.
 
 Without an ``enqueue`` action, Pending PodGroups are promoted to Inqueue here. Best-effort tasks
-(no resource request) are left to ``backfill``.
+(no resource request) are left to ``backfill``. Pods held by a scheduling gate are never placed;
+first of all, the queue-allocation gates of pods whose queues have room are lifted
+(:mod:`caldera.actions._gates`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from caldera.actions._gates import lift_gates
 from caldera.actions._queues import OrderedQueue
 from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import NO_RULE, TopologyTrace
@@ -52,6 +55,7 @@ class AllocateAction(Action[AllocateArgs]):
 
     def execute(self, ssn: Session) -> None:
         promote = "enqueue" not in ssn.configured_actions
+        lift_gates(ssn, admitted_only=not promote)
         job_key = ssn.job_order_key()
         task_key = ssn.task_order_key()
         jobs_by_queue: dict[str, OrderedQueue[Job]] = {}
@@ -71,7 +75,7 @@ class AllocateAction(Action[AllocateArgs]):
                 continue
             # best-effort tasks are backfill's, except in a job placed inside one HyperNode
             local = job.network_topology is not None or _grouped(job)
-            tasks = [t for t in job.tasks_in(TaskStatus.PENDING) if local or not t.best_effort]
+            tasks = [t for t in job.placeable() if local or not t.best_effort]
             if not tasks:
                 continue
             remaining[job.uid] = deque(sorted(tasks, key=task_key))

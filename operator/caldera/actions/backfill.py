@@ -12,7 +12,6 @@ from typing import ClassVar
 from pydantic import Field
 
 from caldera.api.fiterror import FitErrors
-from caldera.api.task import TaskStatus
 from caldera.framework.placement import choose_node
 from caldera.framework.plugin import Action, Args
 from caldera.framework.session import Session
@@ -37,7 +36,7 @@ class BackfillAction(Action[BackfillArgs]):
         for job in sorted(waiting, key=ssn.job_order_key()):
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue
-            pending = [t for t in job.tasks_in(TaskStatus.PENDING) if t.best_effort]
+            pending = [t for t in job.placeable() if t.best_effort]
             home = home_of(ssn, job) if pending else None
             if isinstance(home, str):
                 for task in pending:

@@ -64,7 +64,7 @@ class GangPreemptAction(Action[PreemptArgs]):
         """A job's pending tasks evict its own running tasks of lower priority."""
         task_key = ssn.task_order_key()
         for job in starving_jobs(ssn, pending_too=self.args.pending_jobs):
-            for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
+            for task in sorted(job.placeable(), key=task_key):
                 if task.spec.preemption_policy == "Never":
                     continue
                 eligible = (table.job == table.job_id(job.uid)) & (table.priority < task.priority)

@@ -93,7 +93,7 @@ class PreemptAction(Action[PreemptArgs]):
             for job in by_queue[queue.name]:
                 own = held & (table.job == table.job_id(job.uid))
                 rows_of = _rule(own, table.best_effort)
-                for task in sorted(job.tasks_in(TaskStatus.PENDING), key=task_key):
+                for task in sorted(job.placeable(), key=task_key):
                     stmt = ssn.statement()
                     if walk.eligible(task) and walk.make_room(stmt, task, job, queue, rows_of):
                         commit_with_victims(ssn, stmt, job, stmt.evicted())

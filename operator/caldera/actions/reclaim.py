@@ -92,7 +92,7 @@ class ReclaimAction(Action[ReclaimArgs]):
                 return rows
 
             stmt = ssn.statement()
-            tasks = sorted(job.tasks_in(TaskStatus.PENDING), key=task_key)
+            tasks = sorted(job.placeable(), key=task_key)
             while ssn.job_starving(job) and tasks:
                 task = tasks.pop(0)
                 if self._may_reclaim(ssn, walk, job, task):

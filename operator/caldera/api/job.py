@@ -80,6 +80,9 @@ class Job:
     """The HyperNode search of this session (placed, or why not)."""
     has_object: bool = True
     """False for the in-memory group of bare pods: there is no PodGroup to write status to."""
+    workload: bool = False
+    """The job of a Kubernetes PodGroup (``scheduling.k8s.io``): its status is written there,
+    as kube-scheduler writes it."""
     min_resource_list: Mapping[str, float] | None = None
     """The PodGroup's ``minResources`` as written, quota spellings (``requests.cpu``) included,
     in engine units: what the resourcequota plugin reads (``min_resources`` holds only what the
@@ -143,6 +146,10 @@ class Job:
 
     def tasks_in(self, status: TaskStatus) -> list[Task]:
         return list(self.by_status.get(status, {}).values())
+
+    def placeable(self) -> list[Task]:
+        """Pending tasks no scheduling gate holds: those an action may place."""
+        return [t for t in self.by_status.get(TaskStatus.PENDING, {}).values() if not t.gated]
 
     def allocated_task_num(self) -> int:
         """Tasks Allocated, Binding, Bound or Running (Volcano's ``CalculateAllocatedTaskNum``)."""

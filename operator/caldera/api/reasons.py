@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from caldera.api.fiterror import histogram
 from caldera.api.job import Job
-from caldera.api.task import Task, TaskStatus
+from caldera.api.task import Gate, Task, TaskStatus
+from caldera.models.volcano import QUEUE_ALLOCATION_GATE
 
 __all__ = [
+    "GATED_MESSAGE",
     "POD_GROUP_NOT_READY",
     "POD_GROUP_READY",
+    "REASON_GATED",
     "REASON_SCHEDULABLE",
     "REASON_UNSCHEDULABLE",
     "job_fit_error",
@@ -27,6 +30,10 @@ POD_GROUP_READY = "pod group is ready"
 POD_GROUP_NOT_READY = "pod group is not ready"
 REASON_SCHEDULABLE = "Schedulable"
 REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_GATED = "SchedulingGated"
+"""kube-scheduler's reason for a pod a scheduling gate holds: autoscalers leave it alone."""
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+"""The API server's message for it."""
 ALL_NODES_UNAVAILABLE = "all nodes are unavailable"
 
 
@@ -36,6 +43,11 @@ def _ordered(job: Job) -> list[Task]:
 
 def task_scheduling_reason(job: Job, task: Task) -> tuple[str, str]:
     """(reason, message) for a task's ``PodScheduled=False`` condition."""
+    if task.gate is Gate.QUEUE:
+        gate = f"scheduling gate {QUEUE_ALLOCATION_GATE}"
+        return REASON_GATED, f"waiting for queue {job.queue} to have room for it ({gate})"
+    if task.gate is Gate.OTHER:
+        return REASON_GATED, GATED_MESSAGE
     status = task.status
     node = task.node_name
     if status is TaskStatus.PENDING and task.last_transaction is not None:

@@ -8,13 +8,15 @@ on the hot path (request vector, priority, state, node).
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from caldera.api.resources import Vector
 from caldera.models.base import OwnerReference
 from caldera.models.core import PodSpec
+from caldera.models.volcano import QUEUE_ALLOCATION_GATE
 
-__all__ = ["ALLOCATED_STATUSES", "NodeLock", "Task", "TaskStatus", "Transaction"]
+__all__ = ["ALLOCATED_STATUSES", "Gate", "NodeLock", "Task", "TaskStatus", "Transaction", "gate_of"]
 
 
 class TaskStatus(enum.Enum):
@@ -36,6 +38,23 @@ class TaskStatus(enum.Enum):
 
     # Members are singletons compared by identity, so identity hashing agrees with equality;
     # Enum's own __hash__ is Python code, and tasks are looked up by state millions of times.
+    __hash__ = object.__hash__
+
+
+class Gate(enum.Enum):
+    """Where a pending pod stands with its scheduling gates (``spec.schedulingGates``)."""
+
+    NONE = "none"
+    """No gate, and not one that opted into queue admission."""
+    OTHER = "other"
+    """Held by a gate that is not the scheduler's to lift: never placed while it lasts."""
+    QUEUE = "queue"
+    """Held only by the queue-allocation gate, which the scheduler lifts once its queue has room
+    for it."""
+    LIFTED = "lifted"
+    """Opted into queue admission and no gate left: until it is placed it holds its share of the
+    queue (a reservation), so that lifting never admits more than the queue can take."""
+
     __hash__ = object.__hash__
 
 
@@ -96,7 +115,27 @@ class Task:
     """The node lock to hold while those annotations and the binding are written."""
     controller: OwnerReference | None = None
     """The pod's controller (its owner reference marked ``controller``), if any."""
+    gate: Gate = Gate.NONE
+    reserved: bool = False
+    """It holds a reservation in its queue (see :attr:`Gate.LIFTED`), released when placed."""
+
+    @property
+    def gated(self) -> bool:
+        """A gate still holds it: it is counted in its job and queue but never placed."""
+        return self.gate is Gate.OTHER or self.gate is Gate.QUEUE
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def gate_of(spec: PodSpec, annotations: Mapping[str, str], pending: bool) -> Gate:
+    """The pod's :class:`Gate`: Volcano's ``SchGated`` with ``HasOnlyVolcanoSchedulingGate`` and
+    ``HasQueueAllocationGateAnnotation`` (the opt-in annotation set to ``"true"``)."""
+    opted = annotations.get(QUEUE_ALLOCATION_GATE, "").lower() == "true"
+    gates = spec.scheduling_gates
+    if not gates:
+        return Gate.LIFTED if opted and pending else Gate.NONE
+    if opted and all(g.name == QUEUE_ALLOCATION_GATE for g in gates):
+        return Gate.QUEUE
+    return Gate.OTHER

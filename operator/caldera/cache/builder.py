@@ -19,7 +19,7 @@ from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace
-from caldera.api.task import Task
+from caldera.api.task import Task, TaskStatus, gate_of
 from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
@@ -30,11 +30,13 @@ from caldera.models.kinds import KINDS
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
     PodGroup,
     PodGroupCondition,
     PodGroupStatus,
 )
 from caldera.models.volcano import Queue as QueueModel
+from caldera.models.workload import WorkloadPodGroup
 
 __all__ = [
     "GONE",
@@ -53,6 +55,7 @@ __all__ = [
 ]
 
 VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
+WORKLOAD_PODGROUPS = KINDS["WorkloadPodGroup"].qualified
 """How messages name Volcano's PodGroup kind, which kubectl tells from Kubernetes' own."""
 
 NO_STATUS = PodGroupStatus()
@@ -186,6 +189,7 @@ class Builder:
             entry.started,
             None,
             entry.controller,
+            gate_of(spec, annotations, status is TaskStatus.PENDING),
         )
 
     def implicit_job(
@@ -241,6 +245,17 @@ class Builder:
                 pod.metadata.creation_timestamp or 0.0,
             )
         return key, key, spec
+
+    def workload_missing(self, pg_key: str) -> str:
+        """Why a pod of Kubernetes PodGroup ``pg_key`` is not in a job (the group is missing,
+        invalid, or names a queue that does not exist)."""
+        label = f"its PodGroup {pg_key} ({WORKLOAD_PODGROUPS})"
+        invalid = self.state.invalid.get(f"WorkloadPodGroup/{pg_key}")
+        if invalid is not None:
+            return f"{label} is invalid: {invalid}"
+        if pg_key not in self.state.workload_podgroups:
+            return f"waiting for {label} to be created"
+        return f"{label} names a queue that does not exist"
 
     def classify(
         self,
@@ -300,6 +315,14 @@ class Builder:
                         f"its PodGroup {job_key} ({VOLCANO_PODGROUPS}) names queue "
                         f"{queue_name!r}, which does not exist"
                     )
+            elif spec.scheduling_group is not None and spec.scheduling_group.pod_group_name:
+                pg_key = f"{pod.metadata.namespace}/{spec.scheduling_group.pod_group_name}"
+                group = job_key = workload_key(pg_key)
+                joins = job_key in known
+                if not joins:
+                    why = self.workload_missing(pg_key)
+                    self.problem("Pod", key, f"spec.schedulingGroup.podGroupName: {why}")
+                    job_key = ""
             elif self.bare_pods_in_memory:
                 group, job_key, first = self.implicit_job(space, key, entry, known, queues, prio)
                 joins = bool(job_key) and first is None
@@ -374,7 +397,38 @@ class Builder:
             api_status=NO_STATUS,
             has_object=False,
             network_topology=spec.group.topology,
+            workload=spec.workload,
         )
+
+    def workload_group(
+        self, space: ResourceSpace, key: str, pg: WorkloadPodGroup, queues: dict[str, Queue]
+    ) -> Group | None:
+        """The group of a Kubernetes PodGroup (None, reported, when its queue is missing): its
+        ``gang.minCount`` is its minMember (1 for ``basic``: each pod on its own); its queue is
+        its ``scheduling.volcano.sh/queue-name`` annotation, else its namespace's, else the
+        default queue."""
+        meta = pg.metadata
+        namespace = self.state.namespaces.get(meta.namespace)
+        queue = (
+            meta.annotations.get(QUEUE_NAME_ANNOTATION)
+            or (namespace.metadata.annotations.get(QUEUE_NAME_ANNOTATION) if namespace else None)
+            or self.default_queue
+        )
+        if queue not in queues:
+            self.problem("WorkloadPodGroup", key, f"queue {queue!r} does not exist")
+            return None
+        job_key = workload_key(key)
+        implicit = Implicit(meta.name, job_key, None, queue, None, None, "")
+        created = meta.creation_timestamp or 0.0
+        policy = pg.spec.scheduling_policy
+        return Group(implicit, policy.min_count, queue, 0, meta.namespace, created, workload=True)
+
+
+def workload_key(key: str) -> str:
+    """The job key of Kubernetes PodGroup ``namespace/name``: apart from Volcano's PodGroup of
+    the same name."""
+    namespace, _, name = key.partition("/")
+    return f"{namespace}/{WORKLOAD_PODGROUPS}/{name}"
 
 
 class Kind(enum.Enum):
@@ -438,6 +492,8 @@ class Group:
     priority: int
     namespace: str
     creation: float
+    workload: bool = False
+    """A Kubernetes PodGroup (``scheduling.k8s.io``) rather than bare pods."""
 
 
 def node_base(

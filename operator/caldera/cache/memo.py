@@ -106,7 +106,8 @@ class Implicit:
     that carry it."""
     queue: str
     """The ``queue-name`` annotation ("" for the default queue)."""
-    min_resources: Vector
+    min_resources: Vector | None
+    """The group's minResources (a bare pod's own requests; none for a Kubernetes PodGroup)."""
     topology: NetworkTopologySpec | None
     topology_problem: str
     """Why the pod's ``networkTopology`` annotations were ignored ("" if they were not)."""

@@ -17,7 +17,7 @@ that nothing changed are taken over whole: a build costs little for what stayed 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from caldera.api.resources import counts_as_resource
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
@@ -42,6 +42,7 @@ from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import PodGroup
+from caldera.models.workload import WORKLOAD_GROUP
 
 __all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
 
@@ -113,6 +114,11 @@ def build_snapshot(
             b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
             continue
         known[key] = pg
+    for key, wpg in sorted(state.workload_podgroups.items()):
+        group = b.workload_group(space, key, wpg, queues)
+        if group is not None:
+            known[group.group.key] = group
+            b.implicit.append(group.group.key)
 
     held: dict[str, tuple[Task, str]] = {}
     gone: list[str] = []
@@ -132,7 +138,7 @@ def build_snapshot(
             dict(state.invalid),
             dict(state.owner_min_members),
         ),
-        state.podgroups,
+        _groups(state),
     )
     entries = memo.entries
     problems = b.problems
@@ -246,3 +252,11 @@ def build_snapshot(
     snapshot.spread_owners = spread_owners(state)
     memo.keep_only(state.pods.keys())
     return snapshot, b.problems
+
+
+def _groups(state: ClusterState) -> Mapping[str, object]:
+    """Both kinds of PodGroup, apart, for the context a pod's outcome depends on."""
+    if not state.workload_podgroups:
+        return state.podgroups
+    workload = {f"{WORKLOAD_GROUP}/{k}": v for k, v in state.workload_podgroups.items()}
+    return {**state.podgroups, **workload}

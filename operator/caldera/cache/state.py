@@ -13,6 +13,7 @@ from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workload import WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
 __all__ = ["Changes", "ClusterState", "StateObject", "copy_state", "overlay", "table_of"]
@@ -40,6 +41,7 @@ StateObject = (
     | ReplicationController
     | ReplicaSet
     | StatefulSet
+    | WorkloadPodGroup
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -81,6 +83,8 @@ class ClusterState:
     replication_controllers: dict[str, ReplicationController] = field(default_factory=dict)
     replica_sets: dict[str, ReplicaSet] = field(default_factory=dict)
     stateful_sets: dict[str, StatefulSet] = field(default_factory=dict)
+    workload_podgroups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
+    """Kubernetes' own PodGroups (``scheduling.k8s.io``), by ``namespace/name``."""
     invalid: dict[str, str] = field(default_factory=dict)
     """Objects the API holds that failed validation: ``<Kind>/<key>`` → what is wrong. Left out
     of every other table; kept so the pods that refer to them can say why they wait."""

@@ -18,10 +18,18 @@ from caldera.api.job import Job
 from caldera.api.jobtable import sum_by_queue
 from caldera.api.reasons import REASON_UNSCHEDULABLE, task_scheduling_reason
 from caldera.api.resources import Vector
-from caldera.api.task import ALLOCATED_STATUSES, TaskStatus
-from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
+from caldera.api.task import ALLOCATED_STATUSES, Gate, TaskStatus
+from caldera.framework.intents import (
+    HyperNodeStatus,
+    PodCondition,
+    PodGroupStatus,
+    QueueStatus,
+    WorkloadGroupStatus,
+)
 from caldera.framework.session import Session
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, PodGroupCondition
+from caldera.models.workload import REASON_SCHEDULED
+from caldera.models.workload import REASON_UNSCHEDULABLE as WORKLOAD_UNSCHEDULABLE
 
 __all__ = ["close_session", "podgroup_phase"]
 
@@ -76,6 +84,37 @@ def _podgroup_status(job: Job, session_id: str, tree: HyperNodeTree | None) -> P
     )
 
 
+def _workload_status(job: Job, session_id: str, evicted: set[str]) -> WorkloadGroupStatus:
+    """A Kubernetes PodGroup's verdict (kube-scheduler's ``submitPodGroupAlgorithmResult``)."""
+    scheduled = job.ready_task_num() >= job.min_available
+    message = ""
+    if not scheduled:
+        gang = next(
+            (
+                c.message
+                for c in job.conditions
+                if c.type == "Unschedulable" and c.transition_id == session_id
+            ),
+            "",
+        )
+        pending = sorted(job.by_status.get(TaskStatus.PENDING, {}).values(), key=lambda t: t.key)
+        message = gang or (task_scheduling_reason(job, pending[0])[1] if pending else "")
+    victims = sorted(t.name for uid, t in job.tasks.items() if uid in evicted)
+    return WorkloadGroupStatus(
+        job.namespace,
+        job.name,
+        scheduled,
+        REASON_SCHEDULED if scheduled else WORKLOAD_UNSCHEDULABLE,
+        message,
+        disrupted=(
+            f"preempting {len(victims)} of its pods ({', '.join(victims)}) to accommodate "
+            "higher priority pods"
+            if victims
+            else ""
+        ),
+    )
+
+
 def _allocated_hypernode(job: Job, tree: HyperNodeTree | None) -> str:
     """The lowest HyperNode holding every placed task of a job with network topology ("" for
     other jobs): Volcano's ``volcano.sh/job-allocated-hypernode``. Derived from the placements,
@@ -114,16 +153,21 @@ def close_session(ssn: Session) -> None:
     tree = ssn.hypernodes
     if tree is not None:
         result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
+    evicted = {e.uid for e in result.evictions}
     for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
         if job.topology_trace is not None:
             result.topology[job.uid] = job.topology_trace
         if job.has_object:
             result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
+        elif job.workload and job.tasks:
+            result.workload_groups.append(_workload_status(job, ssn.uid, evicted))
         for status in _WAITING:
             waiting = job.by_status.get(status)
             if not waiting:
                 continue
             for task in sorted(waiting.values(), key=lambda t: t.key):
+                if task.gate is Gate.OTHER or (task.gate is Gate.QUEUE and task.reserved):
+                    continue  # another's gate (the API server's condition stands), or lifted now
                 reason, message = task_scheduling_reason(job, task)
                 result.pod_conditions.append(
                     PodCondition(task.namespace, task.name, task.uid, reason, message)

@@ -20,10 +20,12 @@ __all__ = [
     "CycleResult",
     "Event",
     "Evict",
+    "GateLift",
     "PodCondition",
     "PodGroupStatus",
     "QueueStatus",
     "VolumeBind",
+    "WorkloadGroupStatus",
 ]
 
 
@@ -105,6 +107,21 @@ class PodGroupStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkloadGroupStatus:
+    """What a Kubernetes PodGroup's status says after a session, as kube-scheduler writes it
+    (``submitPodGroupAlgorithmResult``): scheduled (reason ``Scheduled``) once minCount of its
+    pods are placed, else why not (``Unschedulable``); ``disrupted`` when the session evicts
+    some of its pods (``DisruptionTarget``, ``PreemptionByScheduler``)."""
+
+    namespace: str
+    name: str
+    scheduled: bool
+    reason: str
+    message: str
+    disrupted: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class HyperNodeStatus:
     """A HyperNode's ``status.nodeCount``, written when it differs from the API's."""
 
@@ -135,6 +152,16 @@ class PodCondition:
 
 
 @dataclass(frozen=True, slots=True)
+class GateLift:
+    """Take the queue-allocation gate off a pod: its queue has room for it now."""
+
+    namespace: str
+    name: str
+    uid: str
+    queue: str
+
+
+@dataclass(frozen=True, slots=True)
 class Event:
     kind: str
     namespace: str
@@ -150,8 +177,12 @@ class CycleResult:
     binds: list[Bind] = field(default_factory=list)
     evictions: list[Evict] = field(default_factory=list)
     podgroups: list[PodGroupStatus] = field(default_factory=list)
+    workload_groups: list[WorkloadGroupStatus] = field(default_factory=list)
     queues: list[QueueStatus] = field(default_factory=list)
     pod_conditions: list[PodCondition] = field(default_factory=list)
+    gate_lifts: list[GateLift] = field(default_factory=list)
+    gate_waits: dict[str, str] = field(default_factory=dict)
+    """Pod → why its queue-allocation gate stays this session (``explain`` and ``simulate``)."""
     hypernodes: list[HyperNodeStatus] = field(default_factory=list)
     topology: dict[str, TopologyTrace] = field(default_factory=dict)
     """Job → its HyperNode search this session (``caldera explain`` shows it)."""

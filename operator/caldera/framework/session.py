@@ -23,7 +23,7 @@ from caldera.api.jobtable import JobTable
 from caldera.api.queue import Queue
 from caldera.api.resources import Vector
 from caldera.api.snapshot import Snapshot
-from caldera.api.task import Task, TaskStatus
+from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework import points as rules
 from caldera.framework.intents import Bind, CycleResult, Event, Evict
 from caldera.framework.plugin import Plugin
@@ -54,12 +54,22 @@ class EventHandler:
 
     allocate: Callable[[Task], None] | None = None
     deallocate: Callable[[Task], None] | None = None
+    reserve: Callable[[Task, float], None] | None = None
+    """A task takes (1.0) or gives back (-1.0) room in its queue without a node: a pod whose
+    queue-allocation gate is lifted holds its queue's room until it is placed."""
 
     @classmethod
-    def counting(cls, update: Callable[[Task, float], None]) -> EventHandler:
+    def counting(
+        cls, update: Callable[[Task, float], None], *, reservations: bool = False
+    ) -> EventHandler:
         """A handler that adds a placed task (``update(task, 1.0)``) and takes an unplaced one
-        away (``update(task, -1.0)``): what every running total of holdings needs."""
-        return cls(allocate=lambda t: update(t, 1.0), deallocate=lambda t: update(t, -1.0))
+        away (``update(task, -1.0)``): what every running total of holdings needs. With
+        ``reservations``, a queue's reservations count in the total too (a queue quota)."""
+        return cls(
+            allocate=lambda t: update(t, 1.0),
+            deallocate=lambda t: update(t, -1.0),
+            reserve=update if reservations else None,
+        )
 
 
 class Session:
@@ -172,6 +182,7 @@ class Session:
                 self.plugins.append(plugin)
                 plugin.on_session_open(self)
         self._handlers = list(self.event_handlers)
+        self._reserve_lifted()
         self._keys = {
             "job": self.job_order_key(),
             "queue": self.queue_order_key(),
@@ -209,7 +220,15 @@ class Session:
         return rules.first_result(self.job_valid_point, job)
 
     def job_enqueueable(self, job: Job) -> bool:
-        return rules.vote(self.job_enqueueable_point, job)
+        """Asked with the job's own reservations given back: its request already counts them."""
+        mine = [t for t in job.by_status.get(TaskStatus.PENDING, {}).values() if t.reserved]
+        for task in mine:
+            self.reserve(task, -1.0)
+        try:
+            return rules.vote(self.job_enqueueable_point, job)
+        finally:
+            for task in mine:
+                self.reserve(task, 1.0)
 
     def job_enqueued(self, job: Job) -> None:
         rules.call_all(self.job_enqueued_point, job)
@@ -227,7 +246,18 @@ class Session:
         return rules.any_true(self.overused_point, queue)
 
     def allocatable(self, queue: Queue, task: Task) -> bool:
-        return rules.all_true(self.allocatable_point, queue, task)
+        return self._unreserved(self.allocatable_point, queue, task)
+
+    def _unreserved(self, point: Point[Any], queue: Queue, task: Task) -> bool:
+        """Ask ``point`` about ``task`` with its own reservation given back for the question
+        (it would count twice: as room held and as room asked for)."""
+        if not task.reserved:
+            return rules.all_true(point, queue, task)
+        self.reserve(task, -1.0)
+        try:
+            return rules.all_true(point, queue, task)
+        finally:
+            self.reserve(task, 1.0)
 
     def refuse(self, task: Task, message: str) -> None:
         """Say why ``task`` may not take room now (a queue's share, a closed queue): the
@@ -235,7 +265,7 @@ class Session:
         self.refusals[task.uid] = message
 
     def preemptive(self, queue: Queue, task: Task) -> bool:
-        return rules.all_true(self.preemptive_point, queue, task)
+        return self._unreserved(self.preemptive_point, queue, task)
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -385,7 +415,24 @@ class Session:
             if fn is not None:
                 fn(task)
 
+    def reserve(self, task: Task, sign: float) -> None:
+        """``task`` takes (1.0) or gives back (-1.0) room in its queue, without a node."""
+        for h in self._handlers if self._handlers is not None else self.event_handlers:
+            if h.reserve is not None:
+                h.reserve(task, sign)
+        task.reserved = sign > 0
+        self.jobs[task.job].touched = True
+
+    def _reserve_lifted(self) -> None:
+        """Pods whose queue-allocation gate was lifted hold their queue's room until placed."""
+        for job in self.jobs.values():
+            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
+                if task.gate is Gate.LIFTED:
+                    self.reserve(task, 1.0)
+
     def place(self, task: Task, node: int, status: TaskStatus) -> None:
+        if task.reserved:
+            self.reserve(task, -1.0)  # its reservation becomes its allocation
         self.jobs[task.job].set_status(task, status)
         task.node = node
         task.node_name = self.nodes.names[node]
@@ -398,6 +445,8 @@ class Session:
         self._fire(task, False)  # handlers still see the node the task leaves
         task.node = -1
         task.node_name = ""
+        if task.gate is Gate.LIFTED:
+            self.reserve(task, 1.0)
 
     def release(self, task: Task) -> None:
         self._move(task, TaskStatus.RELEASING)

@@ -232,6 +232,16 @@ class PodResourceClaim(ApiModel):
     resource_claim_template_name: str | None = None
 
 
+class PodSchedulingGate(ApiModel):
+    name: str = Field(min_length=1)
+
+
+class PodSchedulingGroup(ApiModel):
+    """The ``scheduling.k8s.io`` PodGroup the pod belongs to (Kubernetes 1.36+)."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(ApiModel):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -249,6 +259,9 @@ class PodSpec(ApiModel):
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     volumes: tuple[Volume, ...] = ()
     resource_claims: tuple[PodResourceClaim, ...] = ()
+    scheduling_gates: tuple[PodSchedulingGate, ...] = ()
+    """While any is left, no scheduler may place the pod (the API server refuses its binding)."""
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodCondition(ApiModel):

@@ -8,7 +8,7 @@ loader) reads this table, so a kind added here is parsed, stored and watched ali
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
@@ -19,9 +19,10 @@ from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workload import WORKLOAD_GROUP, WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
-__all__ = ["KINDS", "Kind", "kind_label", "kind_of_model"]
+__all__ = ["KINDS", "Kind", "kind_for", "kind_label", "kind_of_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +39,29 @@ class Kind:
     """Read only for its ``spec.selector``, for scoring (PodTopologySpread's default
     constraints): the operator's cache drops an event that leaves the selector alone, and no
     change is news, since a score never lets a pending pod fit."""
+    api_kind: str = ""
+    """The object's ``kind`` in the API when it is not :attr:`name` (Kubernetes' PodGroup, whose
+    name Volcano's PodGroup has here)."""
+    versions: tuple[str, ...] = ()
+    """Versions the server may serve instead of :attr:`version`, newest first: the first one
+    served is read (an alpha API moves from version to version)."""
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def kind(self) -> str:
+        """The ``kind`` field of its objects."""
+        return self.api_kind or self.name
+
+    @property
+    def all_versions(self) -> tuple[str, ...]:
+        return self.versions or (self.version,)
+
+    def at(self, version: str) -> Kind:
+        """This kind as served at ``version``."""
+        return replace(self, version=version)
 
     @property
     def qualified(self) -> str:
@@ -190,6 +210,17 @@ KINDS: dict[str, Kind] = _kinds(
         False,
         "numatopologies",
     ),
+    Kind(
+        "WorkloadPodGroup",
+        WORKLOAD_GROUP,
+        "v1alpha3",
+        "podgroups",
+        WorkloadPodGroup,
+        True,
+        "workload_podgroups",
+        api_kind="PodGroup",
+        versions=("v1alpha3", "v1alpha2"),
+    ),
 )
 """Every kind the scheduler reads, by kind name."""
 
@@ -198,6 +229,23 @@ _BY_MODEL = {k.model: k for k in KINDS.values()}
 
 def kind_of_model(model: type) -> Kind:
     return _BY_MODEL[model]
+
+
+_BY_API = {(k.group, k.kind): k for k in KINDS.values()}
+
+
+def kind_for(api_version: object, kind: object) -> Kind | None:
+    """The kind of an object with this ``apiVersion`` and ``kind`` (a manifest's); a group this
+    table does not know for that kind name gives the kind of that name, if any (an object
+    written without its group)."""
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    if not isinstance(kind, str):
+        return None
+    found = _BY_API.get((group, kind))
+    if found is not None:
+        return found
+    by_name = KINDS.get(kind)
+    return by_name if by_name is not None and not by_name.api_kind else None
 
 
 SHARED_KIND_NAMES = frozenset({"PodGroup"})
@@ -209,6 +257,6 @@ def kind_label(kind: str) -> str:
     """How messages name ``kind``: ``PodGroup (podgroups.scheduling.volcano.sh)`` for a kind
     kubectl could take for Kubernetes' own, the bare name otherwise."""
     known = KINDS.get(kind)
-    return (
-        f"{kind} ({known.qualified})" if known is not None and kind in SHARED_KIND_NAMES else kind
-    )
+    if known is None or not (known.api_kind or kind in SHARED_KIND_NAMES):
+        return kind
+    return f"{known.kind} ({known.qualified})"

@@ -59,6 +59,7 @@ from caldera.operator.writers.binder import Binder
 from caldera.operator.writers.controllers import Controllers
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
+from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter
 
 __all__ = ["Runtime", "build_registry", "operate", "run"]
@@ -222,6 +223,7 @@ async def _start(runtime: Runtime) -> None:
         evictor=Evictor(rest, events, s.scheduler_names[0]),
         status=status,
         events=events,
+        gates=GateLifter(rest, forget=assumed.lift_failed),
     )
     runtime.writers = writers
     cache.on_bound_pod = DeviceFailures(events, writers.evictor).seen
@@ -278,6 +280,7 @@ async def _start(runtime: Runtime) -> None:
     for queue in (
         writers.binder.queue,
         writers.evictor.queue,
+        writers.gates.queue,
         status.podgroups,
         status.queues,
         status.hypernodes,
@@ -380,6 +383,7 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
         w = runtime.writers
         queues = (
             w.binder.queue,
+            w.gates.queue,
             w.status.podgroups,
             w.status.queues,
             w.status.hypernodes,

@@ -147,6 +147,12 @@ class Metrics:
             ("verb", "resource"),
             registry=registry,
         )
+        self.gates_lifted = Counter(
+            "caldera_queue_gates_lifted",
+            "Pods whose queue-allocation gate was lifted because their queue had room, by queue",
+            ("queue",),
+            registry=registry,
+        )
         self.admission = Counter(
             "caldera_admission_reviews",
             "Admission requests answered, by webhook path and answer (allowed, patched, denied, "

@@ -288,7 +288,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         ssn.reclaimable_point.add(self.name, reclaimable)
         if hierarchy:
             ssn.victim_queue_order_point.add(self.name, depth_shared)
-        ssn.event_handlers.add(self.name, EventHandler.counting(update))
+        ssn.event_handlers.add(self.name, EventHandler.counting(update, reservations=True))
         for name, a in attrs.items():
             ssn.result.deserved[name] = space.to_quantities(a.deserved)
 

@@ -232,4 +232,4 @@ class ProportionPlugin(Plugin[ProportionArgs]):
         ssn.job_enqueueable_point.add(self.name, enqueueable)
         ssn.job_enqueued_point.add(self.name, enqueued)
         ssn.reclaimable_point.add(self.name, reclaimable)
-        ssn.event_handlers.add(self.name, EventHandler.counting(update))
+        ssn.event_handlers.add(self.name, EventHandler.counting(update, reservations=True))

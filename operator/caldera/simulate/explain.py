@@ -29,7 +29,7 @@ from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import IntArray, Session
-from caldera.models.volcano import GROUP_NAME_ANNOTATION
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_ALLOCATION_GATE
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
@@ -295,6 +295,14 @@ def _next_session(
     for cond in result.pod_conditions:
         if f"{cond.namespace}/{cond.name}" == key:
             text = f"{cond.reason}: {cond.message}"
+    lift = next((g for g in result.gate_lifts if f"{g.namespace}/{g.name}" == key), None)
+    if lift is not None:
+        text = (
+            f"its {QUEUE_ALLOCATION_GATE} gate is lifted: queue {lift.queue} has room for it "
+            "(the session after places it)"
+        )
+    elif key in result.gate_waits:
+        text = f"stays gated by {QUEUE_ALLOCATION_GATE}: {result.gate_waits[key]}"
     for pod_key, node in binds:
         if pod_key == key:
             return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds)

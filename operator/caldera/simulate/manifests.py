@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from caldera.cache.state import ClusterState, StateObject
-from caldera.models.parse import KINDS, ObjectError, describe, parse_object
+from caldera.models.kinds import kind_for, kind_label
+from caldera.models.parse import ObjectError, describe, parse_object
 from caldera.simulate.progress import Progress
 from caldera.simulate.reading import read_files
 
@@ -134,11 +135,13 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
                 "kind must be a non-empty string"
             )
             continue
-        if kind not in KINDS:
+        known = kind_for(doc.get("apiVersion"), kind)
+        if known is None:
             out.notes.append(
                 f"{source}: ignored {kind} {describe(kind, doc)}: kind not used by the scheduler"
             )
             continue
+        kind = known.name
         raw = dict(doc)
         meta = raw.get("metadata")
         if isinstance(meta, Mapping) and not meta.get("creationTimestamp"):
@@ -152,6 +155,7 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
             continue
         if out.state.add(obj):
             out.warnings.append(
-                f"{source}: {kind} {describe(str(kind), raw)} appears twice; the last one is used"
+                f"{source}: {kind_label(kind)} {describe(kind, raw)} appears twice; "
+                "the last one is used"
             )
     return out

@@ -2,8 +2,10 @@
 
 The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``,
 ``queues`` (each with its weight, deserved share and allocation, in the table's units), ``pods``
-and ``unschedulable`` (and ``devices``, every shared card with its usage,
-when some node registers any), with keys sorted so equal input gives equal bytes.
+and ``unschedulable``; ``devices`` (every shared card with its usage) when some node registers
+any; ``gateLifts`` (pods whose queue-allocation gate a cycle lifted) and ``gated`` (pods still
+gated after the last cycle, with what they wait for) when some pod uses those gates. Keys are
+sorted so equal input gives equal bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ def _unschedulable(sim: Simulation) -> dict[str, str]:
 
 def report(sim: Simulation) -> dict[str, Any]:
     state = sim.state
+    doc = _core(sim, state)
+    lifts = [
+        {"pod": f"{g.namespace}/{g.name}", "queue": g.queue, "cycle": rec.cycle}
+        for rec in sim.cycles
+        for g in rec.result.gate_lifts
+    ]
+    gated = sim.cycles[-1].result.gate_waits if sim.cycles else {}
+    if lifts or gated:  # only where queue-allocation gates are used
+        doc["gateLifts"] = lifts
+        doc["gated"] = dict(sorted(gated.items()))
+    return doc
+
+
+def _core(sim: Simulation, state: Any) -> dict[str, Any]:
     return {
         "binds": [
             {"pod": f"{b.namespace}/{b.name}", "node": b.node, "cycle": rec.cycle}
@@ -173,6 +189,14 @@ def to_table(sim: Simulation) -> str:
             lines += _rows(
                 ("POD", "REASON"), [(f"{e.namespace}/{e.name}", e.reason) for e in res.evictions]
             )
+        if res.gate_lifts:
+            lines.append(f"  lifted the queue-allocation gate of {len(res.gate_lifts)} pod(s):")
+            lines += _rows(
+                ("POD", "QUEUE"), [(f"{g.namespace}/{g.name}", g.queue) for g in res.gate_lifts]
+            )
+        if res.gate_waits:
+            lines.append(f"  gated {len(res.gate_waits)} pod(s):")
+            lines += _rows(("POD", "WAITS FOR"), sorted(res.gate_waits.items()))
         waiting = _waiting(sim, rec)
         if waiting:
             lines.append(f"  waiting {len(waiting)} podgroup(s):")

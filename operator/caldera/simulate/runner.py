@@ -5,9 +5,10 @@ does at startup. Between cycles the simulator does what the rest of Kubernetes w
 gets its node and phase Running (the kubelet), a volume chosen for a claim is bound to it (the
 PersistentVolume controller), a claim to provision gets its selected node, a ResourceClaim gets
 the allocation and consumer the binder would write (DynamicResources' PreBind), an evicted pod
-disappears, and the PodGroup and Queue status the session wrote is stored. Simulated time starts
-one period after the newest creation time in the input and advances one schedule period per
-cycle, so the output depends only on the input.
+disappears, a pod whose queue-allocation gate the session lifted loses it, and the PodGroup and
+Queue status the session wrote is stored. Simulated time starts one period after the newest
+creation time in the input and advances one schedule period per cycle, so the output depends
+only on the input.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ from caldera.models.storage import (
     SELECTED_NODE_ANNOTATION,
     ClaimReference,
 )
-from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION, GROUP_NAME_ANNOTATION
+from caldera.models.volcano import (
+    ALLOCATED_HYPERNODE_ANNOTATION,
+    GROUP_NAME_ANNOTATION,
+    QUEUE_ALLOCATION_GATE,
+)
 from caldera.quantity import to_engine_units
 from caldera.simulate.progress import Progress
 
@@ -159,6 +164,13 @@ def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
         )
     for evict in result.evictions:
         state.pods.pop(f"{evict.namespace}/{evict.name}", None)
+    for lift in result.gate_lifts:
+        key = f"{lift.namespace}/{lift.name}"
+        pod = state.pods[key]
+        left = tuple(g for g in pod.spec.scheduling_gates if g.name != QUEUE_ALLOCATION_GATE)
+        state.pods[key] = pod.model_copy(
+            update={"spec": pod.spec.model_copy(update={"scheduling_gates": left})}
+        )
     for st in result.podgroups:
         key = f"{st.namespace}/{st.name}"
         pg = state.podgroups.get(key)

@@ -80,12 +80,14 @@ def decide(
     memo: BuildMemo,
     on_bind: Callable[[Bind], None] | None = None,
     evicting: Sequence[str] = (),
+    lifting: Sequence[str] = (),
 ) -> Outcome:
     """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
     The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
-    hears of each bind the moment the session decides it; ``evicting`` pods are terminating."""
+    hears of each bind the moment the session decides it; ``evicting`` pods are terminating;
+    ``lifting`` pods have lost their queue-allocation gate."""
     now = time.time()
-    view = replace(state, pods=apply(state.pods, in_flight, evicting, now))
+    view = replace(state, pods=apply(state.pods, in_flight, evicting, now, lifting))
     snapshot, problems = build_snapshot(
         view,
         scheduler_names=config.scheduler_names,
@@ -193,6 +195,7 @@ def run_session(
     config: SessionConfig,
     session_id: str,
     evicting: Sequence[str] = (),
+    lifting: Sequence[str] = (),
 ) -> Outcome:
     global _copy
     _copy = changes.apply_to(_copy)
@@ -208,4 +211,5 @@ def run_session(
         memo=_memo.next(config.full_rebuild_every),
         on_bind=stream.add,
         evicting=evicting,
+        lifting=lifting,
     )

@@ -38,6 +38,7 @@ from caldera.operator.watch.policy import PolicyHolder
 from caldera.operator.writers.binder import Binder
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
+from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter
 from caldera.quantity import to_engine_units
 
@@ -53,6 +54,7 @@ class Writers:
     evictor: Evictor
     status: StatusWriter
     events: EventPoster
+    gates: GateLifter
 
 
 class Scheduler:
@@ -121,6 +123,7 @@ class Scheduler:
         state = self.cache.state
         in_flight = self.assumed.current(state.pods)
         evicting = self.assumed.current_evictions(state.pods)
+        lifting = self.assumed.current_lifts(state.pods)
         policy = self.policy.policy
         session_id = stable_uid("Session", f"{time.time_ns()}")
         start = time.perf_counter()
@@ -128,7 +131,7 @@ class Scheduler:
         try:
             if self.worker is not None:
                 result, problems = await self.worker.decide(
-                    self.cache, in_flight, policy, session_id, evicting
+                    self.cache, in_flight, policy, session_id, evicting, lifting
                 )
             else:
                 self.cache.forget_changes()  # the thread reads a copy of the whole state
@@ -147,6 +150,7 @@ class Scheduler:
                     memo=self._memo.next(self.config.full_rebuild_every),
                     on_bind=stream.add,
                     evicting=evicting,
+                    lifting=lifting,
                 )
         finally:
             self._running = ""
@@ -214,6 +218,12 @@ class Scheduler:
             self.assumed.evicting(f"{evict.namespace}/{evict.name}", evict.uid)
             w.evictor.submit(evict)
             self.metrics.evictions.labels(action=evict.reason).inc()
+        for lift in result.gate_lifts:
+            key = f"{lift.namespace}/{lift.name}"
+            if self._writes.fresh(f"gate/{key}", lift.uid):
+                self.assumed.lifting(key, lift.uid)
+                w.gates.submit(lift)
+                self.metrics.gates_lifted.labels(queue=lift.queue).inc()
         self.metrics.preemption_victims.set(len(result.evictions))
         self.metrics.preemption_attempts.inc(result.preemption_attempts)
         for st in result.podgroups:

@@ -133,6 +133,7 @@ class SessionWorker:
         policy: Policy,
         session_id: str,
         evicting: Sequence[str] = (),
+        lifting: Sequence[str] = (),
     ) -> Outcome:
         self.start(cache)
         assert self._pool is not None
@@ -149,6 +150,7 @@ class SessionWorker:
                 self._config,
                 session_id,
                 tuple(evicting),
+                tuple(lifting),
             )
         except BrokenProcessPool:
             self.close()  # the next session starts a new worker and sends everything

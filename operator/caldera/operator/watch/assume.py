@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.models.core import Pod
+from caldera.models.volcano import QUEUE_ALLOCATION_GATE
 
 __all__ = ["Assumptions", "InFlight", "apply"]
 
@@ -35,6 +36,31 @@ class Assumptions:
         self._evicting: dict[str, str] = {}
         """Pods the evictor has been given, by key → uid, until the API shows them terminating
         or gone: sessions see them as releasing, so none is chosen as a victim twice."""
+        self._lifting: dict[str, str] = {}
+        """Pods whose queue-allocation gate is being lifted, by key → uid, until the API shows
+        it gone: sessions see them lifted, so they hold their queue's room from the moment the
+        lift is decided (a lagging watch never lets their room be given twice)."""
+
+    def lifting(self, key: str, uid: str) -> None:
+        self._lifting[key] = uid
+
+    def lift_failed(self, key: str) -> None:
+        self._lifting.pop(key, None)
+
+    def current_lifts(self, pods: Mapping[str, Pod]) -> list[str]:
+        """Pods whose gate lift is under way but not yet visible; the rest are dropped."""
+        out = []
+        for key, uid in list(self._lifting.items()):
+            pod = pods.get(key)
+            if (
+                pod is None
+                or not any(g.name == QUEUE_ALLOCATION_GATE for g in pod.spec.scheduling_gates)
+                or (uid and pod.metadata.uid and pod.metadata.uid != uid)
+            ):
+                del self._lifting[key]
+            else:
+                out.append(key)
+        return out
 
     def evicting(self, key: str, uid: str) -> None:
         self._evicting[key] = uid
@@ -97,11 +123,22 @@ class Assumptions:
 
 
 def apply(
-    pods: Mapping[str, Pod], assumed: InFlight, evicting: Sequence[str] = (), now: float = 0.0
+    pods: Mapping[str, Pod],
+    assumed: InFlight,
+    evicting: Sequence[str] = (),
+    now: float = 0.0,
+    lifting: Sequence[str] = (),
 ) -> dict[str, Pod]:
-    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations, and
-    each pod being evicted is terminating (since ``now``)."""
+    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations, each
+    pod being evicted is terminating (since ``now``), and each pod whose gate is being lifted has
+    lost it."""
     out = dict(pods)
+    for key in lifting:
+        pod = out.get(key)
+        if pod is not None:
+            left = tuple(g for g in pod.spec.scheduling_gates if g.name != QUEUE_ALLOCATION_GATE)
+            spec = pod.spec.model_copy(update={"scheduling_gates": left})
+            out[key] = pod.model_copy(update={"spec": spec})
     for key in evicting:
         pod = out.get(key)
         if pod is not None and pod.metadata.deletion_timestamp is None:
