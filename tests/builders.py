@@ -37,6 +37,7 @@ from caldera.models.numa import Numatopology
 from caldera.models.parse import parse_object
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
+from caldera.models.workload import WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from caldera.plugins.nodeorder.resources import GPU
 from caldera.simulate.report import report
@@ -56,6 +57,7 @@ Obj = (
     | HyperNode
     | ResourceQuota
     | Numatopology
+    | WorkloadPodGroup
 )
 ObjT = TypeVar(
     "ObjT",
@@ -71,6 +73,7 @@ ObjT = TypeVar(
     HyperNode,
     ResourceQuota,
     Numatopology,
+    WorkloadPodGroup,
 )
 
 
@@ -142,6 +145,7 @@ def pod(
     owners: Iterable[Mapping[str, Any]] = (),
     limits: Mapping[str, str] | None = None,
     gates: Iterable[str] = (),
+    scheduling_group: str = "",
 ) -> Pod:
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
@@ -181,6 +185,8 @@ def pod(
         spec["volumes"] = [dict(v) for v in volumes]
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
+    if scheduling_group:
+        spec["schedulingGroup"] = {"podGroupName": scheduling_group}
     raw = {
         "kind": "Pod",
         "metadata": _meta(
@@ -320,6 +326,19 @@ def queue(
         "status": {"state": state},
     }
     return _parse(Queue, raw)
+
+
+def workload_podgroup(
+    name: str, *, min_count: int | None = None, namespace: str = "default", **annotations: str
+) -> WorkloadPodGroup:
+    """A Kubernetes PodGroup (``scheduling.k8s.io``): a gang of ``min_count``, else ``basic``."""
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    raw = {
+        "kind": "PodGroup",
+        "metadata": _meta(name, namespace, None, annotations=dict(annotations)),
+        "spec": {"schedulingPolicy": policy},
+    }
+    return _parse(WorkloadPodGroup, raw)
 
 
 def hypernode(

@@ -276,6 +276,21 @@ NUMATOPOLOGIES = _crd(
     short_names=("numatopo",),
 )
 
+WORKLOAD_PODGROUPS = {
+    version: _builtin(
+        "scheduling.k8s.io",
+        version,
+        "podgroups",
+        "PodGroup",
+        True,
+        subresources={"status": _STATUS_VERBS},
+        merge_keys={"status.conditions": "type"},
+    )
+    for version in ("v1alpha2", "v1alpha3")
+}
+"""Kubernetes' own PodGroups (1.36: v1alpha2, 1.37: v1alpha3), served only when a test
+registers one: a cluster without the GenericWorkload feature serves neither."""
+
 DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     PODS,
     NODES,

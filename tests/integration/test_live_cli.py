@@ -156,8 +156,12 @@ async def test_reading_the_cluster_sends_only_get_requests_and_lists_every_kind(
     assert sent
     assert {r.method for r in sent} == {"GET"}
     # /version, then every kind at its cluster-wide path (a kind the emulator does not serve
-    # answers 404 and counts as empty)
-    paths = {resource_of(kind).path() for kind in KINDS.values()}
+    # answers 404 and counts as empty; one served at one of several versions is asked at each)
+    paths = {
+        resource_of(kind.at(version)).path()
+        for kind in KINDS.values()
+        for version in kind.all_versions
+    }
     assert {r.path for r in sent} == {"/version", *paths}
 
 

@@ -84,21 +84,15 @@ def _podgroup_status(job: Job, session_id: str, tree: HyperNodeTree | None) -> P
     )
 
 
-def _workload_status(job: Job, session_id: str, evicted: set[str]) -> WorkloadGroupStatus:
+def _workload_status(job: Job, evicted: set[str]) -> WorkloadGroupStatus:
     """A Kubernetes PodGroup's verdict (kube-scheduler's ``submitPodGroupAlgorithmResult``)."""
     scheduled = job.ready_task_num() >= job.min_available
     message = ""
     if not scheduled:
-        gang = next(
-            (
-                c.message
-                for c in job.conditions
-                if c.type == "Unschedulable" and c.transition_id == session_id
-            ),
-            "",
-        )
+        # the gang plugin's verdict (its PodGroup condition's message), else the first pod's
         pending = sorted(job.by_status.get(TaskStatus.PENDING, {}).values(), key=lambda t: t.key)
-        message = gang or (task_scheduling_reason(job, pending[0])[1] if pending else "")
+        first = task_scheduling_reason(job, pending[0])[1] if pending else ""
+        message = job.fit_error or first
     victims = sorted(t.name for uid, t in job.tasks.items() if uid in evicted)
     return WorkloadGroupStatus(
         job.namespace,
@@ -160,7 +154,7 @@ def close_session(ssn: Session) -> None:
         if job.has_object:
             result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
         elif job.workload and job.tasks:
-            result.workload_groups.append(_workload_status(job, ssn.uid, evicted))
+            result.workload_groups.append(_workload_status(job, evicted))
         for status in _WAITING:
             waiting = job.by_status.get(status)
             if not waiting:

@@ -139,17 +139,19 @@ async def _reach(reader: ReadOnly, server: str) -> None:
 async def _list_kind(
     reader: ReadOnly, kind: Kind, page: int
 ) -> tuple[list[dict[str, Any]], str] | None:
-    """The kind's objects at the latest version; None when the server does not serve it."""
-    resource = resource_of(kind)
-    for attempt in range(_EXPIRED_RETRIES + 1):
-        try:
-            return await list_objects(reader, resource, page=page, resource_version=None)
-        except ApiError as exc:
-            if exc.status == 404:
-                return None
-            if exc.status != 410 or attempt == _EXPIRED_RETRIES:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+    """The kind's objects at the latest version, at the first of its versions the server serves;
+    None when it serves none."""
+    for version in kind.all_versions:
+        resource = resource_of(kind.at(version))
+        for attempt in range(_EXPIRED_RETRIES + 1):
+            try:
+                return await list_objects(reader, resource, page=page, resource_version=None)
+            except ApiError as exc:
+                if exc.status == 404:
+                    break  # not this version: the next one, if any
+                if exc.status != 410 or attempt == _EXPIRED_RETRIES:
+                    raise
+    return None
 
 
 def _store(out: Live, kind: Kind, items: list[dict[str, Any]]) -> None:

@@ -88,6 +88,7 @@ class ObjectMeta(ApiModel):
     namespace: str = ""
     uid: str = ""
     resource_version: str = ""
+    generation: int = 0
     creation_timestamp: Timestamp = None
     deletion_timestamp: Timestamp = None
     labels: dict[str, str] = Field(default_factory=dict)

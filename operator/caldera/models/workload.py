@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta
+from caldera.models.core import PodCondition
 
 __all__ = [
     "CONDITION_BY_VERSION",
@@ -58,21 +59,15 @@ class SchedulingPolicy(ApiModel):
         return self.gang.min_count if self.gang is not None else 1
 
 
-class WorkloadCondition(ApiModel):
-    type: str
-    status: str = "Unknown"
-    reason: str = ""
-    message: str = ""
-
-
 class WorkloadPodGroupSpec(ApiModel):
     scheduling_policy: SchedulingPolicy
 
 
 class WorkloadPodGroupStatus(ApiModel):
-    conditions: tuple[WorkloadCondition, ...] = ()
+    conditions: tuple[PodCondition, ...] = ()
+    """``metav1.Condition`` s: the fields read are a pod condition's."""
 
-    def condition(self, type_: str) -> WorkloadCondition | None:
+    def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
 
 

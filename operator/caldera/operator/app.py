@@ -247,6 +247,9 @@ async def _start(runtime: Runtime) -> None:
         # the worker process loads the plugins from entry points, so a registry built in code
         # (tests, embedding) keeps sessions in a thread of this process
         worker=SessionWorker(config) if s.session_process and not runtime.own_registry else None,
+        served_version=lambda kind: next(
+            (i.version for i in runtime.informers if i.kind.name == kind), KINDS[kind].version
+        ),
     )
 
     async def policy_error(error: ConfigError) -> None:
@@ -284,6 +287,7 @@ async def _start(runtime: Runtime) -> None:
         status.podgroups,
         status.queues,
         status.hypernodes,
+        status.workloads,
         status.pods,
         events.queue,
     ):
@@ -387,6 +391,7 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
             w.status.podgroups,
             w.status.queues,
             w.status.hypernodes,
+            w.status.workloads,
             w.events.queue,
         )
         try:

@@ -60,9 +60,9 @@ class Simulation:
 
 
 def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list[str]:
-    """Give our pods without a PodGroup one, as the PodGroup controller would: running ones
-    too (they count against their queue, as in the operator's in-memory groups), but not those
-    on a node that no longer exists (they hold nothing)."""
+    """Give our pods without a PodGroup (of either kind) one, as the PodGroup controller would:
+    running ones too (they count against their queue, as in the operator's in-memory groups),
+    but not those on a node that no longer exists (they hold nothing)."""
     names = frozenset(scheduler_names)
     created = []
     for key, pod in sorted(state.pods.items()):
@@ -74,6 +74,9 @@ def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list
             continue
         if GROUP_NAME_ANNOTATION in pod.metadata.annotations:
             continue
+        joined = pod.spec.scheduling_group
+        if joined is not None and joined.pod_group_name:
+            continue  # a member of a Kubernetes PodGroup
         if not pod.metadata.uid:
             meta = pod.metadata.model_copy(update={"uid": stable_uid("Pod", key)})
             pod = pod.model_copy(update={"metadata": meta})

@@ -16,17 +16,19 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import copy_state
-from caldera.framework.intents import Bind, CycleResult, PodGroupStatus
+from caldera.framework.intents import Bind, CycleResult, PodGroupStatus, WorkloadGroupStatus
 from caldera.framework.registry import Registry
 from caldera.k8s.lease import LeaderGate
 from caldera.models.kinds import KINDS, kind_label
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
+from caldera.models.workload import CONDITION_BY_VERSION, DISRUPTION_TARGET, REASON_PREEMPTION
 from caldera.operator.loop.decide import KeptMemo
 from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
@@ -39,7 +41,7 @@ from caldera.operator.writers.binder import Binder
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
-from caldera.operator.writers.status import StatusWriter
+from caldera.operator.writers.status import StatusWriter, WorkloadWrite
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers", "by_condition"]
@@ -72,8 +74,11 @@ class Scheduler:
         metrics: Metrics,
         problem_grace: float = 30.0,
         worker: SessionWorker | None = None,
+        served_version: Callable[[str], str] = lambda kind: KINDS[kind].version,
     ) -> None:
         self.config = config
+        self.served_version = served_version
+        """The version the server serves a kind at (the informer found it)."""
         self.cache = cache
         self.trigger = trigger
         self.policy = policy
@@ -236,6 +241,8 @@ class Scheduler:
         for qs in result.queues:
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
+        for ws in result.workload_groups:
+            self._workload(ws)
         for hs in result.hypernodes:
             if self._writes.fresh(f"hypernode/{hs.name}", hs.node_count):
                 w.status.hypernode(hs)
@@ -253,6 +260,31 @@ class Scheduler:
                 f"pod/{key}", value
             ):
                 w.status.pod(cond)
+
+    def _workload(self, ws: WorkloadGroupStatus) -> None:
+        """A Kubernetes PodGroup's conditions, when they change: the scheduling condition of the
+        version the server serves (never turned back to False once True, as kube-scheduler's
+        ``updatePodGroupCondition``), and ``DisruptionTarget`` when its pods are preempted."""
+        key = f"{ws.namespace}/{ws.name}"
+        pg = self.cache.state.workload_podgroups.get(key)
+        if pg is None:
+            return
+        version = self.served_version("WorkloadPodGroup")
+        kind = CONDITION_BY_VERSION.get(version, CONDITION_BY_VERSION["v1alpha3"])
+        wanted: list[tuple[str, str, str, str]] = []
+        old = pg.status.condition(kind)
+        value = ("True" if ws.scheduled else "False", ws.reason, ws.message)
+        regress = old is not None and old.status == "True" and not ws.scheduled
+        if not regress and (old is None or (old.status, old.reason, old.message) != value):
+            wanted.append((kind, *value))
+        if ws.disrupted:
+            hit = pg.status.condition(DISRUPTION_TARGET)
+            if hit is None or (hit.status, hit.message) != ("True", ws.disrupted):
+                wanted.append((DISRUPTION_TARGET, "True", REASON_PREEMPTION, ws.disrupted))
+        if wanted and self._writes.fresh(f"workload/{key}", tuple(wanted)):
+            self.writers.status.workload(
+                WorkloadWrite(ws, version, pg.metadata.generation, tuple(wanted))
+            )
 
     def _engine_events(self, result: CycleResult) -> None:
         """The events plugins and actions record that are news to a person: a preemptor's

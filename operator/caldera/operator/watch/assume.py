@@ -11,7 +11,7 @@ make is forgotten by the binder, which knows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.models.core import Pod
@@ -49,36 +49,20 @@ class Assumptions:
 
     def current_lifts(self, pods: Mapping[str, Pod]) -> list[str]:
         """Pods whose gate lift is under way but not yet visible; the rest are dropped."""
-        out = []
-        for key, uid in list(self._lifting.items()):
-            pod = pods.get(key)
-            if (
-                pod is None
-                or not any(g.name == QUEUE_ALLOCATION_GATE for g in pod.spec.scheduling_gates)
-                or (uid and pod.metadata.uid and pod.metadata.uid != uid)
-            ):
-                del self._lifting[key]
-            else:
-                out.append(key)
-        return out
+        return _under_way(
+            self._lifting,
+            pods,
+            lambda pod: not any(g.name == QUEUE_ALLOCATION_GATE for g in pod.spec.scheduling_gates),
+        )
 
     def evicting(self, key: str, uid: str) -> None:
         self._evicting[key] = uid
 
     def current_evictions(self, pods: Mapping[str, Pod]) -> list[str]:
         """Pods whose eviction is under way but not yet visible; the rest are dropped."""
-        out = []
-        for key, uid in list(self._evicting.items()):
-            pod = pods.get(key)
-            if (
-                pod is None
-                or pod.metadata.deletion_timestamp is not None
-                or (uid and pod.metadata.uid and pod.metadata.uid != uid)
-            ):
-                del self._evicting[key]
-            else:
-                out.append(key)
-        return out
+        return _under_way(
+            self._evicting, pods, lambda pod: pod.metadata.deletion_timestamp is not None
+        )
 
     def assume(
         self, key: str, node: str, uid: str = "", annotations: dict[str, str] | None = None
@@ -120,6 +104,21 @@ class Assumptions:
     def overlay(self, pods: dict[str, Pod]) -> dict[str, Pod]:
         """``pods`` with the assumed binds applied (:meth:`current` then :func:`apply`)."""
         return apply(pods, self.current(pods))
+
+
+def _under_way(
+    pending: dict[str, str], pods: Mapping[str, Pod], done: Callable[[Pod], bool]
+) -> list[str]:
+    """The keys of ``pending`` (pod → UID) whose change the cache does not show yet; those
+    shown ``done``, gone, or replaced by a new pod of the same name are dropped."""
+    out = []
+    for key, uid in list(pending.items()):
+        pod = pods.get(key)
+        if pod is None or done(pod) or (uid and pod.metadata.uid and pod.metadata.uid != uid):
+            del pending[key]
+        else:
+            out.append(key)
+    return out
 
 
 def apply(

@@ -58,6 +58,8 @@ class Informer:
         """The last resource version seen; None: list (again) first."""
         self.absent = ""
         """Why the kind could not be listed, while it cannot (not served, forbidden)."""
+        self.version = kind.version
+        """The version it is read at (the first of :attr:`Kind.versions` the server serves)."""
         self.lists = 0
         """How many full listings were made (the first, then one per expired version)."""
 
@@ -98,10 +100,21 @@ class Informer:
 
     async def _list(self) -> str:
         # as client-go's reflector: any version will do (served from the API server's watch
-        # cache, in one piece), pages only when the server insists on paging
-        items, version = await list_objects(
-            self._rest, self._resource, page=self._page, resource_version="0"
-        )
+        # cache, in one piece), pages only when the server insists on paging; a kind served at
+        # one of several versions is read at the first the server has
+        versions = self.kind.all_versions
+        for i, served in enumerate(versions):
+            self._resource = resource_of(self.kind.at(served))
+            try:
+                items, version = await list_objects(
+                    self._rest, self._resource, page=self._page, resource_version="0"
+                )
+            except ApiError as exc:
+                if exc.status == 404 and i + 1 < len(versions):
+                    continue
+                raise
+            self.version = served
+            break
         self.lists += 1
         self._cache.replace(self.kind, items)
         return version

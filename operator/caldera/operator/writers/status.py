@@ -14,6 +14,8 @@ write per object:
   ``volcano.sh/job-allocated-hypernode`` annotation, as Volcano does: no extra request.
 - Queue ``status.allocated`` and HyperNode ``status.nodeCount`` are merge patches of the status
   subresource.
+- A Kubernetes PodGroup's (``scheduling.k8s.io``) condition is a strategic-merge patch of its
+  status subresource (conditions merged by type), as kube-scheduler's ``PatchPodGroupStatus``.
 - A pod's ``PodScheduled`` condition (only ever written when the pod could not be scheduled; a
   binding sets it on success) is a strategic-merge patch of ``pods/status`` (conditions are
   merged by type), posted with a ``FailedScheduling`` event carrying the same text.
@@ -21,19 +23,38 @@ write per object:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from caldera.framework.intents import HyperNodeStatus, PodCondition, PodGroupStatus, QueueStatus
+from caldera.framework.intents import (
+    HyperNodeStatus,
+    PodCondition,
+    PodGroupStatus,
+    QueueStatus,
+    WorkloadGroupStatus,
+)
 from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.k8s.resources import HYPERNODES, PODGROUPS, PODS, QUEUES
 from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Resource, Rest
 from caldera.models.base import format_timestamp
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION
+from caldera.models.workload import WORKLOAD_GROUP
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.retry import WorkQueue
 
-__all__ = ["StatusWriter"]
+__all__ = ["StatusWriter", "WorkloadWrite"]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadWrite:
+    """The conditions to set on a Kubernetes PodGroup: (type, status, reason, message) each, at
+    the version the server serves it."""
+
+    status: WorkloadGroupStatus
+    version: str
+    generation: int
+    conditions: tuple[tuple[str, str, str, str], ...]
 
 
 class StatusWriter:
@@ -59,6 +80,9 @@ class StatusWriter:
         )
         self.pods: WorkQueue[str, PodCondition] = WorkQueue(
             "pod-condition", self._pod, workers=workers
+        )
+        self.workloads: WorkQueue[str, WorkloadWrite] = WorkQueue(
+            "workload-podgroup-status", self._workload, workers=2
         )
 
     def podgroup(self, status: PodGroupStatus) -> None:
@@ -87,6 +111,34 @@ class StatusWriter:
         if st.hypernode:
             patch["metadata"] = {"annotations": {ALLOCATED_HYPERNODE_ANNOTATION: st.hypernode}}
         failed = await self._patch(PODGROUPS, st.name, patch, namespace=st.namespace)
+        return failed is None or gives_up(failed)
+
+    def workload(self, write: WorkloadWrite) -> None:
+        st = write.status
+        self.workloads.put(f"{st.namespace}/{st.name}", write, delay=self._podgroup_coalesce)
+
+    async def _workload(self, key: str, write: WorkloadWrite) -> bool:
+        now = format_timestamp(datetime.now(UTC).timestamp())
+        conditions = [
+            {
+                "type": t,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastTransitionTime": now,
+                "observedGeneration": write.generation,
+            }
+            for t, status, reason, message in write.conditions
+        ]
+        resource = Resource(WORKLOAD_GROUP, write.version, "podgroups")
+        failed = await self._patch(
+            resource,
+            write.status.name,
+            {"status": {"conditions": conditions}},
+            namespace=write.status.namespace,
+            subresource="status",
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
         return failed is None or gives_up(failed)
 
     async def _queue(self, name: str, st: QueueStatus) -> bool:
