@@ -169,5 +169,5 @@ async def test_explain_reads_the_version_the_cluster_serves(
         capsys, "explain", f"{ns}/trio-0", "--kubeconfig", str(k8s.kubeconfig_path)
     )
     assert code == 0, err
-    assert f"(podgroup {ns}/{UPSTREAM}/trio, queue default)" in out
+    assert f"({UPSTREAM} {ns}/trio, queue default)" in out
     assert "once minAvailable is satisfied" in out

@@ -118,7 +118,8 @@ def test_the_table_lists_fitting_nodes_by_score_then_the_rest_with_reasons(
 ) -> None:
     assert main(["explain", "p", write(tmp_path, NODES, pod("p", "2"))]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "pod default/p  (podgroup " + out[0].split("(podgroup ")[1]
+    assert out[0].startswith("pod default/p  (podgroups.scheduling.volcano.sh default/podgroup-")
+    assert out[0].endswith(", queue default)")
     assert out[1] == "verdict: would be placed on big"
     assert out[2] == "next session: bound to big"
     header, *rows = out[3:]

@@ -103,7 +103,10 @@ def test_table_output_shows_binds_waiting_gangs_and_queue_shares(
     text = capsys.readouterr().out
     assert "== cycle 1 ==" in text
     assert "bound 9 pod(s):" in text
-    assert "production/climate-sim" in text and "waiting 1 podgroup(s):" in text
+    assert (
+        "production/climate-sim" in text
+        and "waiting 1 podgroup(s) (podgroups.scheduling.volcano.sh):" in text
+    )
     assert "QUEUE" in text and "DESERVED" in text and "research" in text
 
 

@@ -143,3 +143,18 @@ def test_preempting_a_podgroups_pods_marks_it_a_disruption_target() -> None:
     (status,) = sim.cycles[0].result.workload_groups
     assert (status.name, status.scheduled, status.reason) == ("low", True, "Scheduled")
     assert status.disrupted.startswith("preempting 2 of its pods (low-")
+
+
+def test_simulate_names_each_kind_of_podgroup_in_full(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = [_node("n1", "1"), _group("big", "v1alpha3", 2)]
+    docs += [_pod(f"big-{i}", "big") for i in range(2)]
+    path = _write(tmp_path, docs)
+    assert main(["simulate", path]) == 0
+    table = capsys.readouterr().out
+    assert f"waiting 1 podgroup(s) ({UPSTREAM}):" in table
+    assert "default/big" in table
+    doc = _simulate(capsys, path)
+    assert doc["workloadPodGroups"]["default/big"]["scheduled"] is False
+    assert "podGroups" in doc and "default/big" not in doc["podGroups"]

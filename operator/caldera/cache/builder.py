@@ -45,6 +45,7 @@ __all__ = [
     "MEMBER",
     "NO_MEMBERS",
     "SKIP",
+    "WORKLOAD_PODGROUPS",
     "Builder",
     "Group",
     "Kind",
@@ -52,6 +53,8 @@ __all__ = [
     "Outcome",
     "Priorities",
     "engine_queue",
+    "group_label",
+    "workload_key",
 ]
 
 VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
@@ -422,6 +425,17 @@ class Builder:
         created = meta.creation_timestamp or 0.0
         policy = pg.spec.scheduling_policy
         return Group(implicit, policy.min_count, queue, 0, meta.namespace, created, workload=True)
+
+
+def group_label(job_key: str) -> str:
+    """How a job's PodGroup is named to people, with its kind's full name (kubectl resolves a
+    bare ``podgroup`` to Kubernetes' own): ``podgroups.scheduling.volcano.sh ns/name`` or
+    ``podgroups.scheduling.k8s.io ns/name``."""
+    namespace, _, rest = job_key.partition("/")
+    own = rest.removeprefix(f"{WORKLOAD_PODGROUPS}/")
+    if own != rest:
+        return f"{WORKLOAD_PODGROUPS} {namespace}/{own}"
+    return f"{VOLCANO_PODGROUPS} {job_key}"
 
 
 def workload_key(key: str) -> str:

@@ -22,6 +22,7 @@ from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import Task
+from caldera.cache.builder import group_label
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
@@ -420,7 +421,7 @@ def _heading(ex: Explanation, scorer: str) -> str:
 
 def to_table(ex: Explanation) -> str:
     lines = [
-        f"pod {ex.pod}  (podgroup {ex.job}, queue {ex.queue})",
+        f"pod {ex.pod}  ({group_label(ex.job)}, queue {ex.queue})",
         f"verdict: {ex.verdict}",
         f"next session: {ex.session}",
     ]

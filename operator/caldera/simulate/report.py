@@ -1,11 +1,12 @@
 """What ``caldera simulate`` prints: a JSON document for tools, a table for people.
 
-The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``,
-``queues`` (each with its weight, deserved share and allocation, in the table's units), ``pods``
-and ``unschedulable``; ``devices`` (every shared card with its usage) when some node registers
-any; ``gateLifts`` (pods whose queue-allocation gate a cycle lifted) and ``gated`` (pods still
-gated after the last cycle, with what they wait for) when some pod uses those gates. Keys are
-sorted so equal input gives equal bytes.
+The JSON shape is an interface other tools depend on: ``binds``, ``evictions``, ``podGroups``
+(Volcano's), ``queues`` (each with its weight, deserved share and allocation, in the table's
+units), ``pods`` and ``unschedulable``; ``devices`` (every shared card with its usage) when some
+node registers any; ``workloadPodGroups`` (Kubernetes' PodGroups, ``scheduling.k8s.io``:
+scheduled or why not) when there are any; ``gateLifts`` (pods whose queue-allocation gate a cycle
+lifted) and ``gated`` (pods still gated after the last cycle, with what they wait for) when some
+pod uses those gates. Keys are sorted so equal input gives equal bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from caldera.cache.builder import VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
 from caldera.cache.devices import device_usage
 from caldera.devices.usage import CardState
 from caldera.devices.vendors import VENDORS
@@ -39,7 +41,18 @@ def report(sim: Simulation) -> dict[str, Any]:
         for rec in sim.cycles
         for g in rec.result.gate_lifts
     ]
-    gated = sim.cycles[-1].result.gate_waits if sim.cycles else {}
+    last = sim.cycles[-1].result if sim.cycles else None
+    workload = {
+        f"{w.namespace}/{w.name}": {
+            "scheduled": w.scheduled,
+            "reason": w.reason,
+            "message": w.message,
+        }
+        for w in (last.workload_groups if last else ())
+    }
+    if workload:  # only where Kubernetes' PodGroups (scheduling.k8s.io) are used
+        doc["workloadPodGroups"] = dict(sorted(workload.items()))
+    gated = last.gate_waits if last else {}
     if lifts or gated:  # only where queue-allocation gates are used
         doc["gateLifts"] = lifts
         doc["gated"] = dict(sorted(gated.items()))
@@ -167,7 +180,7 @@ def _waiting(sim: Simulation, rec: CycleRecord) -> list[tuple[str, ...]]:
 def _pod_why(message: str) -> str:
     """A pod's pending message; a gang's long message is already in the podgroup table."""
     if "tasks in gang unschedulable" in message:
-        return "waits with its gang (see its podgroup above)"
+        return "waits with its gang (see its PodGroup above)"
     return message
 
 
@@ -199,8 +212,14 @@ def to_table(sim: Simulation) -> str:
             lines += _rows(("POD", "WAITS FOR"), sorted(res.gate_waits.items()))
         waiting = _waiting(sim, rec)
         if waiting:
-            lines.append(f"  waiting {len(waiting)} podgroup(s):")
+            lines.append(f"  waiting {len(waiting)} podgroup(s) ({VOLCANO_PODGROUPS}):")
             lines += _rows(("PODGROUP", "QUEUE", "PHASE", "WHY"), waiting)
+        unscheduled = [
+            (f"{w.namespace}/{w.name}", w.message) for w in res.workload_groups if not w.scheduled
+        ]
+        if unscheduled:
+            lines.append(f"  waiting {len(unscheduled)} podgroup(s) ({WORKLOAD_PODGROUPS}):")
+            lines += _rows(("PODGROUP", "WHY"), unscheduled)
         pending = [
             (f"{c.namespace}/{c.name}", c.reason, _pod_why(c.message))
             for c in res.pod_conditions
@@ -227,7 +246,7 @@ def to_table(sim: Simulation) -> str:
             for ev in res.events
         )
         lines.append("")
-    lines.append("== podgroups after the last cycle ==")
+    lines.append(f"== podgroups ({VOLCANO_PODGROUPS}) after the last cycle ==")
     pg_rows: list[tuple[str, ...]] = [
         (
             k,
