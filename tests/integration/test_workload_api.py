@@ -6,6 +6,7 @@ conditions written as kube-scheduler's ``submitPodGroupAlgorithmResult`` and
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from emulator.discovery import WORKLOAD_PODGROUPS
 from emulator.handles import K8sHandle
 from integration.harness import node, pod, running_operator, wait_bound
 from integration.test_live_cli import cli
+from integration.test_preemption import policy as preempt_policy
 
 UPSTREAM = "podgroups.scheduling.k8s.io"
 CONDITION = {"v1alpha2": "PodGroupScheduled", "v1alpha3": "PodGroupInitiallyScheduled"}
@@ -171,3 +173,28 @@ async def test_explain_reads_the_version_the_cluster_serves(
     assert code == 0, err
     assert f"({UPSTREAM} {ns}/trio, queue default)" in out
     assert "once minAvailable is satisfied" in out
+
+
+async def test_a_podgroup_whose_pods_are_preempted_is_marked_a_disruption_target(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    serve(k8s, "v1alpha3")
+    ns = k8s.namespace
+    for name, value in (("low", 10), ("high", 1000)):
+        await k8s.create("priorityclasses", {"metadata": {"name": name}, "value": value})
+    await k8s.create("nodes", node("n1", cpu="4"))
+    await k8s.create(UPSTREAM, workload_group("low", ns, "v1alpha3", 1), namespace=ns)
+    for i in range(4):
+        low = member(f"low-{i}", ns, "low")
+        low["spec"]["priorityClassName"] = "low"
+        await k8s.create("pods", low, namespace=ns)
+    async with running_operator(k8s, scheduler_conf=preempt_policy(tmp_path)):
+        await wait_bound(k8s, *(f"low-{i}" for i in range(4)))
+        high = pod("high-0", namespace=ns, cpu="2")
+        high["spec"]["priorityClassName"] = "high"
+        await k8s.create("pods", high, namespace=ns)
+        hit = await _condition(k8s, ns, "low", "DisruptionTarget", "True")
+        scheduled = await _condition(k8s, ns, "low", "PodGroupInitiallyScheduled", "True")
+    assert hit["reason"] == "PreemptionByScheduler"
+    assert hit["message"].startswith("preempting 2 of its pods (low-")
+    assert scheduled["reason"] == "Scheduled"  # never turned back to False

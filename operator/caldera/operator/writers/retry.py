@@ -91,6 +91,10 @@ class WorkQueue(Generic[K, V]):
         if fresh:
             self._schedule(key, delay)
 
+    def waiting(self, key: K) -> V | None:
+        """The value queued for ``key`` and not yet handed to the handler, if any."""
+        return self._values.get(key)
+
     def _schedule(self, key: K, delay: float) -> None:
         loop = asyncio.get_running_loop()
         heapq.heappush(self._due, (loop.time() + delay, next(self._seq), key))

@@ -23,7 +23,7 @@ write per object:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -114,8 +114,16 @@ class StatusWriter:
         return failed is None or gives_up(failed)
 
     def workload(self, write: WorkloadWrite) -> None:
+        """Queue a PodGroup's conditions; one still waiting for the same PodGroup is merged in
+        (a later session's verdict replaces a condition of the same type, not the others)."""
         st = write.status
-        self.workloads.put(f"{st.namespace}/{st.name}", write, delay=self._podgroup_coalesce)
+        key = f"{st.namespace}/{st.name}"
+        earlier = self.workloads.waiting(key)
+        if earlier is not None:
+            newer = {c[0] for c in write.conditions}
+            kept = tuple(c for c in earlier.conditions if c[0] not in newer)
+            write = replace(write, conditions=kept + write.conditions)
+        self.workloads.put(key, write, delay=self._podgroup_coalesce)
 
     async def _workload(self, key: str, write: WorkloadWrite) -> bool:
         now = format_timestamp(datetime.now(UTC).timestamp())
