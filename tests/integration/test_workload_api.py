@@ -198,3 +198,23 @@ async def test_a_podgroup_whose_pods_are_preempted_is_marked_a_disruption_target
     assert hit["reason"] == "PreemptionByScheduler"
     assert hit["message"].startswith("preempting 2 of its pods (low-")
     assert scheduled["reason"] == "Scheduled"  # never turned back to False
+
+
+async def test_a_failed_binding_is_a_scheduler_error_until_the_gang_is_placed(
+    k8s: K8sHandle,
+) -> None:
+    serve(k8s, "v1alpha2")
+    ns = k8s.namespace
+    await k8s.create("nodes", node("n1", cpu="4"))
+    await k8s.create(UPSTREAM, workload_group("pair", ns, "v1alpha2", 2), namespace=ns)
+    for i in range(2):
+        await k8s.create("pods", member(f"pair-{i}", ns, "pair"), namespace=ns)
+    k8s.fail_next(500, times=None, verb="create", resource="pods", subresource="binding")
+    async with running_operator(k8s):
+        failed = await _condition(k8s, ns, "pair", "PodGroupScheduled", "False")
+        assert failed["reason"] == "SchedulerError"
+        assert failed["message"].startswith("binding pair-")
+        k8s.clear_faults()
+        await wait_bound(k8s, "pair-0", "pair-1")
+        cond = await _condition(k8s, ns, "pair", "PodGroupScheduled", "True")
+    assert cond["reason"] == "Scheduled"

@@ -30,7 +30,7 @@ from caldera.admission.hooks import enabled_hooks
 from caldera.collector import fewer_collections
 from caldera.devices.vendors import enabled_vendors
 from caldera.errors import ConfigError
-from caldera.framework.intents import Bind
+from caldera.framework.intents import Bind, PodCondition
 from caldera.framework.registry import Registry
 from caldera.k8s.client import connection_info, load_configuration
 from caldera.k8s.endpoints import serve_health, serve_metrics
@@ -205,6 +205,11 @@ async def _start(runtime: Runtime) -> None:
     runtime.bare = bare
     cache.on_bare_pod = bare.seen
 
+    def pod_condition(condition: PodCondition) -> None:
+        status.pod(condition)
+        if runtime.scheduler is not None:  # a failed bind: its Kubernetes PodGroup says so too
+            runtime.scheduler.bind_failed(condition)
+
     def bound(bind: Bind) -> None:
         m.binds.labels(result="bound").inc()
         for listener in runtime.bind_listeners:
@@ -214,7 +219,7 @@ async def _start(runtime: Runtime) -> None:
         binder=Binder(
             rest,
             events,
-            status.pod,
+            pod_condition,
             forget=assumed.forget,
             workers=s.bind_workers,
             timeout=s.bind_timeout,

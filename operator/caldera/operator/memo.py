@@ -29,6 +29,10 @@ class Recent:
         self._clock = clock
         self._sent: dict[str, tuple[object, float]] = {}
 
+    def forget(self, key: str) -> None:
+        """What was sent for ``key`` was overwritten since: the next value is fresh."""
+        self._sent.pop(key, None)
+
     def fresh(self, key: str, value: object) -> bool:
         now = self._clock()
         last = self._sent.get(key)

@@ -22,13 +22,24 @@ from typing import Any
 
 from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import copy_state
-from caldera.framework.intents import Bind, CycleResult, PodGroupStatus, WorkloadGroupStatus
+from caldera.framework.intents import (
+    Bind,
+    CycleResult,
+    PodCondition,
+    PodGroupStatus,
+    WorkloadGroupStatus,
+)
 from caldera.framework.registry import Registry
 from caldera.k8s.lease import LeaderGate
 from caldera.models.kinds import KINDS, kind_label
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import PodGroupCondition
-from caldera.models.workload import CONDITION_BY_VERSION, DISRUPTION_TARGET, REASON_PREEMPTION
+from caldera.models.workload import (
+    CONDITION_BY_VERSION,
+    DISRUPTION_TARGET,
+    REASON_PREEMPTION,
+    REASON_SCHEDULER_ERROR,
+)
 from caldera.operator.loop.decide import KeptMemo
 from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
@@ -260,6 +271,34 @@ class Scheduler:
                 f"pod/{key}", value
             ):
                 w.status.pod(cond)
+
+    def bind_failed(self, cond: PodCondition) -> None:
+        """A pod's binding failed (``SchedulerError``): its Kubernetes PodGroup, if it has one
+        not yet scheduled, says so too (kube-scheduler's ``PodGroupReasonSchedulerError``)."""
+        if cond.reason != REASON_SCHEDULER_ERROR:
+            return
+        state = self.cache.state
+        pod = state.pods.get(f"{cond.namespace}/{cond.name}")
+        joined = pod.spec.scheduling_group if pod is not None else None
+        if joined is None or not joined.pod_group_name:
+            return
+        pg = state.workload_podgroups.get(f"{cond.namespace}/{joined.pod_group_name}")
+        if pg is None:
+            return
+        version = self.served_version("WorkloadPodGroup")
+        kind = CONDITION_BY_VERSION.get(version, CONDITION_BY_VERSION["v1alpha3"])
+        old = pg.status.condition(kind)
+        if old is not None and old.status == "True":
+            return  # never back to False once scheduled
+        message = f"binding {cond.name} failed: {cond.message}"
+        status = WorkloadGroupStatus(
+            cond.namespace, pg.metadata.name, False, REASON_SCHEDULER_ERROR, message
+        )
+        condition = (kind, "False", REASON_SCHEDULER_ERROR, message)
+        self._writes.forget(f"workload/{cond.namespace}/{pg.metadata.name}")  # overwritten
+        self.writers.status.workload(
+            WorkloadWrite(status, version, pg.metadata.generation, (condition,))
+        )
 
     def _workload(self, ws: WorkloadGroupStatus) -> None:
         """A Kubernetes PodGroup's conditions, when they change: the scheduling condition of the
