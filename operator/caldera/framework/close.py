@@ -84,16 +84,20 @@ def _podgroup_status(job: Job, session_id: str, tree: HyperNodeTree | None) -> P
     )
 
 
-def _workload_status(job: Job, evicted: set[str]) -> WorkloadGroupStatus:
-    """A Kubernetes PodGroup's verdict (kube-scheduler's ``submitPodGroupAlgorithmResult``)."""
-    scheduled = job.ready_task_num() >= job.min_available
+def _workload_status(job: Job, evicted: set[str]) -> WorkloadGroupStatus | None:
+    """A Kubernetes PodGroup's verdict (kube-scheduler's ``submitPodGroupAlgorithmResult``):
+    scheduled once minCount of its pods are bound; None while the binds that make it so are in
+    flight (a bind that fails makes it a ``SchedulerError`` instead, never a True taken back)."""
+    scheduled = job.count(*_SCHEDULED) >= job.min_available
+    victims = sorted(t.name for uid, t in job.tasks.items() if uid in evicted)
+    if not scheduled and job.ready_task_num() >= job.min_available and not victims:
+        return None
     message = ""
     if not scheduled:
         # the gang plugin's verdict (its PodGroup condition's message), else the first pod's
         pending = sorted(job.by_status.get(TaskStatus.PENDING, {}).values(), key=lambda t: t.key)
         first = task_scheduling_reason(job, pending[0])[1] if pending else ""
         message = job.fit_error or first
-    victims = sorted(t.name for uid, t in job.tasks.items() if uid in evicted)
     return WorkloadGroupStatus(
         job.namespace,
         job.name,
@@ -154,7 +158,9 @@ def close_session(ssn: Session) -> None:
         if job.has_object:
             result.podgroups.append(_podgroup_status(job, ssn.uid, tree))
         elif job.workload and job.tasks:
-            result.workload_groups.append(_workload_status(job, evicted))
+            verdict = _workload_status(job, evicted)
+            if verdict is not None:
+                result.workload_groups.append(verdict)
         for status in _WAITING:
             waiting = job.by_status.get(status)
             if not waiting:

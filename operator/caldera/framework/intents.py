@@ -110,7 +110,7 @@ class PodGroupStatus:
 class WorkloadGroupStatus:
     """What a Kubernetes PodGroup's status says after a session, as kube-scheduler writes it
     (``submitPodGroupAlgorithmResult``): scheduled (reason ``Scheduled``) once minCount of its
-    pods are placed, else why not (``Unschedulable``); ``disrupted`` when the session evicts
+    pods are bound, else why not (``Unschedulable``); ``disrupted`` when the session evicts
     some of its pods (``DisruptionTarget``, ``PreemptionByScheduler``)."""
 
     namespace: str
