@@ -42,6 +42,7 @@ BUILT_IN_PLUGINS = [
     "sla",
     "task-topology",
     "tdm",
+    "usage",
 ]
 BUILT_IN_ACTIONS = [
     "allocate",

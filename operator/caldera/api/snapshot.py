@@ -15,6 +15,7 @@ from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.api.usage import NodeUsage
 from caldera.models.dra import DraObjects
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
@@ -68,6 +69,8 @@ class Snapshot:
     (their PodGroup or queue is missing or invalid), by ``namespace/name``, with why: they are
     not scheduled, but still told their reason and explained."""
     hypernodes: HyperNodeTree | None = None
+    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
+    """Nodes' real load from a metrics source, by node name (the ``usage`` plugin)."""
     """The network topology, when the cluster has HyperNodes."""
     spread_owners: SpreadOwners = field(default_factory=SpreadOwners)
     """Services and controllers, whose selectors make PodTopologySpread's system default
