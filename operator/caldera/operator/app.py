@@ -61,6 +61,7 @@ from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter
+from caldera.outside.metrics import UsageSource
 
 __all__ = ["Runtime", "build_registry", "operate", "run"]
 
@@ -93,6 +94,8 @@ class Runtime:
     """The plugin registry was given in code rather than loaded from entry points."""
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
+    usage: UsageSource | None = None
+    """Nodes' real load from the policy's metrics source (the usage plugin)."""
     admission: Admission | None = None
     """The admission webhooks, when ``--enabled-admission`` names any."""
     webhook_server: Server | None = None
@@ -236,6 +239,12 @@ async def _start(runtime: Runtime) -> None:
     # events give way while binds wait for their first try (a burst); binds waiting out a retry
     # backoff do not hold them back
     events.busy = lambda: len(binds) > binds.retrying
+    usage = UsageSource(
+        lambda: runtime.policy.policy.metrics,
+        lambda: cache.state.nodes.keys(),
+        on_state=lambda up: m.metrics_source_up.set(1 if up else 0),
+    )
+    runtime.usage = usage
     config = SessionConfig(
         s.scheduler_names, s.default_queue, not s.create_podgroups, s.full_rebuild_every
     )
@@ -255,6 +264,7 @@ async def _start(runtime: Runtime) -> None:
         served_version=lambda kind: next(
             (i.version for i in runtime.informers if i.kind.name == kind), KINDS[kind].version
         ),
+        node_usage=lambda: (usage.version, usage.usage),
     )
 
     async def policy_error(error: ConfigError) -> None:
@@ -301,6 +311,7 @@ async def _start(runtime: Runtime) -> None:
     spawn(asyncio.create_task(_say_synced(runtime, asyncio.get_running_loop().time())))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
     spawn(asyncio.create_task(_watch_loop_lag(runtime)))
+    spawn(asyncio.create_task(usage.run(), name="node-usage"))
     spawn(asyncio.create_task(controllers.ensure_builtin_queues()))
     if runtime.admission is not None:
         configure = runtime.admission.keep_configurations(lambda: runtime.rest)

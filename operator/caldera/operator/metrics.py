@@ -147,6 +147,13 @@ class Metrics:
             ("verb", "resource"),
             registry=registry,
         )
+        self.metrics_source_up = Gauge(
+            "caldera_metrics_source_up",
+            "1 while the policy's metrics source (the usage plugin's node load) answers, 0 while "
+            "it does not (its last values age and are not used past 5 minutes)",
+            registry=registry,
+        )
+        self.metrics_source_up.set(1)
         self.gates_lifted = Counter(
             "caldera_queue_gates_lifted",
             "Pods whose queue-allocation gate was lifted because their queue had room, by queue",

@@ -15,10 +15,11 @@ import signal
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from caldera.api.usage import NodeUsage
 from caldera.cache.snapshot import BuildMemo, build_snapshot
 from caldera.cache.state import Changes, ClusterState
 from caldera.collector import fewer_collections
@@ -81,11 +82,13 @@ def decide(
     on_bind: Callable[[Bind], None] | None = None,
     evicting: Sequence[str] = (),
     lifting: Sequence[str] = (),
+    node_usage: Mapping[str, NodeUsage] | None = None,
 ) -> Outcome:
     """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
     The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
     hears of each bind the moment the session decides it; ``evicting`` pods are terminating;
-    ``lifting`` pods have lost their queue-allocation gate."""
+    ``lifting`` pods have lost their queue-allocation gate; ``node_usage`` is the nodes' real
+    load as the metrics source last gave it."""
     now = time.time()
     view = replace(state, pods=apply(state.pods, in_flight, evicting, now, lifting))
     snapshot, problems = build_snapshot(
@@ -98,6 +101,8 @@ def decide(
         bare_pods_in_memory=config.bare_pods_in_memory,
         managed_resources=policy.managed_resources,
     )
+    if node_usage:
+        snapshot.node_usage = dict(node_usage)
     return run_cycle(snapshot, policy, registry, on_bind, detail=False), problems
 
 
@@ -137,6 +142,8 @@ _copy = ClusterState()
 _memo = KeptMemo()
 _registry: Registry | None = None
 _stream: Any = None
+_usage: dict[str, NodeUsage] = {}
+"""The node usage last sent to this worker process."""
 """The queue binds go out on ahead of the session's result."""
 
 
@@ -196,9 +203,14 @@ def run_session(
     session_id: str,
     evicting: Sequence[str] = (),
     lifting: Sequence[str] = (),
+    node_usage: Mapping[str, NodeUsage] | None = None,
 ) -> Outcome:
-    global _copy
+    """A session in the worker process; ``node_usage`` is sent only when it changed (None: the
+    last one sent still holds)."""
+    global _copy, _usage
     _copy = changes.apply_to(_copy)
+    if node_usage is not None:
+        _usage = dict(node_usage)
     assert _registry is not None
     stream = BindStream(session_id, _stream.put)
     return decide(
@@ -212,4 +224,5 @@ def run_session(
         on_bind=stream.add,
         evicting=evicting,
         lifting=lifting,
+        node_usage=_usage,
     )

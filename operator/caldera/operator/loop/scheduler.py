@@ -16,10 +16,11 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from caldera.api.usage import NodeUsage
 from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import copy_state
 from caldera.framework.intents import (
@@ -86,7 +87,10 @@ class Scheduler:
         problem_grace: float = 30.0,
         worker: SessionWorker | None = None,
         served_version: Callable[[str], str] = lambda kind: KINDS[kind].version,
+        node_usage: Callable[[], tuple[int, Mapping[str, NodeUsage]]] = lambda: (0, {}),
     ) -> None:
+        self.node_usage = node_usage
+        """(version, nodes' real load) as the metrics source last gave it."""
         self.config = config
         self.served_version = served_version
         """The version the server serves a kind at (the informer found it)."""
@@ -147,7 +151,7 @@ class Scheduler:
         try:
             if self.worker is not None:
                 result, problems = await self.worker.decide(
-                    self.cache, in_flight, policy, session_id, evicting, lifting
+                    self.cache, in_flight, policy, session_id, evicting, lifting, self.node_usage()
                 )
             else:
                 self.cache.forget_changes()  # the thread reads a copy of the whole state
@@ -167,6 +171,7 @@ class Scheduler:
                     on_bind=stream.add,
                     evicting=evicting,
                     lifting=lifting,
+                    node_usage=self.node_usage()[1],
                 )
         finally:
             self._running = ""

@@ -25,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
+from caldera.api.usage import NodeUsage
 from caldera.collector import before_fork
 from caldera.framework.policy import Policy
 from caldera.operator.loop.decide import (
@@ -78,6 +79,7 @@ class SessionWorker:
         self._stream: Any = None
         self._reader: threading.Thread | None = None
         self._fresh = True
+        self._usage_version = -1
         """The process has nothing yet: the next session sends everything."""
         self._warm: Future[int] | None = None
         """Done once the process has started and imported what sessions need."""
@@ -105,6 +107,7 @@ class SessionWorker:
         if cache is not None and self.fork:
             cache.forget_changes()  # the process has the state as of now
         self._fresh = not self.fork
+        self._usage_version = -1  # a new process has no node usage yet
         loop = asyncio.get_running_loop()
         self._reader = threading.Thread(
             target=self._read, args=(self._stream, loop), name="bind-stream", daemon=True
@@ -134,8 +137,14 @@ class SessionWorker:
         session_id: str,
         evicting: Sequence[str] = (),
         lifting: Sequence[str] = (),
+        node_usage: tuple[int, Mapping[str, NodeUsage]] = (0, {}),
     ) -> Outcome:
+        """One session in the worker process; ``node_usage`` (version, usage) crosses to it
+        only when its version changed since the last session, or the process is new."""
         self.start(cache)
+        version, usage = node_usage
+        send = self._fresh or version != self._usage_version
+        self._usage_version = version
         assert self._pool is not None
         changes = cache.everything() if self._fresh else cache.take_changes()
         self._fresh = False
@@ -151,6 +160,7 @@ class SessionWorker:
                 session_id,
                 tuple(evicting),
                 tuple(lifting),
+                dict(usage) if send else None,
             )
         except BrokenProcessPool:
             self.close()  # the next session starts a new worker and sends everything

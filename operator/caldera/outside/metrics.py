@@ -1,0 +1,180 @@
+"""Node load from Prometheus, as Volcano's scheduler cache collects it for the ``usage`` plugin.
+
+The policy file's ``metrics:`` section configures it, with Volcano's keys: ``type``
+(``prometheus``), ``address``, ``interval`` (default 30 s) and ``tls.insecureSkipVerify``. Every
+``interval`` the source asks Prometheus for each node's CPU and memory use, averaged over 10
+minutes, with the queries of Volcano's ``PrometheusMetricsClient`` (``NodeMetricsAvg``); Caldera
+asks them once for all nodes (grouped by ``instance``) rather than twice per node. A series
+belongs to the node its ``instance`` label names (``n1``, or ``n1:9100``).
+
+A source that is down, slow or misconfigured leaves the last answer in place; it ages, and the
+plugin stops using it once it is 5 minutes old (nodes are then neither filtered nor scored by
+load). The first failure and the recovery are one log line each; ``caldera_metrics_source_up``
+says which state it is in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from caldera.api.usage import NodeUsage
+from caldera.framework.duration import parse_go_duration
+
+__all__ = ["CPU_QUERY", "MEMORY_QUERY", "MetricsSettings", "UsageSource"]
+
+log = logging.getLogger(__name__)
+
+PERIOD = "10m"
+"""Volcano's ``NODE_METRICS_PERIOD``."""
+CPU_QUERY = (
+    "avg_over_time(clamp_min(100 - (avg by (instance) "
+    f'(rate(node_cpu_seconds_total{{mode="idle"}}[5m])) * 100), 0)[{PERIOD}:30s])'
+)
+MEMORY_QUERY = (
+    "100*avg_over_time(((1-node_memory_MemAvailable_bytes/node_memory_MemTotal_bytes))"
+    f"[{PERIOD}:30s])"
+)
+DEFAULT_INTERVAL = 30.0
+TIMEOUT = 10.0
+"""Seconds one query may take."""
+TYPES = ("prometheus",)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    type: str
+    address: str
+    interval: float
+    insecure: bool
+
+    @classmethod
+    def of(cls, metrics: Mapping[str, Any]) -> MetricsSettings | None:
+        """The policy's ``metrics:`` section, or None when it names no source (no collection,
+        as in Volcano)."""
+        kind = str(metrics.get("type") or "")
+        if not kind:
+            return None
+        try:
+            interval = parse_go_duration(str(metrics.get("interval") or "30s"))
+        except ValueError:
+            interval = DEFAULT_INTERVAL
+        insecure = str(metrics.get("tls.insecureSkipVerify", "")).lower() == "true"
+        return cls(
+            kind,
+            str(metrics.get("address") or ""),
+            interval if interval > 0 else DEFAULT_INTERVAL,
+            insecure,
+        )
+
+
+class UsageSource:
+    """The last node usage the metrics source gave, refreshed in the background."""
+
+    def __init__(
+        self,
+        metrics: Callable[[], Mapping[str, Any]],
+        nodes: Callable[[], Collection[str]],
+        *,
+        on_state: Callable[[bool], None] = lambda up: None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._metrics = metrics
+        self._nodes = nodes
+        self._on_state = on_state
+        self._clock = clock
+        self.usage: dict[str, NodeUsage] = {}
+        self.version = 0
+        """Bumped on each refresh, so a session is sent the usage only when it changed."""
+        self.problem = ""
+        """Why the last refresh failed ("" while the source answers)."""
+
+    async def run(self) -> None:
+        """Refresh every ``interval`` of the policy in force (read again each time: a policy
+        reload may change the source)."""
+        while True:
+            settings = MetricsSettings.of(self._metrics())
+            if settings is None:
+                await asyncio.sleep(DEFAULT_INTERVAL)
+                continue
+            await self.refresh(settings)
+            await asyncio.sleep(settings.interval)
+
+    async def refresh(self, settings: MetricsSettings) -> None:
+        try:
+            if settings.type not in TYPES:
+                raise ValueError(
+                    f"metrics type {settings.type!r} is not supported (supported: "
+                    f"{', '.join(TYPES)})"
+                )
+            if not settings.address:
+                raise ValueError("metrics address is empty")
+            usage = await self._query(settings)
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            self._failed(settings, exc)
+            return
+        self.usage = usage
+        self.version += 1
+        if self.problem:
+            log.info("metrics source %s answers again", settings.address)
+        self.problem = ""
+        self._on_state(True)
+
+    def _failed(self, settings: MetricsSettings, exc: BaseException) -> None:
+        said = self.problem
+        self.problem = str(exc) or type(exc).__name__
+        self._on_state(False)
+        if not said:
+            log.warning(
+                "metrics source %s (%s) gives no node load: %s; nodes are not filtered or "
+                "scored by load once the last values are 5 minutes old",
+                settings.address or "-",
+                settings.type,
+                self.problem,
+            )
+
+    async def _query(self, settings: MetricsSettings) -> dict[str, NodeUsage]:
+        known = set(self._nodes())
+        url = settings.address.rstrip("/") + "/api/v1/query"
+        async with httpx.AsyncClient(timeout=TIMEOUT, verify=not settings.insecure) as client:
+            cpu = await _vector(client, url, CPU_QUERY)
+            memory = await _vector(client, url, MEMORY_QUERY)
+        now = self._clock()
+        out: dict[str, NodeUsage] = {}
+        for instance in cpu.keys() | memory.keys():
+            node = _node_of(instance, known)
+            if node is not None:
+                out[node] = NodeUsage(cpu.get(instance, 0.0), memory.get(instance, 0.0), now)
+        return out
+
+
+async def _vector(client: httpx.AsyncClient, url: str, query: str) -> dict[str, float]:
+    """Instance → value of an instant query's vector result."""
+    reply = await client.get(url, params={"query": query})
+    reply.raise_for_status()
+    body = reply.json()
+    if body.get("status") != "success":
+        raise ValueError(f"prometheus refused the query: {body.get('error', body)}")
+    data = body["data"]
+    if data.get("resultType") != "vector":
+        raise ValueError(f"prometheus answered a {data.get('resultType')}, not a vector")
+    out: dict[str, float] = {}
+    for sample in data["result"]:
+        instance = sample["metric"].get("instance")
+        if instance is not None:
+            out[str(instance)] = float(sample["value"][1])
+    return out
+
+
+def _node_of(instance: str, nodes: Collection[str]) -> str | None:
+    """The node an ``instance`` label names: itself, or its host without the port."""
+    if instance in nodes:
+        return instance
+    host = instance.rsplit(":", 1)[0]
+    return host if host in nodes else None
