@@ -31,6 +31,7 @@ from caldera.simulate.manifests import Loaded, load_manifests
 from caldera.simulate.progress import Progress
 from caldera.simulate.report import to_json, to_table
 from caldera.simulate.runner import simulate
+from caldera.simulate.usage_file import Reading
 
 __all__ = ["main"]
 
@@ -83,6 +84,13 @@ def _add_engine_options(command: argparse.ArgumentParser, manifests_help: str) -
     )
     command.add_argument("--output", choices=("table", "json"), default="table")
     command.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    command.add_argument(
+        "--node-usage",
+        metavar="FILE",
+        help="nodes' real CPU and memory use, in percent, for the usage plugin (YAML: "
+        "NODE: {cpu: 45, memory: 60, age: 1m}); with --kubeconfig and a policy that names a "
+        "metrics source, the source is asked instead",
+    )
     command.add_argument(
         "manifests",
         nargs="*",
@@ -198,6 +206,41 @@ def _load(args: argparse.Namespace) -> Inputs | None:
     return inputs
 
 
+def _node_usage(args: argparse.Namespace, inputs: Inputs) -> dict[str, Reading] | None:
+    """Nodes' real load: from ``--node-usage``, else, on a live cluster, from the policy's metrics
+    source (asked once); None when there is none. InputError for a file that cannot be used."""
+    from caldera.simulate.usage_file import UsageFileError, read_node_usage
+
+    if args.node_usage:
+        try:
+            return read_node_usage(args.node_usage)
+        except UsageFileError as exc:
+            raise InputError(str(exc)) from None
+    if not _live(args):
+        return None
+    import asyncio
+    import time
+
+    from caldera.outside.metrics import MetricsSettings, UsageSource
+
+    settings = MetricsSettings.of(inputs.policy.metrics)
+    if settings is None:
+        return None
+    source = UsageSource(dict, lambda: inputs.loaded.state.nodes.keys())
+    asyncio.run(source.refresh(settings))
+    if source.problem:
+        console.say(
+            f"metrics source {settings.address}: {source.problem}; nodes are not filtered or "
+            "scored by load"
+        )
+    now = time.time()
+    return {
+        n: (u.cpu, u.memory, max(now - u.measured, 0.0))
+        for n, u in source.usage.items()
+        if u.measured is not None
+    }
+
+
 def _verdict(args: argparse.Namespace, problems: int) -> int:
     return console.PROBLEMS if args.strict and problems else console.OK
 
@@ -205,6 +248,11 @@ def _verdict(args: argparse.Namespace, problems: int) -> int:
 def _explain(args: argparse.Namespace) -> int:
     inputs = _load(args)
     if inputs is None:
+        return console.USAGE
+    try:
+        usage = _node_usage(args, inputs)
+    except InputError as exc:
+        console.say(str(exc))
         return console.USAGE
     try:
         ex = explain(
@@ -215,6 +263,7 @@ def _explain(args: argparse.Namespace) -> int:
             scheduler_names=args.scheduler_names or ["volcano"],
             source="the cluster" if _live(args) else "the manifests",
             progress=Progress(sys.stderr),
+            node_usage=usage,
         )
     except ExplainError as exc:
         console.say(str(exc))
@@ -227,6 +276,11 @@ def _simulate(args: argparse.Namespace) -> int:
     inputs = _load(args)
     if inputs is None:
         return console.USAGE
+    try:
+        usage = _node_usage(args, inputs)
+    except InputError as exc:
+        console.say(str(exc))
+        return console.USAGE
     names = args.scheduler_names or ["volcano"]
     if not pending_pods(inputs.loaded.state, names):
         console.say(f"nothing to schedule: no pending pod has schedulerName {' or '.join(names)}")
@@ -238,6 +292,7 @@ def _simulate(args: argparse.Namespace) -> int:
         scheduler_names=names,
         cycles=args.cycles,
         progress=Progress(sys.stderr),
+        node_usage=usage,
     )
     seen: set[str] = set()
     for rec in sim.cycles:

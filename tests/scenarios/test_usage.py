@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from builders import (
     NOW,
@@ -19,6 +21,7 @@ from builders import (
     policy_text,
 )
 from caldera.api.usage import NodeUsage
+from caldera.cli import main
 from caldera.framework.session import Session
 from caldera.plugins.usage import CPU_REASON, MEMORY_REASON, UsagePlugin
 
@@ -39,7 +42,7 @@ def session(loads: dict[str, tuple[float, float, float | None]], **args: Any) ->
     ]
     ssn = new_session(objs, text)
     ssn.snapshot.node_usage = {
-        name: NodeUsage(cpu, mem, 0.0 if age is None else NOW - age)
+        name: NodeUsage(cpu, mem, None if age is None else NOW - age)
         for name, (cpu, mem, age) in loads.items()
     }
     ssn.open()
@@ -117,3 +120,59 @@ def test_a_pod_placed_this_session_counts_on_its_node_before_the_metrics_show_it
     # 1 cpu × request_ratio 0.7 of 4 cpus, 1Gi × 0.7 of 8Gi: (1 - 0.175 + 1 - 0.0875) / 2 × 500
     assert before == 500
     assert node_scores(ssn, "p1")["n1"] == pytest.approx((0.825 + 0.9125) / 2 * 500)
+
+
+def test_simulate_and_explain_take_node_usage_from_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+        }
+        for name, cpu in (("big", "8"), ("small", "2"))
+    ]
+    docs.append(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "schedulerName": "volcano",
+                "containers": [
+                    {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+                ],
+            },
+        }
+    )
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(docs))
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        policy_text("enqueue, allocate", ["gang"], ["predicates", "proportion", "usage"])
+    )
+    usage = tmp_path / "usage.yaml"
+    usage.write_text("big: {cpu: 92, memory: 40, age: 30s}\nsmall: {cpu: 10, memory: 10}\n")
+    common = ["--policy", str(policy), "--node-usage", str(usage), str(cluster)]
+    assert main(["simulate", "--output", "json", *common]) == 0
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert [b["node"] for b in doc["binds"]] == ["small"]  # big has more room, but is 92% busy
+    assert main(["explain", "p", *common]) == 0
+    table = capsys.readouterr().out
+    assert "cpu 92% mem 40% (30s old)" in table
+    assert "usage: the CPU load of the node exceeds the upper limit." in table
+
+
+def test_a_node_usage_file_with_a_bad_key_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    usage = tmp_path / "usage.yaml"
+    usage.write_text("n1: {cpu: 120, memory: 10}\n")
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    )
+    assert main(["simulate", "--node-usage", str(usage), str(cluster)]) == 2
+    assert f"{usage}: n1.cpu: expected a percentage from 0 to 100" in capsys.readouterr().err

@@ -21,5 +21,5 @@ class NodeUsage:
     """Percent of the node's CPU in use (0–100)."""
     memory: float
     """Percent of the node's memory in use (0–100)."""
-    measured: float
-    """When it was measured, in seconds since the epoch (0: never)."""
+    measured: float | None
+    """When it was measured, in seconds on the session's clock (None: never)."""

@@ -156,7 +156,8 @@ class UsagePlugin(Plugin[UsageArgs]):
         fresh = np.zeros(n, dtype=bool)
         for row, name in enumerate(table.names):
             usage = ssn.snapshot.node_usage.get(name)
-            if usage is not None and usage.measured > 0 and ssn.now - usage.measured <= ACTIVE:
+            measured = usage.measured if usage is not None else None
+            if usage is not None and measured is not None and ssn.now - measured <= ACTIVE:
                 cpu_pct[row], mem_pct[row], fresh[row] = usage.cpu, usage.memory, True
         cpu_cap = table.allocatable[:, ssn.space.index[CPU]]
         mem_cap = table.allocatable[:, ssn.space.index[MEMORY]]

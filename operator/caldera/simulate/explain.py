@@ -12,7 +12,7 @@ kube-scheduler and Caldera score, and the batch scorers normalise over it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import Task
+from caldera.api.usage import NodeUsage
 from caldera.cache.builder import group_label
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
@@ -34,8 +35,10 @@ from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_ALLOCATION_GATE
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.predicates import PredicatesPlugin
+from caldera.plugins.usage import ACTIVE
 from caldera.simulate.progress import Progress
 from caldera.simulate.runner import adopt_bare_pods, simulate
+from caldera.simulate.usage_file import Reading, at
 
 __all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
 
@@ -50,6 +53,8 @@ class NodeVerdict:
     total: float | None = None
     devices: str = ""
     """The shared cards the pod would get here (deviceshare), in HAMi's choice."""
+    load: str = ""
+    """The node's real load and its age, from the metrics (the usage plugin)."""
 
     @property
     def fits(self) -> bool:
@@ -123,6 +128,7 @@ def explain(
     default_queue: str = "default",
     source: str = "the manifests",
     progress: Progress | None = None,
+    node_usage: Mapping[str, Reading] | None = None,
 ) -> Explanation:
     """Where the next session puts ``pod``, and every node's filter verdicts and scores for it;
     ``source`` names where the objects came from (for the error when the pod is not among them);
@@ -130,7 +136,15 @@ def explain(
     shown = progress or Progress()
     try:
         return _explain(
-            state, policy, registry, pod, list(scheduler_names), default_queue, shown, source
+            state,
+            policy,
+            registry,
+            pod,
+            list(scheduler_names),
+            default_queue,
+            shown,
+            source,
+            node_usage or {},
         )
     finally:
         shown.clear()
@@ -145,6 +159,7 @@ def _explain(
     default_queue: str,
     progress: Progress,
     source: str,
+    node_usage: Mapping[str, Reading],
 ) -> Explanation:
     key = pod if "/" in pod else f"default/{pod}"
     found = state.pods.get(key)
@@ -159,7 +174,9 @@ def _explain(
     ensure_builtin_queues(state, default_queue, created=0.0)
     adopt_bare_pods(state, names)
     memo = BuildMemo()  # the session's snapshot and the table's share the pods' requests
-    next_ = _next_session(state, policy, registry, key, names, default_queue, progress, memo)
+    next_ = _next_session(
+        state, policy, registry, key, names, default_queue, progress, memo, node_usage
+    )
     progress.show(f"explaining {key}: every node's filters and scores")
     snapshot, _ = build_snapshot(
         state,
@@ -170,6 +187,7 @@ def _explain(
         memo=memo,
         managed_resources=policy.managed_resources,
     )
+    snapshot.node_usage = at(node_usage, snapshot.now)
     ssn = Session(snapshot, policy, registry)
     ssn.open()
     held = snapshot.held.get(key)
@@ -177,7 +195,10 @@ def _explain(
     job = ssn.jobs.get(task.job)
     group = found.metadata.annotations.get(GROUP_NAME_ANNOTATION, "")
     nodes = ssn.nodes
-    verdicts = [NodeVerdict(name) for name in nodes.names]
+    verdicts = [
+        NodeVerdict(name, load=_load(snapshot.node_usage.get(name), snapshot.now))
+        for name in nodes.names
+    ]
 
     pre = ssn.pre_predicate(task)
     predicates = [p for p in ssn.plugins if isinstance(p, PredicatesPlugin)]
@@ -194,8 +215,8 @@ def _explain(
                     verdicts[row].reasons.setdefault(name, []).append(reason)
     for plugin in ssn.plugins:
         if isinstance(plugin, DeviceSharePlugin) and plugin.state is not None:
-            for at, node in enumerate(verdicts):
-                said = plugin.state.explain(task, at)
+            for index, node in enumerate(verdicts):
+                said = plugin.state.explain(task, index)
                 if said is None:
                     break
                 fits, text = said
@@ -266,6 +287,7 @@ def _next_session(
     default_queue: str,
     progress: Progress,
     memo: BuildMemo,
+    node_usage: Mapping[str, Reading],
 ) -> _Next:
     """One full session on a copy of ``state``: where it binds the pod, or the pod's message;
     the pods it evicts to make room for it; when it evicts none, why (if preempt or reclaim
@@ -279,6 +301,7 @@ def _next_session(
         default_queue=default_queue,
         progress=progress,
         memo=memo,
+        node_usage=node_usage,
     )
     result = sim.cycles[0].result
     victims = sorted(
@@ -349,6 +372,7 @@ def to_json(ex: Explanation) -> str:
                 "scores": v.scores,
                 "total": v.total,
                 **({"devices": v.devices} if v.devices else {}),
+                **({"load": v.load} if v.load else {}),
             }
             for v in ex.nodes
         },
@@ -410,6 +434,19 @@ def _topology_lines(trace: TopologyTrace, what: str = "the job") -> list[str]:
     return lines
 
 
+def _load(usage: NodeUsage | None, now: float) -> str:
+    """``cpu 45% mem 60% (30s old)``; ``(stale)`` past the 5 minutes the usage plugin trusts."""
+    if usage is None or usage.measured is None:
+        return ""
+    age = max(now - usage.measured, 0.0)
+    stale = ", stale" if age > ACTIVE else ""
+    return f"cpu {usage.cpu:.0f}% mem {usage.memory:.0f}% ({_age(age)} old{stale})"
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds / 60:.0f}m" if seconds >= 120 else f"{seconds:.0f}s"
+
+
 def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
@@ -440,14 +477,16 @@ def to_table(ex: Explanation) -> str:
     scorers = list(ex.weights)
     scorers += sorted({s for v in ex.nodes for s in v.scores} - set(scorers))
     last = "WHY NOT / CARDS" if any(v.devices for v in ex.nodes) else "WHY NOT"
-    header = ["NODE", "FITS", *(_heading(ex, s) for s in scorers), "TOTAL", last]
+    loads = any(v.load for v in ex.nodes)
+    header = ["NODE", "FITS", *(["LOAD"] if loads else []), *(_heading(ex, s) for s in scorers)]
+    header += ["TOTAL", last]
     rows = []
     ordered = sorted(ex.nodes, key=lambda v: (not v.fits, -(v.total or 0.0), v.node))
     for v in ordered:
         why = "; ".join(f"{f}: {', '.join(rs)}" for f, rs in v.reasons.items())
         if v.devices and v.fits:
             why = f"cards: {v.devices}"
-        cells = [v.node, "yes" if v.fits else "no"]
+        cells = [v.node, "yes" if v.fits else "no", *([v.load or "-"] if loads else [])]
         cells += [_num(v.scores[s]) if s in v.scores else "-" for s in scorers]
         cells += [_num(v.total) if v.total is not None else "-", why]
         rows.append(cells)

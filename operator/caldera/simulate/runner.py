@@ -13,7 +13,7 @@ only on the input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
@@ -40,6 +40,7 @@ from caldera.models.volcano import (
 )
 from caldera.quantity import to_engine_units
 from caldera.simulate.progress import Progress
+from caldera.simulate.usage_file import Reading, at
 
 __all__ = ["CycleRecord", "Simulation", "adopt_bare_pods", "simulate"]
 
@@ -229,11 +230,13 @@ def simulate(
     default_queue: str = "default",
     progress: Progress | None = None,
     memo: BuildMemo | None = None,
+    node_usage: Mapping[str, Reading] | None = None,
 ) -> Simulation:
     """Run ``cycles`` cycles, applying each one's decisions before the next; ``progress`` (shown
     on a terminal only) says which cycle runs and how many pods were bound so far. Pod requests
     are worked out once per pod object over all cycles (in ``memo``, when given, shared with
-    snapshots built elsewhere on the same objects)."""
+    snapshots built elsewhere on the same objects). ``node_usage`` is the nodes' real load for
+    the ``usage`` plugin, the same age at every cycle."""
     names = list(scheduler_names)
     memo = memo if memo is not None else BuildMemo()
     shown = progress or Progress()
@@ -255,6 +258,8 @@ def simulate(
             memo=memo,
             managed_resources=policy.managed_resources,
         )
+        if node_usage:
+            snapshot.node_usage = at(node_usage, now)
         shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
         return CycleRecord(cycle, now, run_cycle(snapshot, policy, registry), problems)
 
