@@ -173,11 +173,22 @@ class UsagePlugin(Plugin[UsageArgs]):
             mem = _share(mem_pct[rows], est_mem[rows], mem_cap[rows])
             return cpu, mem
 
+        cpu_l, mem_l = cpu_pct.tolist(), mem_pct.tolist()
+        cpu_cap_l, mem_cap_l = cpu_cap.tolist(), mem_cap.tolist()
+        fresh_l = fresh.tolist()
+
+        def one(row: int) -> tuple[float, float]:
+            """``composite`` of one node, in plain floats (a placement changes one node)."""
+            return (
+                _share_one(cpu_l[row], float(est_cpu[row]), cpu_cap_l[row]),
+                _share_one(mem_l[row], float(est_mem[row]), mem_cap_l[row]),
+            )
+
         def add(task: Task) -> None:
             row = task.node
             if row < 0 or task.uid in estimates:
                 return
-            cpu, mem = composite(row)
+            cpu, mem = one(row)
             util = (cpu * cw + mem * mw) / (cw + mw) if cw + mw else 0.0
             risk = est.risk_factor if util >= est.risk_threshold else 1.0
             if task.best_effort:
@@ -189,6 +200,7 @@ class UsagePlugin(Plugin[UsageArgs]):
             estimates[task.uid] = (row, c, m)
             est_cpu[row] += c
             est_mem[row] += m
+            rescore(row)
 
         def remove(task: Task) -> None:
             got = estimates.pop(task.uid, None)
@@ -196,6 +208,21 @@ class UsagePlugin(Plugin[UsageArgs]):
                 row, c, m = got
                 est_cpu[row] = max(est_cpu[row] - c, 0.0)
                 est_mem[row] = max(est_mem[row] - m, 0.0)
+                rescore(row)
+
+        def node_scores(rows: Any) -> Any:
+            cpu, mem = composite(rows)
+            value = ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
+            return np.where(fresh[rows], value, 0.0)
+
+        scores = np.zeros(n)
+        """Every node's score, kept current row by row as estimates change (a task's score is a
+        lookup)."""
+
+        def rescore(row: int) -> None:
+            if cw + mw and fresh_l[row]:
+                cpu, mem = one(row)
+                scores[row] = ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
 
         for tasks in table.tasks:
             for task in tasks.values():
@@ -205,12 +232,11 @@ class UsagePlugin(Plugin[UsageArgs]):
                 ):
                     add(task)
 
+        if cw + mw:
+            scores[:] = node_scores(slice(None))
+
         def score(task: Task, rows: IntArray) -> Any:
-            if not cw + mw:
-                return 0.0
-            cpu, mem = composite(rows)
-            value = ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
-            return np.where(fresh[rows], value, 0.0)
+            return scores[rows]
 
         over_cpu = fresh & (cpu_pct > args.thresholds.cpu)
         over_mem = fresh & ~over_cpu & (mem_pct > args.thresholds.mem)
@@ -232,6 +258,13 @@ def _share(percent: Any, estimate: Any, capacity: Any) -> Any:
     safe = np.where(capacity > 0, capacity, 1.0)
     value = (percent / 100.0 * capacity + estimate) / safe
     return np.where(capacity > 0, np.clip(value, 0.0, 1.0), 0.0)
+
+
+def _share_one(percent: float, estimate: float, capacity: float) -> float:
+    """:func:`_share` of one node."""
+    if capacity <= 0:
+        return 0.0
+    return min(max((percent / 100.0 * capacity + estimate) / capacity, 0.0), 1.0)
 
 
 def _estimate(request: float, limit: float, est: Estimator, risk: float) -> float:
