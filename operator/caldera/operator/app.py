@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import kopf
 from prometheus_client import CollectorRegistry
@@ -53,8 +53,6 @@ from caldera.operator.watch.cache import Cache
 from caldera.operator.watch.devicefail import DeviceFailures
 from caldera.operator.watch.informer import Informer
 from caldera.operator.watch.policy import PolicyHolder
-from caldera.operator.webhooks.handlers import Admission
-from caldera.operator.webhooks.server import Server, server_for
 from caldera.operator.writers.binder import Binder
 from caldera.operator.writers.controllers import Controllers
 from caldera.operator.writers.events import EventPoster
@@ -62,6 +60,10 @@ from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter
 from caldera.outside.metrics import UsageSource
+
+if TYPE_CHECKING:  # imported when webhooks are switched on (cryptography, kopf's server)
+    from caldera.operator.webhooks.handlers import Admission
+    from caldera.operator.webhooks.server import Server
 
 __all__ = ["Runtime", "build_registry", "operate", "run"]
 
@@ -115,6 +117,8 @@ class Runtime:
             stop=asyncio.Event(),
         )
         if hooks:
+            from caldera.operator.webhooks.handlers import Admission
+
             runtime.admission = Admission(
                 settings,
                 hooks,
@@ -138,6 +142,8 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
         settings.posting.enabled = False
         settings.scanning.disabled = True
         if runtime.admission is not None:
+            from caldera.operator.webhooks.server import server_for
+
             runtime.webhook_server = server_for(
                 runtime.settings, lambda: runtime.rest, runtime.admission.served
             )

@@ -20,12 +20,13 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from caldera.api.usage import NodeUsage
 from caldera.framework.duration import parse_go_duration
+
+if TYPE_CHECKING:  # imported when a metrics source is configured
+    import httpx
 
 __all__ = ["CPU_QUERY", "MEMORY_QUERY", "MetricsSettings", "UsageSource"]
 
@@ -107,6 +108,8 @@ class UsageSource:
             await asyncio.sleep(settings.interval)
 
     async def refresh(self, settings: MetricsSettings) -> None:
+        import httpx
+
         try:
             if settings.type not in TYPES:
                 raise ValueError(
@@ -140,6 +143,8 @@ class UsageSource:
             )
 
     async def _query(self, settings: MetricsSettings) -> dict[str, NodeUsage]:
+        import httpx
+
         known = set(self._nodes())
         url = settings.address.rstrip("/") + "/api/v1/query"
         async with httpx.AsyncClient(timeout=TIMEOUT, verify=not settings.insecure) as client:
