@@ -259,6 +259,8 @@ def node_usage(state: ClusterState, now: float) -> dict[str, NodeUsage]:
         name: NodeUsage(5.0 + (i * 37) % 81, 10.0 + (i * 53) % 71, now - 20.0)
         for i, name in enumerate(sorted(state.nodes))
     }
+
+
 GROUPS = 4
 
 
