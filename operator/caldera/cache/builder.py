@@ -12,21 +12,20 @@ import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace
 from caldera.api.task import Task, TaskStatus, gate_of
-from caldera.cache.memo import BuildMemo, Implicit, NodeBase, PodEntry, frozen, stable_uid
+from caldera.cache.converters import engine_queue, node_base
+from caldera.cache.groups import VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS, workload_key
+from caldera.cache.memo import BuildMemo, Implicit, PodEntry
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import node_problems, pod_problems
-from caldera.models.core import FINISHED_PHASES, Node, Pod
-from caldera.models.kinds import KINDS
+from caldera.devices.vendors import pod_problems
+from caldera.models.core import FINISHED_PHASES, Pod
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
@@ -35,7 +34,6 @@ from caldera.models.volcano import (
     PodGroupCondition,
     PodGroupStatus,
 )
-from caldera.models.volcano import Queue as QueueModel
 from caldera.models.workload import WorkloadPodGroup
 
 __all__ = [
@@ -45,21 +43,13 @@ __all__ = [
     "MEMBER",
     "NO_MEMBERS",
     "SKIP",
-    "WORKLOAD_PODGROUPS",
     "Builder",
     "Group",
     "Kind",
     "Members",
     "Outcome",
     "Priorities",
-    "engine_queue",
-    "group_label",
-    "workload_key",
 ]
-
-VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
-WORKLOAD_PODGROUPS = KINDS["WorkloadPodGroup"].qualified
-"""How messages name Volcano's PodGroup kind, which kubectl tells from Kubernetes' own."""
 
 NO_STATUS = PodGroupStatus()
 """The status of an in-memory group: it has no object, so nothing was ever written."""
@@ -427,24 +417,6 @@ class Builder:
         return Group(implicit, policy.min_count, queue, 0, meta.namespace, created, workload=True)
 
 
-def group_label(job_key: str) -> str:
-    """How a job's PodGroup is named to people, with its kind's full name (kubectl resolves a
-    bare ``podgroup`` to Kubernetes' own): ``podgroups.scheduling.volcano.sh ns/name`` or
-    ``podgroups.scheduling.k8s.io ns/name``."""
-    namespace, _, rest = job_key.partition("/")
-    own = rest.removeprefix(f"{WORKLOAD_PODGROUPS}/")
-    if own != rest:
-        return f"{WORKLOAD_PODGROUPS} {namespace}/{own}"
-    return f"{VOLCANO_PODGROUPS} {job_key}"
-
-
-def workload_key(key: str) -> str:
-    """The job key of Kubernetes PodGroup ``namespace/name``: apart from Volcano's PodGroup of
-    the same name."""
-    namespace, _, name = key.partition("/")
-    return f"{namespace}/{WORKLOAD_PODGROUPS}/{name}"
-
-
 class Kind(enum.Enum):
     """What a build makes of a pod."""
 
@@ -508,62 +480,3 @@ class Group:
     creation: float
     workload: bool = False
     """A Kubernetes PodGroup (``scheduling.k8s.io``) rather than bare pods."""
-
-
-def node_base(
-    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
-) -> NodeBase:
-    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
-    ready: list[Node] = []
-    problems: list[tuple[str, str]] = []
-    for name in sorted(nodes):
-        node = nodes[name]
-        if node.ready:
-            ready.append(node)
-            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
-        else:
-            problems.append((name, "not Ready: takes no new pods this session"))
-    alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
-        len(ready), len(space)
-    )
-    return NodeBase(
-        nodes=dict(nodes),
-        space=space,
-        managed=managed,
-        ready=ready,
-        names=[n.metadata.name for n in ready],
-        allocatable=frozen(alloc),
-        labels=[dict(n.metadata.labels) for n in ready],
-        withheld=(
-            [{r: v for r, v in n.allocatable.items() if r in managed} for n in ready]
-            if managed
-            else None
-        ),
-        images=[
-            {name: image.size_bytes for image in n.status.images for name in image.names}
-            for n in ready
-        ],
-        problems=problems,
-    )
-
-
-def engine_queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
-    spec = q.spec
-    return Queue(
-        name=name,
-        uid=q.metadata.uid or stable_uid("Queue", name),
-        weight=max(spec.weight, 1),
-        capability=space.vector(spec.capability or {}, missing=np.inf),
-        guarantee=space.vector(spec.guarantee.resource),
-        deserved_spec=(
-            None if spec.deserved is None else space.vector(spec.deserved, missing=np.inf)
-        ),
-        parent=spec.parent,
-        state=q.status.state or "Open",
-        reclaimable=spec.reclaimable is not False,
-        priority=spec.priority,
-        creation=q.metadata.creation_timestamp or 0.0,
-        status_allocated=dict(q.status.allocated),
-        annotations=dict(q.metadata.annotations),
-        affinity=spec.affinity,
-    )

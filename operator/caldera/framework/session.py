@@ -9,8 +9,9 @@ plugins' event handlers in step; decisions accumulate in :attr:`Session.result`.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,16 +56,14 @@ class EventHandler:
     allocate: Callable[[Task], None] | None = None
     deallocate: Callable[[Task], None] | None = None
     reserve: Callable[[Task, float], None] | None = None
-    """A task takes (1.0) or gives back (-1.0) room in its queue without a node: a pod whose
-    queue-allocation gate is lifted holds its queue's room until it is placed."""
+    """A task takes (1.0) or gives back (-1.0) queue room without a node (a lifted gate)."""
 
     @classmethod
     def counting(
         cls, update: Callable[[Task, float], None], *, reservations: bool = False
     ) -> EventHandler:
         """A handler that adds a placed task (``update(task, 1.0)``) and takes an unplaced one
-        away (``update(task, -1.0)``): what every running total of holdings needs. With
-        ``reservations``, a queue's reservations count in the total too (a queue quota)."""
+        away (``update(task, -1.0)``); with ``reservations``, reservations count too (quotas)."""
         return cls(
             allocate=lambda t: update(t, 1.0),
             deallocate=lambda t: update(t, -1.0),
@@ -221,14 +220,9 @@ class Session:
 
     def job_enqueueable(self, job: Job) -> bool:
         """Asked with the job's own reservations given back: its request already counts them."""
-        mine = [t for t in job.by_status.get(TaskStatus.PENDING, {}).values() if t.reserved]
-        for task in mine:
-            self.reserve(task, -1.0)
-        try:
+        pending = job.by_status.get(TaskStatus.PENDING, {}).values()
+        with self._given_back([t for t in pending if t.reserved]):
             return rules.vote(self.job_enqueueable_point, job)
-        finally:
-            for task in mine:
-                self.reserve(task, 1.0)
 
     def job_enqueued(self, job: Job) -> None:
         rules.call_all(self.job_enqueued_point, job)
@@ -251,13 +245,18 @@ class Session:
     def _unreserved(self, point: Point[Any], queue: Queue, task: Task) -> bool:
         """Ask ``point`` about ``task`` with its own reservation given back for the question
         (it would count twice: as room held and as room asked for)."""
-        if not task.reserved:
+        with self._given_back([task] if task.reserved else []):
             return rules.all_true(point, queue, task)
-        self.reserve(task, -1.0)
+
+    @contextlib.contextmanager
+    def _given_back(self, tasks: list[Task]) -> Iterator[None]:
+        for task in tasks:
+            self.reserve(task, -1.0)
         try:
-            return rules.all_true(point, queue, task)
+            yield
         finally:
-            self.reserve(task, 1.0)
+            for task in tasks:
+                self.reserve(task, 1.0)
 
     def refuse(self, task: Task, message: str) -> None:
         """Say why ``task`` may not take room now (a queue's share, a closed queue): the
@@ -425,10 +424,9 @@ class Session:
 
     def _reserve_lifted(self) -> None:
         """Pods whose queue-allocation gate was lifted hold their queue's room until placed."""
-        for job in self.jobs.values():
-            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
-                if task.gate is Gate.LIFTED:
-                    self.reserve(task, 1.0)
+        for task in (t for j in self.jobs.values() for t in j.tasks_in(TaskStatus.PENDING)):
+            if task.gate is Gate.LIFTED:
+                self.reserve(task, 1.0)
 
     def place(self, task: Task, node: int, status: TaskStatus) -> None:
         if task.reserved:

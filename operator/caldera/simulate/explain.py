@@ -23,7 +23,7 @@ from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import Task
 from caldera.api.usage import NodeUsage
-from caldera.cache.builder import group_label
+from caldera.cache.groups import group_label
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState

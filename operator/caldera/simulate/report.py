@@ -15,8 +15,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from caldera.cache.builder import VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
 from caldera.cache.devices import device_usage
+from caldera.cache.groups import VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS
 from caldera.devices.usage import CardState
 from caldera.devices.vendors import VENDORS
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION

@@ -1,0 +1,80 @@
+"""Nodes and queues as the engine holds them: the node table's base columns and engine queues.
+
+Separate from the pods' and jobs' classification in :mod:`caldera.cache.builder`: these change
+only with the nodes or queues, and are kept across builds while those stay the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from caldera.api.queue import Queue
+from caldera.api.resources import ResourceSpace
+from caldera.cache.memo import NodeBase, frozen, stable_uid
+from caldera.devices.vendor import Vendor
+from caldera.devices.vendors import node_problems
+from caldera.models.core import Node
+from caldera.models.volcano import Queue as QueueModel
+
+__all__ = ["engine_queue", "node_base"]
+
+
+def node_base(
+    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+) -> NodeBase:
+    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
+    ready: list[Node] = []
+    problems: list[tuple[str, str]] = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        if node.ready:
+            ready.append(node)
+            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
+        else:
+            problems.append((name, "not Ready: takes no new pods this session"))
+    alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
+        len(ready), len(space)
+    )
+    return NodeBase(
+        nodes=dict(nodes),
+        space=space,
+        managed=managed,
+        ready=ready,
+        names=[n.metadata.name for n in ready],
+        allocatable=frozen(alloc),
+        labels=[dict(n.metadata.labels) for n in ready],
+        withheld=(
+            [{r: v for r, v in n.allocatable.items() if r in managed} for n in ready]
+            if managed
+            else None
+        ),
+        images=[
+            {name: image.size_bytes for image in n.status.images for name in image.names}
+            for n in ready
+        ],
+        problems=problems,
+    )
+
+
+def engine_queue(space: ResourceSpace, name: str, q: QueueModel) -> Queue:
+    spec = q.spec
+    return Queue(
+        name=name,
+        uid=q.metadata.uid or stable_uid("Queue", name),
+        weight=max(spec.weight, 1),
+        capability=space.vector(spec.capability or {}, missing=np.inf),
+        guarantee=space.vector(spec.guarantee.resource),
+        deserved_spec=(
+            None if spec.deserved is None else space.vector(spec.deserved, missing=np.inf)
+        ),
+        parent=spec.parent,
+        state=q.status.state or "Open",
+        reclaimable=spec.reclaimable is not False,
+        priority=spec.priority,
+        creation=q.metadata.creation_timestamp or 0.0,
+        status_allocated=dict(q.status.allocated),
+        annotations=dict(q.metadata.annotations),
+        affinity=spec.affinity,
+    )

@@ -1,0 +1,34 @@
+"""The two kinds of PodGroup a job can come from, and how jobs of each are keyed and named.
+
+Volcano's PodGroup (``podgroups.scheduling.volcano.sh``) gives its job the key ``ns/name``;
+Kubernetes' own (``podgroups.scheduling.k8s.io``) gives ``ns/podgroups.scheduling.k8s.io/name``,
+so a namesake of the other kind never shares a job. Messages name both in full: kubectl takes a
+bare ``podgroup`` for Kubernetes' own.
+"""
+
+from __future__ import annotations
+
+from caldera.models.kinds import KINDS
+
+__all__ = ["VOLCANO_PODGROUPS", "WORKLOAD_PODGROUPS", "group_label", "workload_key"]
+
+VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
+WORKLOAD_PODGROUPS = KINDS["WorkloadPodGroup"].qualified
+
+
+def group_label(job_key: str) -> str:
+    """How a job's PodGroup is named to people, with its kind's full name (kubectl resolves a
+    bare ``podgroup`` to Kubernetes' own): ``podgroups.scheduling.volcano.sh ns/name`` or
+    ``podgroups.scheduling.k8s.io ns/name``."""
+    namespace, _, rest = job_key.partition("/")
+    own = rest.removeprefix(f"{WORKLOAD_PODGROUPS}/")
+    if own != rest:
+        return f"{WORKLOAD_PODGROUPS} {namespace}/{own}"
+    return f"{VOLCANO_PODGROUPS} {job_key}"
+
+
+def workload_key(key: str) -> str:
+    """The job key of Kubernetes PodGroup ``namespace/name``: apart from Volcano's PodGroup of
+    the same name."""
+    namespace, _, name = key.partition("/")
+    return f"{namespace}/{WORKLOAD_PODGROUPS}/{name}"
