@@ -7,7 +7,7 @@ how it is recorded and matched by fault rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +34,16 @@ def _not_found() -> ApiError:
     return ApiError(404, "the server could not find the requested resource")
 
 
-def parse(registry: ResourceRegistry, path: str) -> Route:
-    """Parse ``path``; unknown paths, types and subresources are 404 like on a real server."""
+def parse(
+    registry: ResourceRegistry, path: str, documents: Mapping[str, Any] | None = None
+) -> Route:
+    """Parse ``path``; unknown paths, types and subresources are 404 like on a real server.
+    ``documents`` are fixed answers at paths no resource type serves (an aggregated API's, such
+    as the custom metrics API)."""
     path = "/" + path.strip("/")
+    if documents and path in documents:
+        answer = documents[path]
+        return Route(document=lambda: answer)
     if path == "/":
         return Route(document=lambda: {"paths": _paths(registry)})
     if path == "/version":

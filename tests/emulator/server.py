@@ -69,6 +69,8 @@ class Emulator:
         host: str = "127.0.0.1",
     ) -> None:
         self.registry = ResourceRegistry((*DEFAULT_RESOURCES, *extra_resources))
+        self.documents: dict[str, Any] = {}
+        """Fixed answers at paths no resource type serves (GET only), set by tests."""
         self.store = Store(self.registry, history_limit=history_limit)
         self.watches = WatchHub(self.store, bookmark_interval=bookmark_interval)
         self.faults = FaultInjector()
@@ -136,7 +138,7 @@ class Emulator:
         self.requests.append(record)
         rule: FaultRule | None = None
         try:
-            route = routing.parse(self.registry, request.path)
+            route = routing.parse(self.registry, request.path, self.documents)
             record.verb = routing.verb_of(request.method, route, request.query)
             if route.rt is not None:
                 record.resource, record.group = route.rt.plural, route.rt.group

@@ -249,6 +249,7 @@ async def _start(runtime: Runtime) -> None:
         lambda: runtime.policy.policy.metrics,
         lambda: cache.state.nodes.keys(),
         on_state=lambda up: m.metrics_source_up.set(1 if up else 0),
+        rest=lambda: runtime.rest,
     )
     runtime.usage = usage
     config = SessionConfig(

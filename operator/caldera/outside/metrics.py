@@ -1,11 +1,13 @@
 """Node load from Prometheus, as Volcano's scheduler cache collects it for the ``usage`` plugin.
 
 The policy file's ``metrics:`` section configures it, with Volcano's keys: ``type``
-(``prometheus``), ``address``, ``interval`` (default 30 s) and ``tls.insecureSkipVerify``. Every
-``interval`` the source asks Prometheus for each node's CPU and memory use, averaged over 10
-minutes, with the queries of Volcano's ``PrometheusMetricsClient`` (``NodeMetricsAvg``); Caldera
-asks them once for all nodes (grouped by ``instance``) rather than twice per node. A series
-belongs to the node its ``instance`` label names (``n1``, or ``n1:9100``).
+(``prometheus``, or ``prometheus_adaptor``: the custom metrics API through the API server,
+:mod:`caldera.k8s.custom_metrics`), ``address``, ``interval`` (default 30 s) and
+``tls.insecureSkipVerify``. Every ``interval`` the source asks Prometheus for each node's CPU
+and memory use, averaged over 10 minutes, with the queries of Volcano's
+``PrometheusMetricsClient`` (``NodeMetricsAvg``); Caldera asks them once for all nodes
+(grouped by ``instance``) rather than twice per node. A series belongs to the node its
+``instance`` label names (``n1``, or ``n1:9100``).
 
 A source that is down, slow or misconfigured leaves the last answer in place; it ages, and the
 plugin stops using it once it is 5 minutes old (nodes are then neither filtered nor scored by
@@ -24,6 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from caldera.api.usage import NodeUsage
 from caldera.framework.duration import parse_go_duration
+from caldera.k8s.custom_metrics import CPU_METRIC, MEMORY_METRIC, node_metric
+from caldera.k8s.errors import API_ERRORS
+from caldera.k8s.rest import Rest
 
 if TYPE_CHECKING:  # imported when a metrics source is configured
     import httpx
@@ -42,10 +47,11 @@ MEMORY_QUERY = (
     "100*avg_over_time(((1-node_memory_MemAvailable_bytes/node_memory_MemTotal_bytes))"
     f"[{PERIOD}:30s])"
 )
+_API: tuple[type[Exception], ...] = tuple(e for e in API_ERRORS if issubclass(e, Exception))
 DEFAULT_INTERVAL = 30.0
 TIMEOUT = 10.0
 """Seconds one query may take."""
-TYPES = ("prometheus",)
+TYPES = ("prometheus", "prometheus_adaptor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +91,9 @@ class UsageSource:
         *,
         on_state: Callable[[bool], None] = lambda up: None,
         clock: Callable[[], float] = time.time,
+        rest: Callable[[], Rest | None] = lambda: None,
     ) -> None:
+        self._rest = rest
         self._metrics = metrics
         self._nodes = nodes
         self._on_state = on_state
@@ -116,9 +124,15 @@ class UsageSource:
                     f"metrics type {settings.type!r} is not supported (supported: "
                     f"{', '.join(TYPES)})"
                 )
-            if not settings.address:
+            if settings.type == "prometheus_adaptor":
+                usage = await self._adapted()
+            elif not settings.address:
                 raise ValueError("metrics address is empty")
-            usage = await self._query(settings)
+            else:
+                usage = await self._query(settings)
+        except _API as exc:  # the API server, for prometheus_adaptor
+            self._failed(settings, exc)
+            return
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
             self._failed(settings, exc)
             return
@@ -156,6 +170,22 @@ class UsageSource:
             node = _node_of(instance, known)
             if node is not None:
                 out[node] = NodeUsage(cpu.get(instance, 0.0), memory.get(instance, 0.0), now)
+        return out
+
+    async def _adapted(self) -> dict[str, NodeUsage]:
+        """``prometheus_adaptor``: the custom metrics API through the API server (fractions,
+        with the adapter's timestamps)."""
+        rest = self._rest()
+        if rest is None:
+            raise ValueError("the API client is not ready")
+        cpu = await node_metric(rest, CPU_METRIC)
+        memory = await node_metric(rest, MEMORY_METRIC)
+        known = set(self._nodes())
+        out: dict[str, NodeUsage] = {}
+        for name in (cpu.keys() | memory.keys()) & known:
+            c, when = cpu.get(name, (0.0, None))
+            m, when_m = memory.get(name, (0.0, None))
+            out[name] = NodeUsage(c * 100, m * 100, when if when is not None else when_m)
         return out
 
 
