@@ -690,14 +690,7 @@ def test_leader_election_may_touch_only_its_own_lease() -> None:
     lease_namespace, lease_name = leader_election_arguments()
     role = find("Role", "caldera-scheduler-leader-election")
     assert role["metadata"]["namespace"] == lease_namespace
-    granted: set[tuple[str, str, str, tuple[str, ...]]] = set()
-    for rule in role["rules"]:
-        for key in ("apiGroups", "resources", "verbs"):
-            assert "*" not in rule[key], rule
-        for group, resource, verb in itertools.product(
-            rule["apiGroups"], rule["resources"], rule["verbs"]
-        ):
-            granted.add((group, resource, verb, tuple(rule.get("resourceNames", ()))))
+    granted = _rule_set(role["rules"])
     assert granted == {
         # create cannot be narrowed by name: the request has no name in its URL
         ("coordination.k8s.io", "leases", "create", ()),

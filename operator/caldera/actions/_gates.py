@@ -41,11 +41,13 @@ def lift_gates(ssn: Session, *, admitted_only: bool) -> int:
         return 0
     lifted = 0
     job_key, task_key, queue_key = ssn.job_order_key(), ssn.task_order_key(), ssn.queue_order_key()
-    jobs = sorted((ssn.jobs[uid] for uid in gated), key=job_key)
-    names = {j.queue for j in jobs if j.queue in ssn.queues}
+    by_queue: dict[str, list[Job]] = {}
+    for job in sorted((ssn.jobs[uid] for uid in gated), key=job_key):
+        if job.queue in ssn.queues:
+            by_queue.setdefault(job.queue, []).append(job)
     waits = ssn.result.gate_waits
-    for queue in sorted((ssn.queues[name] for name in names), key=queue_key):
-        for job in (j for j in jobs if j.queue == queue.name):
+    for queue in sorted((ssn.queues[name] for name in by_queue), key=queue_key):
+        for job in by_queue[queue.name]:
             tasks = sorted(gated[job.uid], key=task_key)
             why = _not_now(ssn, job, admitted_only)
             if why:

@@ -11,7 +11,7 @@ from caldera.cache.state import ClusterState
 from caldera.models.core import FINISHED_PHASES
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Queue
 
-__all__ = ["ROOT", "children", "not_found", "parent_of", "placed_pods"]
+__all__ = ["ROOT", "children", "not_found", "placed_pods"]
 
 ROOT = "root"
 
@@ -19,10 +19,6 @@ ROOT = "root"
 def not_found(name: str) -> str:
     """The lister's NotFound text."""
     return f'queue.scheduling.volcano.sh "{name}" not found'
-
-
-def parent_of(queue: Queue) -> str:
-    return queue.spec.parent
 
 
 def children(state: ClusterState, name: str) -> list[Queue]:

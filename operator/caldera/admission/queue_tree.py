@@ -124,6 +124,11 @@ def _cached(queue: Queue) -> tuple[ResourceAmounts, ResourceAmounts, ResourceAmo
     )
 
 
+def _guarantee_deserved(queue: Queue) -> tuple[ResourceAmounts, ResourceAmounts]:
+    _, deserved, guarantee = _cached(queue)
+    return guarantee, deserved
+
+
 def check_resources(review: Review) -> None:
     """``validateHierarchicalQueueResources``: within its ancestors' capability, its siblings
     and itself within the parent's guarantee and deserved, its children within its own."""
@@ -148,7 +153,7 @@ def check_resources(review: Review) -> None:
             f"parent queue {parent_name}",
             parent_guarantee,
             parent_deserved,
-            [(_cached(q)[2], _cached(q)[1]) for q in siblings] + [(guarantee, deserved)],
+            [_guarantee_deserved(q) for q in siblings] + [(guarantee, deserved)],
         )
     kids = children(review.state, name)
     if not kids:
@@ -162,7 +167,7 @@ def check_resources(review: Review) -> None:
                     f"queue {name} capability[{resource}]={own} "
                     f"is smaller than its descendants' max capability={typed_text(resource, most)}"
                 )
-    _sums(f"queue {name}", guarantee, deserved, [(_cached(q)[2], _cached(q)[1]) for q in kids])
+    _sums(f"queue {name}", guarantee, deserved, [_guarantee_deserved(q) for q in kids])
 
 
 def _sums(

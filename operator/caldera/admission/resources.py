@@ -9,7 +9,7 @@ thousandths (``NewResource``; ``pods`` as a plain count). Its messages print a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 
 from caldera.quantity import CPU, QuantityError, format_binary, format_decimal, parse_quantity
@@ -139,10 +139,3 @@ def typed_text(name: str, value: float) -> str:
     if name == MEMORY:
         return format_binary(round(value))
     return f"{value:.2f}"
-
-
-def total_of(parts: Iterable[Mapping[str, float]]) -> ResourceAmounts:
-    out: ResourceAmounts = {}
-    for part in parts:
-        add(out, part)
-    return out

@@ -210,10 +210,12 @@ class UsagePlugin(Plugin[UsageArgs]):
                 est_mem[row] = max(est_mem[row] - m, 0.0)
                 rescore(row)
 
+        def value(cpu: Any, mem: Any) -> Any:
+            """``calcNodeScore`` of composite utilisations (arrays or plain floats)."""
+            return ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
+
         def node_scores(rows: Any) -> Any:
-            cpu, mem = composite(rows)
-            value = ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
-            return np.where(fresh[rows], value, 0.0)
+            return np.where(fresh[rows], value(*composite(rows)), 0.0)
 
         scores = np.zeros(n)
         """Every node's score, kept current row by row as estimates change (a task's score is a
@@ -221,8 +223,7 @@ class UsagePlugin(Plugin[UsageArgs]):
 
         def rescore(row: int) -> None:
             if cw + mw and fresh_l[row]:
-                cpu, mem = one(row)
-                scores[row] = ((1 - cpu) * cw + (1 - mem) * mw) / (cw + mw) * MAX_NODE_SCORE * uw
+                scores[row] = value(*one(row))
 
         for tasks in table.tasks:
             for task in tasks.values():
@@ -249,7 +250,6 @@ class UsagePlugin(Plugin[UsageArgs]):
         ssn.predicate_point.add(self.name, lambda task: verdict)
         ssn.node_order_point.add(self.name, NodeScorer(score))
         ssn.event_handlers.add(self.name, EventHandler(allocate=add, deallocate=remove))
-        self.view = (cpu_pct, mem_pct, fresh)
 
 
 def _share(percent: Any, estimate: Any, capacity: Any) -> Any:

@@ -277,6 +277,11 @@ class Scheduler:
             ):
                 w.status.pod(cond)
 
+    def _workload_condition(self) -> tuple[str, str]:
+        """(the version Kubernetes' PodGroups are served at, its scheduling condition type)."""
+        version = self.served_version("WorkloadPodGroup")
+        return version, CONDITION_BY_VERSION.get(version, CONDITION_BY_VERSION["v1alpha3"])
+
     def bind_failed(self, cond: PodCondition) -> None:
         """A pod's binding failed (``SchedulerError``): its Kubernetes PodGroup, if it has one
         not yet scheduled, says so too (kube-scheduler's ``PodGroupReasonSchedulerError``)."""
@@ -290,8 +295,7 @@ class Scheduler:
         pg = state.workload_podgroups.get(f"{cond.namespace}/{joined.pod_group_name}")
         if pg is None:
             return
-        version = self.served_version("WorkloadPodGroup")
-        kind = CONDITION_BY_VERSION.get(version, CONDITION_BY_VERSION["v1alpha3"])
+        version, kind = self._workload_condition()
         old = pg.status.condition(kind)
         if old is not None and old.status == "True":
             return  # never back to False once scheduled
@@ -313,8 +317,7 @@ class Scheduler:
         pg = self.cache.state.workload_podgroups.get(key)
         if pg is None:
             return
-        version = self.served_version("WorkloadPodGroup")
-        kind = CONDITION_BY_VERSION.get(version, CONDITION_BY_VERSION["v1alpha3"])
+        version, kind = self._workload_condition()
         wanted: list[tuple[str, str, str, str]] = []
         old = pg.status.condition(kind)
         value = ("True" if ws.scheduled else "False", ws.reason, ws.message)
