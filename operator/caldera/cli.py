@@ -203,6 +203,9 @@ def _load(args: argparse.Namespace) -> Inputs | None:
         console.say(str(exc))
         return None
     keep_what_is_read()
+    from caldera.outside.http import HttpCaller
+
+    inputs.registry.caller = HttpCaller()  # the policy's extenders are asked, as a session would
     return inputs
 
 

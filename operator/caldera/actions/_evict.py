@@ -32,6 +32,8 @@ from pydantic import Field
 from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.outside import DecisionFailed
+from caldera.framework.placement import first_accepted
 from caldera.framework.plugin import Args
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
@@ -255,7 +257,6 @@ def evict_for(
     """Pipeline ``preemptor`` on a node, evicting the cheapest victims the plugins allow among
     the ``eligible`` rows; the victims (empty: it fit without any), or None when no node works.
     Nothing is changed when None is returned."""
-    nodes = ssn.nodes
     ssn.result.preemption_attempts += 1
     notes = ssn.result.preemption_notes
 
@@ -266,6 +267,27 @@ def evict_for(
     if message is not None:
         nothing(f"the pod fits no node at all ({message})")
         return None
+    try:
+        return _evict_for(
+            ssn, stmt, table, preemptor, eligible, choose, reason, max_candidates, nothing
+        )
+    except DecisionFailed as exc:
+        nothing(str(exc))
+        return None
+
+
+def _evict_for(
+    ssn: Session,
+    stmt: Statement,
+    table: VictimTable,
+    preemptor: Task,
+    eligible: BoolArray,
+    choose: Chooser,
+    reason: str,
+    max_candidates: int,
+    nothing: Callable[[str], None],
+) -> list[Task] | None:
+    nodes = ssn.nodes
     feasible = np.ones(len(nodes), dtype=bool)
     curable = np.zeros(len(nodes), dtype=bool)
     for why, mask in ssn.predicate(preemptor):
@@ -279,9 +301,14 @@ def evict_for(
     fits_now = feasible & ~curable & (future[:, cols] >= req[cols]).all(axis=1)
     if fits_now.any():
         rows = np.flatnonzero(fits_now)
-        best = rows[int(np.argmax(ssn.node_order(preemptor, rows)))] if len(rows) > 1 else rows[0]
-        stmt.pipeline(preemptor, int(best))
-        return []
+        if len(rows) > 1:
+            rows = rows[np.argsort(-ssn.node_order(preemptor, rows), kind="stable")]
+        best = first_accepted(ssn, preemptor, rows)
+        if isinstance(best, int):
+            stmt.pipeline(preemptor, best)
+            return []
+        for _, row in best:
+            feasible[row] = False
     mask = eligible & table.held
     if not mask.any():
         nothing("no running pod it may evict (see the rules of this action)")
@@ -300,7 +327,7 @@ def evict_for(
         examined = min(len(rows), max_candidates)
         nothing(f"the plugins allow no victims that make room on the {examined} node(s) examined")
         return None
-    notes.pop(preemptor.key, None)
+    ssn.result.preemption_notes.pop(preemptor.key, None)
     for victim in plan.victims:
         stmt.evict(victim, reason, preemptor.key)
         table.evicted(victim)
@@ -346,6 +373,8 @@ def _on_node(
         for t in ssn.nodes.tasks[row].values()
         if (i := table.index.get(t.uid)) is not None and mask[i]
     ]
+    if ssn.node_check(preemptor, row) is not None:
+        return None
     allowed = choose(preemptor, candidates)
     if not allowed:
         return None

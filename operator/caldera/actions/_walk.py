@@ -44,6 +44,7 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework import points as rules
+from caldera.framework.outside import DecisionFailed
 from caldera.framework.points import Point
 from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
@@ -151,6 +152,16 @@ class NodeWalk:
         if message is not None:
             self.note(task, f"the pod fits no node at all ({message})")
             return False
+        try:
+            return self._make_room(stmt, task, job, queue, rows_of)
+        except DecisionFailed as exc:
+            self.note(task, str(exc))
+            return False
+
+    def _make_room(
+        self, stmt: Statement, task: Task, job: Job, queue: Queue, rows_of: Filter
+    ) -> bool:
+        ssn = self.ssn
         rows, curable = self._in_play(task, job)
         if not len(rows):
             return False
@@ -269,6 +280,10 @@ class NodeWalk:
         """The victims the plugins allow on ``row`` (empty: none needed or none allowed), or
         None when the node cannot work (``util.ValidateVictims``)."""
         ssn = self.ssn
+        refused = ssn.node_check(task, row)
+        if refused is not None:
+            self.note_node(task, row, f"refused: {refused}")
+            return None
         candidates = self._candidates(row, mask)
         if self.needs_candidates and not candidates:
             self.note_node(task, row, "no pod of another reclaimable queue runs here")

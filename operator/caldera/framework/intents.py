@@ -191,6 +191,8 @@ class CycleResult:
     """Per-queue fair share computed this session (for reports and metrics)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent per phase: ``open``, each action, ``close``."""
+    calls: dict[str, int] = field(default_factory=dict)
+    """Calls to systems outside the cluster (extenders), by ``"<hook> <outcome>"``."""
     preemption_attempts: int = 0
     """Tasks preempt and reclaim tried to make room for."""
     preemption_notes: dict[str, str] = field(default_factory=dict)

@@ -20,9 +20,17 @@ from caldera.api.fiterror import FitErrors
 from caldera.api.node import Matrix
 from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.framework.outside import DecisionFailed
 from caldera.framework.session import Rejection, Session
 
-__all__ = ["Choice", "choose_node", "never_fits", "resource_reason", "resource_rejections"]
+__all__ = [
+    "Choice",
+    "choose_node",
+    "first_accepted",
+    "never_fits",
+    "resource_reason",
+    "resource_rejections",
+]
 
 BoolArray = npt.NDArray[np.bool_]
 NO_READY_NODE = "no node is Ready to take pods"
@@ -86,6 +94,8 @@ def choose_node(
 
     With ``future`` the task may also be pipelined onto resources that evicted tasks will free.
     ``within`` limits the choice (and the reasons) to the masked nodes (one HyperNode).
+    A scorer or node check that cannot decide (:class:`DecisionFailed`) leaves the task without
+    a node, its message the reason.
     """
     nodes = ssn.nodes
     if not len(nodes):
@@ -101,27 +111,75 @@ def choose_node(
 
     req = task.resreq
     cols = np.flatnonzero(req)
-    fits_idle = _fits(nodes.idle, req, cols)
-    if blocked is not None:
-        fits_idle &= ~blocked
-    candidates = np.flatnonzero(fits_idle)
-    idle = True
-    if len(candidates) == 0 and future and (nodes.releasing.any() or nodes.pipelined.any()):
-        fits_future = _fits(nodes.future_idle, req, cols)
+    try:
+        fits_idle = _fits(nodes.idle, req, cols)
         if blocked is not None:
-            fits_future &= ~blocked
-        candidates = np.flatnonzero(fits_future)
-        idle = False
-    if len(candidates) == 0:
-        avail = nodes.future_idle if future else nodes.idle
-        found = rejections + resource_rejections(ssn.space, req, avail)
-        if within is not None:  # the reasons of the nodes that were in the running only
-            found = [(reason, mask & within) for reason, mask in found]
-        return fit_errors(n, found)
-    if len(candidates) == 1:
-        return Choice(int(candidates[0]), idle)
-    scores = ssn.node_order(task, candidates)
-    best = ssn.best_node(task, candidates, scores)
-    if best is None:
-        best = int(candidates[int(np.argmax(scores))])
-    return Choice(best, idle)
+            fits_idle &= ~blocked
+        picked = _pick(ssn, task, np.flatnonzero(fits_idle))
+        if isinstance(picked, int):
+            return Choice(picked, True)
+        refused = picked
+        if future and (nodes.releasing.any() or nodes.pipelined.any()):
+            fits_future = _fits(nodes.future_idle, req, cols)
+            if blocked is not None:
+                fits_future &= ~blocked
+            for _, row in refused:
+                fits_future[row] = False
+            more = _pick(ssn, task, np.flatnonzero(fits_future))
+            if isinstance(more, int):
+                return Choice(more, False)
+            refused += more
+    except DecisionFailed as exc:
+        return FitErrors(total=n, message=str(exc))
+    avail = nodes.future_idle if future else nodes.idle
+    found = rejections + resource_rejections(ssn.space, req, avail) + _masks(len(nodes), refused)
+    if within is not None:  # the reasons of the nodes that were in the running only
+        found = [(reason, mask & within) for reason, mask in found]
+    return fit_errors(n, found)
+
+
+Refused = list[tuple[str, int]]
+"""(reason, node row) of each candidate a node check refused."""
+
+
+def _pick(ssn: Session, task: Task, candidates: npt.NDArray[np.intp]) -> int | Refused:
+    """The best of ``candidates`` (by score, or a plugin's best-node choice) that every node
+    check accepts; or, when none does, why each was refused."""
+    if not len(candidates):
+        return []
+    checks = bool(ssn.node_check_point)
+    if len(candidates) == 1 and not checks:
+        return int(candidates[0])
+    scores = ssn.node_order(task, candidates) if len(candidates) > 1 else np.zeros(1)
+    best = ssn.best_node(task, candidates, scores) if len(candidates) > 1 else None
+    if not checks:
+        return best if best is not None else int(candidates[int(np.argmax(scores))])
+    return first_accepted(ssn, task, candidates[np.argsort(-scores, kind="stable")], first=best)
+
+
+def first_accepted(
+    ssn: Session, task: Task, rows: npt.NDArray[np.intp], *, first: int | None = None
+) -> int | Refused:
+    """The first of ``rows`` (``first`` before the others) every node check accepts, asking
+    one node at a time; or why each was refused. Checks are asked lazily because each answer
+    may cost a round trip (an extender): the best node usually passes at the first question."""
+    order = rows.tolist()
+    if first is not None:
+        order = [first, *(r for r in order if r != first)]
+    refused: Refused = []
+    for row in order:
+        why = ssn.node_check(task, row)
+        if why is None:
+            return int(row)
+        refused.append((why, int(row)))
+    return refused
+
+
+def _masks(n: int, refused: Refused) -> list[Rejection]:
+    by_reason: dict[str, BoolArray] = {}
+    for why, row in refused:
+        mask = by_reason.get(why)
+        if mask is None:
+            mask = by_reason[why] = np.zeros(n, dtype=np.bool_)
+        mask[row] = True
+    return list(by_reason.items())

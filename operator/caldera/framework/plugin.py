@@ -42,6 +42,9 @@ _AnyArgs = Args  # ``Args`` inside the plugin class means the plugin's own argum
 class Plugin(Generic[A]):
     name: ClassVar[str]
     Args: ClassVar[type[Args]] = NoArgs
+    repeatable: ClassVar[bool] = False
+    """Whether a policy may list the plugin more than once (each entry its own instance: one
+    ``extender`` per server); registrations then use :attr:`PluginOption.key`."""
     supports_hierarchy: ClassVar[bool] = False
     """Whether the plugin implements Volcano's ``enableHierarchy`` option; setting the option on a
     plugin that does not is a policy error rather than a silent no-op."""

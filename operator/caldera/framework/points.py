@@ -66,7 +66,7 @@ POINT_FLAGS: dict[str, tuple[str, ...]] = {
     "enablePreemptive": ("preemptive",),
     "enableQueueOrder": ("queue_order",),
     "enabledClusterOrder": ("cluster_order",),
-    "enablePredicate": ("predicate", "pre_predicate", "simulate_predicate"),
+    "enablePredicate": ("predicate", "pre_predicate", "simulate_predicate", "node_check"),
     "enableBestNode": ("best_node",),
     "enableNodeOrder": ("node_order",),
     "enableTargetJob": ("target_job",),

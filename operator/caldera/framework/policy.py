@@ -12,7 +12,7 @@ have) is a warning on the policy instead, or an error when loaded ``strict``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,13 @@ class PluginOption:
     hierarchy: bool = False
     managed: frozenset[str] = frozenset()
     """Resources the plugin accounts for itself (kept out of the generic resource fit)."""
+    key: str = ""
+    """The entry's name in the tier layout: the plugin's name, or for a second entry of a
+    repeatable plugin ``<name>#2`` (and so on)."""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.name)
 
     def enabled(self, point: str) -> bool:
         return point not in self.disabled
@@ -91,7 +98,7 @@ class Policy:
 
     @property
     def layout(self) -> list[list[str]]:
-        return [[opt.name for opt in tier] for tier in self.tiers]
+        return [[opt.key for opt in tier] for tier in self.tiers]
 
     @property
     def managed_resources(self) -> frozenset[str]:
@@ -100,9 +107,11 @@ class Policy:
         return frozenset().union(*(opt.managed for tier in self.tiers for opt in tier))
 
     def option(self, plugin: str) -> PluginOption | None:
+        """The entry whose key (its name, unless the plugin is listed more than once) is
+        ``plugin``."""
         for tier in self.tiers:
             for opt in tier:
-                if opt.name == plugin:
+                if opt.key == plugin:
                     return opt
         return None
 
@@ -254,19 +263,22 @@ def load_policy(text: str, registry: Registry, *, source: str = "", strict: bool
         plugins = tier.get("plugins") or []
         if not isinstance(plugins, list):
             raise ConfigError("must be a list", key=f"{key}.plugins", source=source)
-        options = []
+        options: list[PluginOption] = []
         for p, item in enumerate(plugins):
             pkey = f"{key}.plugins[{p}]"
             opt = _plugin_option(item, pkey, registry, warn)
             if opt is None:
                 continue
             if opt.name in seen:
-                raise ConfigError(
-                    f"plugin {opt.name!r} already configured at {seen[opt.name]}",
-                    key=f"{pkey}.name",
-                    source=source,
-                )
-            seen[opt.name] = pkey
+                if not registry.plugin(opt.name).repeatable:
+                    raise ConfigError(
+                        f"plugin {opt.name!r} already configured at {seen[opt.name]}",
+                        key=f"{pkey}.name",
+                        source=source,
+                    )
+                entries = sum(o.name == opt.name for tier in (*tiers, options) for o in tier)
+                opt = replace(opt, key=f"{opt.name}#{entries + 1}")
+            seen.setdefault(opt.name, pkey)
             options.append(opt)
         tiers.append(tuple(options))
 

@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from caldera.errors import ConfigError
+from caldera.framework.outside import NO_CALLER, Caller
 from caldera.framework.plugin import Action, Plugin
 
 __all__ = ["Registry"]
@@ -65,6 +66,10 @@ class Registry:
         """What plugins keep from one session to the next (by plugin name; tdm's last eviction
         time): a registry lives as long as the scheduler process or the simulation using it,
         and a plugin instance only as long as one session."""
+        self.caller: Caller = NO_CALLER
+        """How sessions reach systems outside the cluster (extenders): the shell that runs them
+        gives a real client (:class:`caldera.outside.http.HttpCaller`); none refuses every
+        call."""
 
     @classmethod
     def from_entry_points(cls) -> Registry:

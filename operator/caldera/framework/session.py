@@ -27,12 +27,14 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework import points as rules
 from caldera.framework.intents import Bind, CycleResult, Event, Evict
+from caldera.framework.outside import Caller
 from caldera.framework.plugin import Plugin
 from caldera.framework.points import OrderPoint, Point
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.scoring import NodeScorer, ScoreCache
 from caldera.framework.statement import Statement
+from caldera.framework.victims import victim_order
 from caldera.models.volcano import PodGroupCondition
 
 __all__ = ["EventHandler", "Rejection", "Session"]
@@ -90,6 +92,8 @@ class Session:
         self.on_bind: Callable[[Bind], None] | None = None
         """Told of each bind the moment it is decided (the operator starts binding before the
         session ends, as Volcano's cache does)."""
+        self.caller: Caller = registry.caller
+        """How plugins ask systems outside the cluster (an extender): given by the shell."""
         self.plugins: list[Plugin[Any]] = []
         self.configured_actions = frozenset(a.name for a in policy.actions)
 
@@ -119,6 +123,9 @@ class Session:
         self.preemptive_point: Point[Callable[[Queue, Task], bool]] = point("preemptive")
         self.pre_predicate_point: Point[Callable[[Task], str | None]] = point("pre_predicate")
         self.predicate_point: Point[Callable[[Task], Sequence[Rejection]]] = point("predicate")
+        self.node_check_point: Point[Callable[[Task, int], str | None]] = point("node_check")
+        """Per-node filters too dear to ask about every node (an extender's HTTP predicate):
+        asked about the nodes every other filter passed, best score first, until one passes."""
         self.node_order_point: Point[NodeScorer] = point("node_order")
         self.best_node_point: Point[Callable[[Task, IntArray, Vector], int | None]] = point(
             "best_node"
@@ -274,6 +281,13 @@ class Session:
     def predicate(self, task: Task) -> list[Rejection]:
         return rules.concat(self.predicate_point, task)
 
+    def node_check(self, task: Task, node: int) -> str | None:
+        """Why a per-node check refuses ``task`` on row ``node`` (None: every check passes)."""
+        for fn in self.node_check_point:
+            if (why := fn(task, node)) is not None:
+                return why
+        return None
+
     def simulate_predicate(
         self,
         task: Task,
@@ -360,38 +374,9 @@ class Session:
         return out
 
     def victim_order(self, victims: Sequence[Task], preemptor: Task) -> list[Task]:
-        """``victims`` in the order Volcano evicts them (``BuildVictimsPriorityQueue``): two
-        tasks of one job in reverse task order; of two jobs of one queue, in reverse job
-        order; of two queues, by the plugins' victim queue order for the preemptor's queue
-        (capacity's hierarchy: the deeper common ancestor first), else in reverse queue order."""
-        if len(victims) < 2:
-            return list(victims)
-        jobs, queues = self.jobs, self.queues
-        by_queue: dict[str, tuple[Any, ...]] = {}
-        named = sorted({jobs[v.job].queue for v in victims if v.job in jobs} & set(queues))
-        if len(named) > 1:  # one queue (preempt's case): nothing to compare
-            mine = queues.get(jobs[preemptor.job].queue) if preemptor.job in jobs else None
-            ranked = sorted((queues[n] for n in named), key=self.queue_order_key())
-            queue_rank = {q.name: i for i, q in enumerate(ranked)}
-            plugin_keys = list(self.victim_queue_order_point)
-            for name in named:
-                extra = tuple(fn(queues[name], mine) for fn in plugin_keys) if mine else ()
-                by_queue[name] = (*extra, -queue_rank[name])
-        owned = {v.job for v in victims}
-        job_rank: dict[str, int] = {}
-        if len(owned) > 1:
-            owners = sorted((jobs[j] for j in owned if j in jobs), key=self.job_order_key())
-            job_rank = {j.uid: i for i, j in enumerate(owners)}
-        task_rank: dict[int, int] = {}
-        if len(owned) < len(victims):  # some job offers two: their task order matters
-            ranked_tasks = sorted(victims, key=self.task_order_key())
-            task_rank = {id(t): i for i, t in enumerate(ranked_tasks)}
-
-        def key(t: Task) -> tuple[Any, ...]:
-            queue = jobs[t.job].queue if by_queue and t.job in jobs else ""
-            return (by_queue.get(queue, ()), -job_rank.get(t.job, -1), -task_rank.get(id(t), 0))
-
-        return sorted(victims, key=key)
+        """``victims`` in the order Volcano evicts them (:func:`~caldera.framework.victims.
+        victim_order`)."""
+        return victim_order(self, victims, preemptor)
 
     def victim_tasks(self, tasks: Sequence[Task]) -> list[Task]:
         """What the victim-choosing plugins offer of ``tasks``, less what a guard forbids."""

@@ -11,6 +11,7 @@ kube-scheduler and Caldera score, and the batch scorers normalise over it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -27,6 +28,7 @@ from caldera.cache.groups import group_label
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
+from caldera.framework.outside import DecisionFailed
 from caldera.framework.placement import choose_node, resource_rejections
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
@@ -135,17 +137,9 @@ def explain(
     ``progress`` (shown on a terminal only) follows that session."""
     shown = progress or Progress()
     try:
-        return _explain(
-            state,
-            policy,
-            registry,
-            pod,
-            list(scheduler_names),
-            default_queue,
-            shown,
-            source,
-            node_usage or {},
-        )
+        names = list(scheduler_names)
+        args = (default_queue, shown, source, node_usage or {})
+        return _explain(state, policy, registry, pod, names, *args)
     finally:
         shown.clear()
 
@@ -228,15 +222,20 @@ def _explain(
         for row in np.flatnonzero(mask):
             verdicts[row].reasons.setdefault("NodeResourcesFit", []).append(reason)
 
+    for name, check in ssn.node_check_point.named():  # an extender: asked node by node
+        for index in [i for i, v in enumerate(verdicts) if v.fits]:
+            if (why := check(task, index)) is not None:
+                verdicts[index].reasons.setdefault(name, []).append(why)
     feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
     weights: dict[str, int] = {}
     if pre is None and len(feasible):
-        for name, values in _scores(ssn, task, feasible, weights):
-            for row, value in zip(feasible, values.tolist(), strict=True):
-                verdicts[row].scores[name] = value
-        totals = ssn.node_order(task, feasible)
-        for row, value in zip(feasible, totals.tolist(), strict=True):
-            verdicts[row].total = value
+        with contextlib.suppress(DecisionFailed):  # the verdict below says why
+            for name, values in _scores(ssn, task, feasible, weights):
+                for row, value in zip(feasible, values.tolist(), strict=True):
+                    verdicts[row].scores[name] = value
+            totals = ssn.node_order(task, feasible)
+            for row, value in zip(feasible, totals.tolist(), strict=True):
+                verdicts[row].total = value
 
     choice = choose_node(ssn, task)
     if held is not None:

@@ -29,6 +29,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, apply
+from caldera.outside.http import HttpCaller
 
 __all__ = [
     "BindStream",
@@ -186,6 +187,7 @@ def start(stream: Any) -> None:
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()
     fewer_collections()
     _registry = Registry.from_entry_points()
+    _registry.caller = HttpCaller()  # connections to extenders, kept across sessions
 
 
 def _exit_with(parent: int, every: float = 1.0) -> None:

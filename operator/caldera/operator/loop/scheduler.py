@@ -54,6 +54,7 @@ from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter, WorkloadWrite
+from caldera.outside.http import HttpCaller
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers", "by_condition"]
@@ -90,6 +91,7 @@ class Scheduler:
         node_usage: Callable[[], tuple[int, Mapping[str, NodeUsage]]] = lambda: (0, {}),
     ) -> None:
         self.node_usage = node_usage
+        registry.caller = HttpCaller()  # extenders, for sessions run in a thread
         """(version, nodes' real load) as the metrics source last gave it."""
         self.config = config
         self.served_version = served_version

@@ -1,0 +1,40 @@
+"""The example extender (``examples/extender/server.py``) started on loopback for a test or a
+benchmark: the same file users start from, over real HTTP."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["example", "running_extender"]
+
+_PATH = Path(__file__).resolve().parents[1] / "examples" / "extender" / "server.py"
+
+
+def example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("example_extender", _PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def running_extender(
+    *, delay: float = 0.0, fail: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, Any]]:
+    """(its URL prefix, its :class:`Extender`, which counts the calls) while it serves."""
+    server, ext = example().make_server(0, delay=delay, fail=fail)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", ext
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
