@@ -21,8 +21,8 @@ demo: $(STAMP)
 test: lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check operator tests benchmarks
-	$(BIN)/ruff format --check operator tests benchmarks
+	$(BIN)/ruff check operator tests benchmarks examples
+	$(BIN)/ruff format --check operator tests benchmarks examples
 	PYTHONPATH=operator $(BIN)/lint-imports
 
 typecheck: $(STAMP)

@@ -22,7 +22,9 @@ a slow extender costs); ``--fail VERB`` answers HTTP 500 to that verb.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -73,37 +75,41 @@ class Extender:
 
     reclaimable = preemptable
 
-    def jobEnqueueable(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802 (the verb)
+    def jobEnqueueable(self, req: dict[str, Any]) -> dict[str, Any]:
         held = _flag(_meta(req["job"].get("PodGroup")).get("annotations"), HOLD)
         return {"status": REJECT if held else ABSTAIN}
 
-    def queueOverused(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def queueOverused(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"overused": _flag(req["queue"].get("Annotations"), OVERUSED)}
 
-    def jobReady(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def jobReady(self, req: dict[str, Any]) -> dict[str, Any]:
         return {"status": True}
 
-    def allocateFunc(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def allocateFunc(self, req: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             self.allocated.append(f"{req['task']['Namespace']}/{req['task']['Name']}")
         return {"errorMessage": ""}
 
-    def deallocateFunc(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def deallocateFunc(self, req: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
             name = f"{req['task']['Namespace']}/{req['task']['Name']}"
             if name in self.allocated:
                 self.allocated.remove(name)
         return {"errorMessage": ""}
 
-    def onSessionOpen(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def onSessionOpen(self, req: dict[str, Any]) -> dict[str, Any]:
         return {}
 
-    def onSessionClose(self, req: dict[str, Any]) -> dict[str, Any]:  # noqa: N802
+    def onSessionClose(self, req: dict[str, Any]) -> dict[str, Any]:
         return {}
 
 
 def make_server(
-    port: int = 0, *, delay: float = 0.0, fail: frozenset[str] = frozenset(), host: str = "127.0.0.1"
+    port: int = 0,
+    *,
+    delay: float = 0.0,
+    fail: frozenset[str] = frozenset(),
+    host: str = "127.0.0.1",
 ) -> tuple[ThreadingHTTPServer, Extender]:
     """A server on ``host:port`` (0: any free port) answering with a new :class:`Extender`."""
     ext = Extender()
@@ -111,7 +117,7 @@ def make_server(
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the scheduler reuses its connection
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             verb = self.path.strip("/")
             raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             with ext.lock:
@@ -124,7 +130,7 @@ def make_server(
                 time.sleep(delay)
             self._answer(200, decide(json.loads(raw or b"{}")))
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             with ext.lock:
                 state = {"calls": dict(ext.calls), "allocated": list(ext.allocated)}
             self._answer(200 if self.path == "/calls" else 404, state)
@@ -137,7 +143,7 @@ def make_server(
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per call would drown the scheduler's own logs
 
     server = ThreadingHTTPServer((host, port), Handler)
@@ -155,11 +161,9 @@ def main() -> None:
     server, _ = make_server(
         args.port, delay=args.delay_ms / 1000, fail=frozenset(args.fail), host=args.host
     )
-    print(f"example extender listening on http://{args.host}:{server.server_address[1]}")
-    try:
+    sys.stderr.write(f"example extender on http://{args.host}:{server.server_address[1]}\n")
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":
