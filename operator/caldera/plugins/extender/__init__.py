@@ -62,7 +62,6 @@ __all__ = ["ExtenderArgs", "ExtenderPlugin"]
 log = logging.getLogger(__name__)
 
 
-
 class ExtenderPlugin(Plugin[ExtenderArgs]):
     name: ClassVar[str] = "extender"
     Args = ExtenderArgs
@@ -78,6 +77,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         self.failed: str | None = None
         """The first failure of this session (logged once it is new)."""
         self._interest: dict[str, bool] = {}
+        self._told: set[str] = set()
         self.calls = ssn.result.calls
         if args.verb("onSessionOpen"):
             try:
@@ -252,7 +252,8 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
             return ABSTAIN
         try:
             got = self._ask("jobEnqueueable", lambda: body(job=self.wire.job(job)), None)
-        except CallError:
+        except CallError as exc:
+            job.fit_error = job.fit_error or f"extender: {exc}"
             return REJECT
         status = got.get("status") if isinstance(got, dict) else None
         return status if isinstance(status, int) and status in (-1, 0, 1) else ABSTAIN
@@ -260,16 +261,32 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
     def _overused(self, queue: Queue) -> bool:
         try:
             got = self._ask("queueOverused", lambda: body(queue=self.wire.queue(queue)), None)
-        except CallError:
+        except CallError as exc:
+            self._say_to_queue(queue, f"extender: {exc}")
             return True
-        return isinstance(got, dict) and got.get("overused") is True
+        if isinstance(got, dict) and got.get("overused") is True:
+            self._say_to_queue(
+                queue, f"the extender {self.args.url_prefix} says queue {queue.name} is overused"
+            )
+            return True
+        return False
+
+    def _say_to_queue(self, queue: Queue, why: str) -> None:
+        """Tell the queue's jobs why they get nothing more (once per queue and session)."""
+        if queue.name in self._told:
+            return
+        self._told.add(queue.name)
+        for job in self.ssn.jobs.values():
+            if job.queue == queue.name and not job.fit_error:
+                job.fit_error = why
 
     def _ready(self, job: Job) -> bool:
         if not self._job_interested(job):
             return True
         try:
             got = self._ask("jobReady", lambda: body(job=self.wire.job(job)), None)
-        except CallError:
+        except CallError as exc:
+            job.fit_error = job.fit_error or f"extender: {exc}"
             return False
         return got is None or (isinstance(got, dict) and got.get("status") is True)
 
