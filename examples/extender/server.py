@@ -116,6 +116,7 @@ def make_server(
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the scheduler reuses its connection
+        disable_nagle_algorithm = True  # answer at once, not after the peer's delayed ACK
 
         def do_POST(self) -> None:
             verb = self.path.strip("/")
@@ -141,7 +142,8 @@ def make_server(
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)  # the scheduler may have given up waiting
 
         def log_message(self, format: str, *args: Any) -> None:
             pass  # one line per call would drown the scheduler's own logs

@@ -579,6 +579,7 @@ SESSION_POINTS = [
     "pre_predicate",
     "predicate",
     "simulate_predicate",
+    "node_check",
     "node_order",
     "best_node",
     "preemptable",
@@ -629,8 +630,8 @@ tiers:
     [
         pytest.param(
             "enablePredicate",
-            {"predicate", "pre_predicate", "simulate_predicate"},
-            id="enablePredicate switches predicate, pre-predicate and simulate-predicate",
+            {"predicate", "pre_predicate", "simulate_predicate", "node_check"},
+            id="enablePredicate switches every node filter point",
         ),
         pytest.param(
             "enableJobEnqueued",

@@ -416,7 +416,7 @@ def test_a_second_yaml_document_is_not_read() -> None:
         ),
         pytest.param(
             "    enablePredicate: false\n",
-            {"predicate", "pre_predicate", "simulate_predicate"},
+            {"predicate", "pre_predicate", "simulate_predicate", "node_check"},
             False,
             id="enablePredicate off switches off predicate, pre-predicate and simulate",
         ),

@@ -26,6 +26,7 @@ BUILT_IN_PLUGINS = [
     "conformance",
     "deviceshare",
     "drf",
+    "extender",
     "gang",
     "network-topology-aware",
     "nodegroup",

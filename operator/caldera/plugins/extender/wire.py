@@ -7,8 +7,9 @@ because it does not keep it or because it would multiply every body's size:
 
 - a task's ``Pod`` carries its metadata and the scheduling part of its spec (containers with
   their resources, node selector, affinity, tolerations, priority, scheduler name);
-- the tasks listed inside a node (``NodeInfo.Tasks``) or a job (``JobInfo.Tasks``) carry their
-  numbers and the pod's metadata, not its spec;
+- the tasks listed inside a node (``NodeInfo.Tasks``) or a job (``JobInfo.Tasks``) carry
+  ``UID``, ``Job``, ``Name``, ``Namespace``, ``Resreq``, ``NodeName``, ``Status`` and
+  ``Priority``, not their pod (a node's body would otherwise grow by a pod per pod it runs);
 - a node's ``Node`` carries its name, labels, annotations, taints, unschedulable flag,
   allocatable and capacity.
 
@@ -70,18 +71,25 @@ def _time(seconds: float) -> str | None:
 
 
 def resource(space: ResourceSpace, vec: Vector) -> dict[str, Any]:
-    """Volcano's ``Resource``: millicores, bytes, other resources in thousandths."""
+    """Volcano's ``Resource``: millicores, bytes, other resources in thousandths (numbers as Go
+    writes a float64: ``3000``, not ``3000.0``)."""
+    values = vec.tolist()
     scalars = {
-        name: float(vec[i]) * 1000
+        name: _go(values[i] * 1000)
         for i, name in enumerate(space.names)
-        if name not in (CPU, MEMORY, PODS) and vec[i]
+        if name not in (CPU, MEMORY, PODS) and values[i]
     }
+    pods = space.index.get(PODS)
     return {
-        "MilliCPU": float(vec[0]),
-        "Memory": float(vec[1]),
+        "MilliCPU": _go(values[0]),
+        "Memory": _go(values[1]),
         "ScalarResources": scalars or None,
-        "MaxTaskNum": int(vec[space.index[PODS]]) if PODS in space.index else 0,
+        "MaxTaskNum": int(values[pods]) if pods is not None else 0,
     }
+
+
+def _go(value: float) -> float | int:
+    return int(value) if value.is_integer() else value
 
 
 def resource_list(space: ResourceSpace, vec: Vector | None) -> dict[str, str] | None:
@@ -154,8 +162,8 @@ class Wire:
         out["resources"] = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
         return out
 
-    def task(self, task: Task, *, brief: bool = False) -> dict[str, Any]:
-        """``TaskInfo``; ``brief`` (a task listed inside a node or job): the pod's metadata only."""
+    def task(self, task: Task) -> dict[str, Any]:
+        """``TaskInfo`` of a task asked about."""
         req = resource(self.space, task.resreq)
         return {
             "UID": task.uid,
@@ -171,7 +179,20 @@ class Wire:
             "Preemptable": task.preemptable,
             "BestEffort": task.best_effort,
             "SchGated": task.gate.value in ("other", "queue"),
-            "Pod": {"metadata": self._meta(task)} if brief else self.pod(task),
+            "Pod": self.pod(task),
+        }
+
+    def brief(self, task: Task) -> dict[str, Any]:
+        """A ``TaskInfo`` listed inside a node or a job: who it is, what it holds, its state."""
+        return {
+            "UID": task.uid,
+            "Job": task.job,
+            "Name": task.name,
+            "Namespace": task.namespace,
+            "Resreq": resource(self.space, task.resreq),
+            "NodeName": task.node_name,
+            "Status": _STATUS_BITS[task.status],
+            "Priority": task.priority,
         }
 
     # -- nodes ---------------------------------------------------------------------------------
@@ -219,7 +240,7 @@ class Wire:
                 "CPUUsageAvg": {"10m": usage.cpu} if usage else {},
                 "MEMUsageAvg": {"10m": usage.memory} if usage else {},
             },
-            "Tasks": {uid: self.task(t, brief=True) for uid, t in nodes.tasks[row].items()},
+            "Tasks": {uid: self.brief(t) for uid, t in nodes.tasks[row].items()},
         }
 
     def nodes(self, rows: Any) -> list[_Raw]:
@@ -229,7 +250,7 @@ class Wire:
 
     def job(self, job: Job) -> dict[str, Any]:
         space = self.space
-        tasks = {uid: self.task(t, brief=True) for uid, t in job.tasks.items()}
+        tasks = {uid: self.brief(t) for uid, t in job.tasks.items()}
         by_status = {
             str(_STATUS_BITS[status]): {uid: tasks[uid] for uid in members}
             for status, members in job.by_status.items()
