@@ -39,12 +39,12 @@ ready; here both follow the two rules above.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+import orjson
 
 from caldera.api.job import Job
 from caldera.api.queue import Queue
@@ -128,8 +128,8 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if hook in ("onSessionOpen", "onSessionClose", "allocateFunc", "deallocateFunc"):
             return None  # Volcano does not read these answers (errorMessage is logged)
         try:
-            return json.loads(answer)
-        except ValueError:
+            return orjson.loads(answer)
+        except orjson.JSONDecodeError:
             text = f"POST {url}: the answer is not JSON"
             self._count(hook, "invalid", text)
             raise CallError(text) from None

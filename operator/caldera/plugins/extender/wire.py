@@ -19,12 +19,12 @@ table's change log), a task only when its state or node changed.
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import orjson
 
 from caldera.api.job import Job
 from caldera.api.queue import Queue
@@ -43,25 +43,25 @@ _READY = {"Phase": 1, "Reason": ""}
 class _Raw:
     """Already-rendered JSON, spliced into a body as it is (a cached node)."""
 
-    __slots__ = ("text",)
+    __slots__ = ("data",)
 
-    def __init__(self, text: str) -> None:
-        self.text = text
+    def __init__(self, data: bytes) -> None:
+        self.data = data
 
 
-def _text(value: Any) -> str:
+def _bytes(value: Any) -> bytes:
     if isinstance(value, _Raw):
-        return value.text
+        return value.data
     if isinstance(value, list) and value and isinstance(value[0], _Raw):
-        return "[" + ",".join(v.text for v in value) + "]"
+        return b"[" + b",".join(v.data for v in value) + b"]"
     if isinstance(value, dict) and value and isinstance(next(iter(value.values())), _Raw):
-        return "{" + ",".join(f"{json.dumps(k)}:{v.text}" for k, v in value.items()) + "}"
-    return json.dumps(value, separators=(",", ":"))
+        return b"{" + b",".join(orjson.dumps(k) + b":" + v.data for k, v in value.items()) + b"}"
+    return orjson.dumps(value)
 
 
 def body(**fields: Any) -> bytes:
     """A request body: a JSON object of ``fields`` (cached nodes spliced in as rendered)."""
-    return ("{" + ",".join(f"{json.dumps(k)}:{_text(v)}" for k, v in fields.items()) + "}").encode()
+    return b"{" + b",".join(orjson.dumps(k) + b":" + _bytes(v) for k, v in fields.items()) + b"}"
 
 
 def _time(seconds: float) -> str | None:
@@ -114,7 +114,7 @@ class Wire:
     def __init__(self, ssn: Session) -> None:
         self.ssn = ssn
         self.space = ssn.space
-        self._nodes: dict[int, str] = {}
+        self._nodes: dict[int, bytes] = {}
         self._seen = len(ssn.nodes.changes)
         self._pods: dict[str, dict[str, Any]] = {}
 
@@ -204,10 +204,10 @@ class Wire:
             for changed in log[self._seen :]:
                 self._nodes.pop(changed, None)
             self._seen = len(log)
-        text = self._nodes.get(row)
-        if text is None:
-            text = self._nodes[row] = json.dumps(self._node(row), separators=(",", ":"))
-        return _Raw(text)
+        data = self._nodes.get(row)
+        if data is None:
+            data = self._nodes[row] = orjson.dumps(self._node(row))
+        return _Raw(data)
 
     def _node(self, row: int) -> dict[str, Any]:
         nodes, space = self.ssn.nodes, self.space
