@@ -40,10 +40,15 @@ async def test_the_extender_steers_pods_and_hears_of_each_placement(
     await k8s.create("nodes", node("blocked", cpu="8", **{"example.caldera.dev/blocked": "true"}))
     await k8s.create("nodes", node("open", cpu="4"))
     with running_extender() as (url, ext):
-        async with running_operator(k8s, scheduler_conf=conf(tmp_path, url)):
+        async with running_operator(k8s, scheduler_conf=conf(tmp_path, url)) as runtime:
             for i in range(3):
                 await k8s.create("pods", pod(f"p{i}", namespace=ns), namespace=ns)
             placed = await wait_bound(k8s, "p0", "p1", "p2")
+            registry = runtime.metrics.registry
+            labels = {"hook": "allocateFunc", "outcome": "ok"}
+            async with asyncio.timeout(10):  # the session's result is counted once it is back
+                while registry.get_sample_value("caldera_extender_calls_total", labels) != 3:
+                    await asyncio.sleep(0.05)
     assert placed == {"p0": "open", "p1": "open", "p2": "open"}  # blocked has more room
     assert sorted(ext.allocated) == [f"{ns}/p{i}" for i in range(3)]
     assert ext.calls["onSessionOpen"] >= 1 and ext.calls["prioritize"] >= 3

@@ -154,6 +154,13 @@ class Metrics:
             registry=registry,
         )
         self.metrics_source_up.set(1)
+        self.extender_calls = Counter(
+            "caldera_extender_calls",
+            "Calls to the policy's HTTP extenders, by hook (predicate, prioritize...) and outcome "
+            "(ok, failed, invalid)",
+            ("hook", "outcome"),
+            registry=registry,
+        )
         self.gates_lifted = Counter(
             "caldera_queue_gates_lifted",
             "Pods whose queue-allocation gate was lifted because their queue had room, by queue",

@@ -418,6 +418,9 @@ class Scheduler:
             self._queue_metrics(qs.name, "allocated", qs.allocated)
         for name, deserved in result.deserved.items():
             self._queue_metrics(name, "deserved", deserved)
+        for key, n in result.calls.items():
+            hook, _, outcome = key.partition(" ")
+            m.extender_calls.labels(hook=hook, outcome=outcome).inc(n)
 
     def _queue_metrics(self, queue: str, kind: str, values: dict[str, str]) -> None:
         q = self.metrics.queue
