@@ -58,7 +58,9 @@ class Extender:
     def predicate(self, req: dict[str, Any]) -> dict[str, Any]:
         node = req["node"]
         if _flag(_meta(node.get("Node")).get("labels"), BLOCKED):
-            return {"status": f"node {node['Name']} is blocked by the example extender", "code": 2}
+            # code 3, UnschedulableAndUnresolvable: evicting pods would not change the answer,
+            # so preemption leaves the node alone (2, Unschedulable, would let it evict there)
+            return {"status": f"node {node['Name']} is blocked by the example extender", "code": 3}
         return {"status": "", "code": 0}
 
     def prioritize(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -271,6 +271,36 @@ def test_the_extender_keeps_a_protected_pod_from_being_preempted(
     assert ext.calls["preemptable"] >= 1
 
 
+def test_preemption_leaves_alone_a_node_the_extender_refuses_for_good(
+    registry: Registry, extender: Any
+) -> None:
+    url, _ = extender
+    objs: list[Obj] = [
+        node("n1", cpu="2", labels=BLOCKED),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("low", phase="Running", priority_class="low"),
+        *(
+            pod(f"low-{i}", group="low", node_name="n1", priority_class="low", phase="Running")
+            for i in range(2)
+        ),
+        podgroup("high", phase="Inqueue", priority_class="high"),
+        pod("urgent", group="high", cpu="1", priority_class="high"),
+    ]
+
+    def evicted(verbs: list[str]) -> int:
+        text = extender_policy(
+            {"extender.urlPrefix": url, "verbs": verbs},
+            actions="enqueue, allocate, preempt",
+            first=("priority",),
+        )
+        sim = scenario(objs, policy_yaml=text, registry=registry)
+        return sum(len(rec.result.evictions) for rec in sim.cycles)
+
+    assert evicted([]) == 1  # without the extender's filter a victim makes room
+    assert evicted(["predicate"]) == 0  # code 3: no eviction would make n1 acceptable
+
+
 def test_a_job_the_extender_holds_is_not_enqueued(registry: Registry, extender: Any) -> None:
     url, _ = extender
     objs: list[Obj] = [

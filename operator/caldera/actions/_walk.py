@@ -45,6 +45,7 @@ from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework import points as rules
 from caldera.framework.outside import DecisionFailed
+from caldera.framework.placement import Unresolvable
 from caldera.framework.points import Point
 from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
@@ -281,8 +282,8 @@ class NodeWalk:
         None when the node cannot work (``util.ValidateVictims``)."""
         ssn = self.ssn
         refused = ssn.node_check(task, row)
-        if refused is not None:
-            self.note_node(task, row, f"refused: {refused}")
+        if isinstance(refused, Unresolvable):
+            self.note_node(task, row, f"refused whatever is evicted: {refused}")
             return None
         candidates = self._candidates(row, mask)
         if self.needs_candidates and not candidates:

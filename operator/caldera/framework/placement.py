@@ -25,6 +25,7 @@ from caldera.framework.session import Rejection, Session
 
 __all__ = [
     "Choice",
+    "Unresolvable",
     "choose_node",
     "first_accepted",
     "never_fits",
@@ -140,6 +141,14 @@ def choose_node(
 
 Refused = list[tuple[str, int]]
 """(reason, node row) of each candidate a node check refused."""
+
+
+class Unresolvable(str):
+    """A node check's refusal that no eviction can cure (Volcano's status code
+    ``UnschedulableAndUnresolvable``): victim searches pass the node over. Any other refusal
+    leaves the node to them, as Volcano's preempt does."""
+
+    __slots__ = ()
 
 
 def _pick(ssn: Session, task: Task, candidates: npt.NDArray[np.intp]) -> int | Refused:

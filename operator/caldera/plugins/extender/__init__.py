@@ -10,7 +10,9 @@ answer counts, read up to 10 MiB, within ``extender.httpTimeout`` (1 s). A polic
 How often it is asked, per session: ``onSessionOpen`` and ``onSessionClose`` once;
 ``prioritize`` once per task placed, with every candidate node in one call; ``predicate`` per
 (task, node), as Volcano's body holds one node, but only about nodes every other filter passed,
-best score first, until one passes (usually one call per task); ``preemptable``/``reclaimable``
+best score first, until one passes (usually one call per task; a refusal with ``code: 3``,
+UnschedulableAndUnresolvable, also keeps preemption off the node, as in Volcano's preempt, while
+any other leaves the node to eviction); ``preemptable``/``reclaimable``
 once per victim set considered; ``jobEnqueueable``/``jobReady`` per job asked about;
 ``queueOverused`` per queue asked about; ``allocateFunc``/``deallocateFunc`` per placement made
 or undone. With ``extender.managedResources`` set, only tasks whose containers or init
@@ -50,6 +52,7 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework.outside import CallError, DecisionFailed, Unreachable
+from caldera.framework.placement import Unresolvable
 from caldera.framework.plugin import Plugin
 from caldera.framework.points import ABSTAIN, REJECT
 from caldera.framework.scoring import NodeScorer
@@ -60,6 +63,9 @@ from caldera.plugins.extender.wire import Wire, body
 __all__ = ["ExtenderArgs", "ExtenderPlugin"]
 
 log = logging.getLogger(__name__)
+
+UNRESOLVABLE = 3
+"""Volcano's status code ``UnschedulableAndUnresolvable``: a refusal evictions cannot cure."""
 
 
 class ExtenderPlugin(Plugin[ExtenderArgs]):
@@ -197,10 +203,14 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
             )
         except CallError as exc:
             return f"extender: {exc}"
-        message = got.get("status") if isinstance(got, dict) else None
+        if not isinstance(got, dict):
+            return None
+        message = got.get("status")
         if not isinstance(message, str):  # older servers: {"errorMessage": ...}
-            message = got.get("errorMessage") if isinstance(got, dict) else None
-        return message or None
+            message = got.get("errorMessage")
+        if not message or not isinstance(message, str):
+            return None
+        return Unresolvable(message) if got.get("code") == UNRESOLVABLE else message
 
     def _prioritize(self, task: Task, rows: IntArray) -> Any:
         if not self.interested(task):
