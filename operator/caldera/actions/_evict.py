@@ -267,72 +267,58 @@ def evict_for(
     if message is not None:
         nothing(f"the pod fits no node at all ({message})")
         return None
-    try:
-        return _evict_for(
-            ssn, stmt, table, preemptor, eligible, choose, reason, max_candidates, nothing
-        )
+    try:  # a scorer that cannot decide (an extender that failed) leaves the pod waiting
+        nodes = ssn.nodes
+        feasible = np.ones(len(nodes), dtype=bool)
+        curable = np.zeros(len(nodes), dtype=bool)
+        for why, mask in ssn.predicate(preemptor):
+            if why in ssn.releasable_reasons:
+                curable |= mask  # evictions may cure it: checked once victims are chosen
+            else:
+                feasible &= ~mask
+        req = preemptor.resreq
+        cols = np.flatnonzero(req)
+        future = nodes.future_idle
+        fits_now = feasible & ~curable & (future[:, cols] >= req[cols]).all(axis=1)
+        if fits_now.any():
+            rows = np.flatnonzero(fits_now)
+            if len(rows) > 1:
+                rows = rows[np.argsort(-ssn.node_order(preemptor, rows), kind="stable")]
+            best = first_accepted(ssn, preemptor, rows)
+            if isinstance(best, int):
+                stmt.pipeline(preemptor, best)
+                return []
+            for _, row in best:
+                feasible[row] = False
+        mask = eligible & table.held
+        if not mask.any():
+            nothing("no running pod it may evict (see the rules of this action)")
+            return None
+        freed = table.releasable(mask, cols)
+        could = feasible & ((future[:, cols] + freed) >= req[cols]).all(axis=1)
+        rows = np.flatnonzero(could)
+        if not len(rows):
+            nothing("no node where evicting the pods it may evict would make enough room")
+            return None
+        if len(rows) > 1:
+            scores = ssn.node_order(preemptor, rows)
+            rows = rows[np.argsort(-scores, kind="stable")]
+        plan = _cheapest(ssn, table, preemptor, rows[:max_candidates], mask, choose)
+        if plan is None:
+            examined = min(len(rows), max_candidates)
+            nothing(
+                f"the plugins allow no victims that make room on the {examined} node(s) examined"
+            )
+            return None
+        ssn.result.preemption_notes.pop(preemptor.key, None)
+        for victim in plan.victims:
+            stmt.evict(victim, reason, preemptor.key)
+            table.evicted(victim)
+        stmt.pipeline(preemptor, plan.node)
+        return plan.victims
     except DecisionFailed as exc:
         nothing(str(exc))
         return None
-
-
-def _evict_for(
-    ssn: Session,
-    stmt: Statement,
-    table: VictimTable,
-    preemptor: Task,
-    eligible: BoolArray,
-    choose: Chooser,
-    reason: str,
-    max_candidates: int,
-    nothing: Callable[[str], None],
-) -> list[Task] | None:
-    nodes = ssn.nodes
-    feasible = np.ones(len(nodes), dtype=bool)
-    curable = np.zeros(len(nodes), dtype=bool)
-    for why, mask in ssn.predicate(preemptor):
-        if why in ssn.releasable_reasons:
-            curable |= mask  # evictions may cure it: checked once victims are chosen
-        else:
-            feasible &= ~mask
-    req = preemptor.resreq
-    cols = np.flatnonzero(req)
-    future = nodes.future_idle
-    fits_now = feasible & ~curable & (future[:, cols] >= req[cols]).all(axis=1)
-    if fits_now.any():
-        rows = np.flatnonzero(fits_now)
-        if len(rows) > 1:
-            rows = rows[np.argsort(-ssn.node_order(preemptor, rows), kind="stable")]
-        best = first_accepted(ssn, preemptor, rows)
-        if isinstance(best, int):
-            stmt.pipeline(preemptor, best)
-            return []
-        for _, row in best:
-            feasible[row] = False
-    mask = eligible & table.held
-    if not mask.any():
-        nothing("no running pod it may evict (see the rules of this action)")
-        return None
-    freed = table.releasable(mask, cols)
-    could = feasible & ((future[:, cols] + freed) >= req[cols]).all(axis=1)
-    rows = np.flatnonzero(could)
-    if not len(rows):
-        nothing("no node where evicting the pods it may evict would make enough room")
-        return None
-    if len(rows) > 1:
-        scores = ssn.node_order(preemptor, rows)
-        rows = rows[np.argsort(-scores, kind="stable")]
-    plan = _cheapest(ssn, table, preemptor, rows[:max_candidates], mask, choose)
-    if plan is None:
-        examined = min(len(rows), max_candidates)
-        nothing(f"the plugins allow no victims that make room on the {examined} node(s) examined")
-        return None
-    ssn.result.preemption_notes.pop(preemptor.key, None)
-    for victim in plan.victims:
-        stmt.evict(victim, reason, preemptor.key)
-        table.evicted(victim)
-    stmt.pipeline(preemptor, plan.node)
-    return plan.victims
 
 
 def _cheapest(

@@ -254,6 +254,15 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
 
         return choose
 
+    def _about_job(self, hook: str, job: Job) -> Any:
+        """The answer about ``job`` (None: skipped); raises CallError after telling the job's
+        pods why."""
+        try:
+            return self._ask(hook, lambda: body(job=self.wire.job(job)), None)
+        except CallError as exc:
+            job.fit_error = job.fit_error or f"extender: {exc}"
+            raise
+
     def _job_interested(self, job: Job) -> bool:
         return any(self.interested(t) for t in job.tasks.values())
 
@@ -261,9 +270,8 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if not self._job_interested(job):
             return ABSTAIN
         try:
-            got = self._ask("jobEnqueueable", lambda: body(job=self.wire.job(job)), None)
-        except CallError as exc:
-            job.fit_error = job.fit_error or f"extender: {exc}"
+            got = self._about_job("jobEnqueueable", job)
+        except CallError:
             return REJECT
         status = got.get("status") if isinstance(got, dict) else None
         return status if isinstance(status, int) and status in (-1, 0, 1) else ABSTAIN
@@ -294,9 +302,8 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if not self._job_interested(job):
             return True
         try:
-            got = self._ask("jobReady", lambda: body(job=self.wire.job(job)), None)
-        except CallError as exc:
-            job.fit_error = job.fit_error or f"extender: {exc}"
+            got = self._about_job("jobReady", job)
+        except CallError:
             return False
         return got is None or (isinstance(got, dict) and got.get("status") is True)
 
