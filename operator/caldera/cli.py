@@ -11,6 +11,7 @@ policy, input or connection error (one line on stderr), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -203,9 +204,7 @@ def _load(args: argparse.Namespace) -> Inputs | None:
         console.say(str(exc))
         return None
     keep_what_is_read()
-    from caldera.outside.http import HttpCaller
-
-    inputs.registry.caller = HttpCaller()  # the policy's extenders are asked, as a session would
+    inputs.registry.caller = args.caller  # the policy's extenders are asked, as a session would
     return inputs
 
 
@@ -349,10 +348,11 @@ def _command(argv: Sequence[str] | None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command in ("simulate", "explain") and not (args.manifests or _live(args)):
         parser.error(f"{args.command}: give MANIFEST files, or --kubeconfig to read a cluster")
-    if args.command == "simulate":
-        return _simulate(args)
-    if args.command == "explain":
-        return _explain(args)
+    if args.command in ("simulate", "explain"):
+        from caldera.outside.http import HttpCaller
+
+        with contextlib.closing(HttpCaller()) as args.caller:
+            return _simulate(args) if args.command == "simulate" else _explain(args)
     if args.command == "run":
         return _run(args)
     return console.USAGE  # pragma: no cover - argparse enforces the choices

@@ -5,14 +5,17 @@ cases), asked over real HTTP of the example server users start from
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from builders import Obj, binds, node, pod, podgroup, policy, priority_class, queue, scenario
+from caldera.cli import main
 from caldera.errors import ConfigError
 from caldera.framework.registry import Registry
 from caldera.outside.http import HttpCaller
@@ -378,3 +381,45 @@ def test_a_misspelt_extender_key_is_refused_by_name() -> None:
     text = extender_policy({"extender.urlPrefix": "http://x", "extender.predicatVerb": "p"})
     with pytest.raises(ConfigError, match=r"extender\.predicatVerb"):
         policy(text)
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+def test_explain_asks_the_extender_and_lists_its_reason_per_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extender: Any
+) -> None:
+    url, _ = extender
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(extender_policy({"extender.urlPrefix": url}))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(
+        yaml.safe_dump_all(
+            [
+                {
+                    "kind": "Node",
+                    "metadata": {"name": name, "labels": labels},
+                    "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+                }
+                for name, cpu, labels in (("big", "8", BLOCKED), ("small", "2", {}))
+            ]
+            + [
+                {
+                    "kind": "Pod",
+                    "metadata": {"name": "p", "namespace": "default"},
+                    "spec": {
+                        "schedulerName": "volcano",
+                        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                    },
+                }
+            ]
+        )
+    )
+    argv = ["explain", "--output", "json", "--policy", str(policy_file), "default/p", str(cluster)]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "would be placed on small"
+    assert doc["nodes"]["big"]["reasons"] == {
+        "extender": ["node big is blocked by the example extender"]
+    }
+    assert doc["nodes"]["small"]["scores"]["extender"] == 2.0  # two idle cores
