@@ -4,8 +4,9 @@ with an ``extender`` entry in the second tier whose server (the example,
 ``examples/extender/server.py``, run as its own process) answers every call after
 ``--delay-ms``.
 
-Reported per variant: the session's wall time and this process's CPU time in it, pods bound,
-the calls made per hook and the bytes sent. Two extenders are measured: ``filter`` (the hooks a
+Reported per variant: the session's wall time and this process's CPU time in it, the time spent
+outside HTTP calls (the scheduler's own work, rendering bodies included), pods bound, the calls
+made per hook and the bytes sent. Two extenders are measured: ``filter`` (the hooks a
 filter-and-score extender uses: onSessionOpen, predicate, prioritize, allocateFunc,
 onSessionClose) and ``every`` (all eleven verbs). The plain run is the SchedulingBasic figure of
 the same sitting.
@@ -29,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "operator"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scheduling_basic import build_state  # noqa: E402
-
 from caldera.cache.snapshot import BuildMemo, build_snapshot  # noqa: E402
+from caldera.collector import fewer_collections  # noqa: E402
 from caldera.framework.cycle import run_cycle  # noqa: E402
 from caldera.framework.policy import DEFAULT_POLICY_YAML, load_policy  # noqa: E402
 from caldera.framework.registry import Registry  # noqa: E402
 from caldera.outside.http import HttpCaller  # noqa: E402
+from scheduling_basic import build_state  # noqa: E402
 
 FILTER = ("onSessionOpen", "predicate", "prioritize", "allocateFunc", "onSessionClose")
 EVERY = (
@@ -50,15 +51,20 @@ EVERY = (
 
 
 class CountingCaller(HttpCaller):
-    """An HttpCaller that also counts the bytes it sends."""
+    """An HttpCaller that also counts the bytes it sends and the time it waits."""
 
     def __init__(self) -> None:
         super().__init__()
         self.sent = 0
+        self.waited = 0.0
 
     def post(self, url: str, body: bytes, timeout: float) -> bytes:
         self.sent += len(body)
-        return super().post(url, body, timeout)
+        start = time.perf_counter()
+        try:
+            return super().post(url, body, timeout)
+        finally:
+            self.waited += time.perf_counter() - start
 
 
 def _free_port() -> int:
@@ -90,13 +96,15 @@ def one_session(nodes: int, pods: int, policy_yaml: str) -> dict[str, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     result = run_cycle(snapshot, policy, registry)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    calls = Counter({k: v for k, v in result.calls.items()})
+    calls = Counter(result.calls)
     caller.close()
     return {
         "bound": len(result.binds),
         "session_seconds": round(wall, 3),
         "cpu_seconds": round(cpu, 3),
         "pods_per_second": round(len(result.binds) / wall, 1) if wall else 0.0,
+        "in_calls_seconds": round(caller.waited, 3),
+        "own_ms_per_pod": round((wall - caller.waited) * 1000 / max(len(result.binds), 1), 2),
         "calls": sum(calls.values()),
         "calls_by_hook": dict(sorted(calls.items())),
         "mb_sent": round(caller.sent / 1e6, 2),
@@ -111,6 +119,7 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=1.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    fewer_collections()  # as the session process
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -149,7 +158,8 @@ def main() -> None:
         r = out[name]
         sys.stdout.write(
             f"{name:7} {r['bound']:5} bound in {r['session_seconds']:7.3f} s "
-            f"(cpu {r['cpu_seconds']:.3f} s, {r['ms_per_pod']} ms/pod), "
+            f"(cpu {r['cpu_seconds']:.3f} s, {r['ms_per_pod']} ms/pod, of which outside calls "
+            f"{r['own_ms_per_pod']} ms/pod), "
             f"{r['calls']} calls, {r['mb_sent']} MB sent {r['calls_by_hook']}\n"
         )
 
