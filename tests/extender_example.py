@@ -4,12 +4,13 @@ benchmark: the same file users start from, over real HTTP."""
 from __future__ import annotations
 
 import importlib.util
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from loopback import serving
 
 __all__ = ["example", "running_extender"]
 
@@ -30,11 +31,5 @@ def running_extender(
 ) -> Iterator[tuple[str, Any]]:
     """(its URL prefix, its :class:`Extender`, which counts the calls) while it serves."""
     server, ext = example().make_server(0, delay=delay, fail=fail)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", ext
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(server) as url:
+        yield url, ext

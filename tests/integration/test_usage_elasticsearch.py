@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
@@ -14,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 from caldera.outside.metrics import MetricsSettings, UsageSource
+from loopback import reply, serving
 
 AVERAGES = {"n1": (0.42, 0.6), "n2": (0.05, 0.1)}
 """Each node's average ``host.cpu.usage`` and ``system.memory.actual.used.pct`` (fractions)."""
@@ -33,12 +33,7 @@ class _Search(BaseHTTPRequestHandler):
             if name in asked
         ]
         buckets.append({"key": "n3", "cpu": {"value": None}, "mem": {"value": None}})
-        data = json.dumps({"aggregations": {"nodes": {"buckets": buckets}}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, json.dumps({"aggregations": {"nodes": {"buckets": buckets}}}).encode())
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -47,12 +42,8 @@ class _Search(BaseHTTPRequestHandler):
 @pytest.fixture
 def elasticsearch() -> Iterator[str]:
     _Search.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Search)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _Search)) as url:
+        yield url
 
 
 async def test_each_nodes_average_load_comes_from_metricbeats_documents(

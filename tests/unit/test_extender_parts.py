@@ -4,7 +4,6 @@ client's limits (``TestMaxBodySizeLimit2``: a larger answer is an error) and the
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +18,7 @@ from caldera.framework.policy import PluginOption
 from caldera.outside.http import HttpCaller
 from caldera.plugins.extender import ExtenderArgs, ExtenderPlugin
 from caldera.plugins.extender.wire import Wire, body
+from loopback import reply, serving
 
 GPU = "nvidia.com/gpu"
 SPACE = ResourceSpace([GPU, "amd.com/gpu"])
@@ -70,11 +70,7 @@ class _Answer(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         size = MAX_BODY + 1 if self.path == "/big" else 2
-        data = b"{" + b" " * (size - 2) + b"}"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        reply(self, b"{" + b" " * (size - 2) + b"}")
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -82,12 +78,8 @@ class _Answer(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _Answer)) as url:
+        yield url
 
 
 def test_an_answer_larger_than_10_mib_is_a_failed_call(server: str) -> None:
