@@ -50,8 +50,10 @@ def _flag(mapping: dict[str, str] | None, key: str) -> bool:
 class Extender:
     """The decisions, one method per verb: a request body in, a response body out."""
 
-    def __init__(self) -> None:
+    def __init__(self, failing: frozenset[str] = frozenset()) -> None:
         self.calls: Counter[str] = Counter()
+        self.failing = set(failing)
+        """Verbs answered with HTTP 500 (to see what ``extender.ignorable`` does)."""
         self.allocated: list[str] = []
         self.lock = threading.Lock()
 
@@ -114,7 +116,7 @@ def make_server(
     host: str = "127.0.0.1",
 ) -> tuple[ThreadingHTTPServer, Extender]:
     """A server on ``host:port`` (0: any free port) answering with a new :class:`Extender`."""
-    ext = Extender()
+    ext = Extender(fail)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive: the scheduler reuses its connection
@@ -126,7 +128,7 @@ def make_server(
             with ext.lock:
                 ext.calls[verb] += 1
             decide = getattr(ext, verb, None) if not verb.startswith("_") else None
-            if decide is None or verb in fail:
+            if decide is None or verb in ext.failing:
                 self._answer(404 if decide is None else 500, {"error": f"no verb {verb}"})
                 return
             if delay:

@@ -180,6 +180,24 @@ def test_an_unreachable_ignorable_extender_is_skipped_with_one_log_line(
     assert calls(sim) == {"onSessionOpen failed": 3}  # one failed call a session, then no more
 
 
+def test_a_failing_extender_is_said_once_and_its_recovery_once(
+    registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running_extender(fail=frozenset({"predicate"})) as (url, ext):
+        args = {"extender.urlPrefix": url, "extender.ignorable": True, "verbs": ["predicate"]}
+        text = extender_policy(args)
+        pending = [node("n1"), *jobs(1)]
+        with caplog.at_level(logging.INFO, logger="caldera.plugins.extender"):
+            assert binds(scenario(pending, policy_yaml=text, registry=registry, cycles=2))
+            scenario([node("n1")], policy_yaml=text, registry=registry)  # asks nothing
+            ext.failing.clear()
+            scenario(pending, policy_yaml=text, registry=registry)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 2, said
+    assert "failed predicate with extender" in said[0] and "code 500" in said[0]
+    assert said[1] == f"extender {url} answers again"
+
+
 def test_an_unreachable_extender_that_is_not_ignorable_fails_what_it_was_asked(
     registry: Registry,
 ) -> None:

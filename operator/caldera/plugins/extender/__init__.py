@@ -82,6 +82,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         """Why this extender is not asked again this session (it could not be reached)."""
         self.failed: str | None = None
         """The first failure of this session (logged once it is new)."""
+        self.answered = False
         self._interest: dict[str, bool] = {}
         self._told: set[str] = set()
         self.calls = ssn.result.calls
@@ -131,6 +132,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
             self._count(hook, "failed", str(exc))
             raise
         self._count(hook, "ok", None)
+        self.answered = True
         if hook in ("onSessionOpen", "onSessionClose", "allocateFunc", "deallocateFunc"):
             return None  # Volcano does not read these answers (errorMessage is logged)
         try:
@@ -151,6 +153,8 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         memory: dict[str, str | None] = self.ssn.registry.memory.setdefault("extender", {})
         url = self.args.url_prefix
         before = memory.get(url)
+        if self.failed is None and not self.answered:
+            return  # not asked anything this session: nothing learnt
         if self.failed is not None and before is None:
             then = "skipped" if self.args.ignorable else "the decisions it is asked about fail"
             log.warning(
