@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from caldera.framework.registry import Registry
 from caldera.outside.http import HttpCaller
 from caldera.simulate.runner import Simulation
 from extender_example import running_extender
+from loopback import reply, serving
 
 BLOCKED = {"example.caldera.dev/blocked": "true"}
 ALL = (
@@ -453,3 +455,26 @@ def test_the_readmes_extender_policy_loads_as_written() -> None:
     args: Any = entry.args
     assert args.timeout == pytest.approx(0.1)
     assert args.managed_resources == {"example.com/fpga"}
+
+
+class _Busy(BaseHTTPRequestHandler):
+    """An extender whose prioritize answers 200 with an error message instead of scores."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        reply(self, b'{"errorMessage": "busy, try later"}')
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_scores_refused_with_a_message_fail_the_pod_even_when_ignorable(
+    registry: Registry,
+) -> None:
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _Busy)) as url:
+        args = {"extender.urlPrefix": url, "extender.ignorable": True, "verbs": ["prioritize"]}
+        sim = scenario(
+            [node("n1"), node("n2"), *jobs(1)], policy_yaml=extender_policy(args), registry=registry
+        )
+    assert binds(sim) == {}
+    assert "extender prioritize: busy, try later" in message(sim, "p0")
