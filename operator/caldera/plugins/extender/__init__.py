@@ -233,7 +233,11 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if message or not isinstance(scores, dict):
             raise DecisionFailed(f"extender prioritize: {message or 'no nodeScore in the answer'}")
         names = self.ssn.nodes.names
-        return np.array([_number(scores.get(names[r])) for r in rows.tolist()])
+        picked = [scores.get(names[r], 0.0) for r in rows.tolist()]
+        try:
+            return np.array(picked, dtype=np.float64)
+        except (TypeError, ValueError):  # a score that is not a number counts 0
+            return np.array([_number(v) for v in picked])
 
     def _victims(self, hook: str) -> Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]:
         wire = self.wire

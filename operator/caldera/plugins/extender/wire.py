@@ -199,15 +199,30 @@ class Wire:
 
     def node(self, row: int) -> _Raw:
         """``NodeInfo`` of node ``row``, rendered again only once it changed."""
+        return _Raw(self._rendered(row))
+
+    def nodes(self, rows: Any) -> _Raw:
+        """A JSON list of the ``NodeInfo`` of ``rows``."""
+        cache, render = self._current(), self._rendered
+        return _Raw(
+            b"[" + b",".join(cache.get(r) or render(r) for r in np.asarray(rows).tolist()) + b"]"
+        )
+
+    def _current(self) -> dict[int, bytes]:
+        """The cache, without the nodes changed since it was last looked at."""
         log = self.ssn.nodes.changes
         if len(log) > self._seen:
             for changed in log[self._seen :]:
                 self._nodes.pop(changed, None)
             self._seen = len(log)
-        data = self._nodes.get(row)
+        return self._nodes
+
+    def _rendered(self, row: int) -> bytes:
+        cache = self._current()
+        data = cache.get(row)
         if data is None:
-            data = self._nodes[row] = orjson.dumps(self._node(row))
-        return _Raw(data)
+            data = cache[row] = orjson.dumps(self._node(row))
+        return data
 
     def _node(self, row: int) -> dict[str, Any]:
         nodes, space = self.ssn.nodes, self.space
@@ -242,9 +257,6 @@ class Wire:
             },
             "Tasks": {uid: self.brief(t) for uid, t in nodes.tasks[row].items()},
         }
-
-    def nodes(self, rows: Any) -> list[_Raw]:
-        return [self.node(int(r)) for r in np.asarray(rows).tolist()]
 
     # -- jobs and queues -----------------------------------------------------------------------
 
