@@ -41,27 +41,36 @@ _READY = {"Phase": 1, "Reason": ""}
 
 
 class _Raw:
-    """Already-rendered JSON, spliced into a body as it is (a cached node)."""
+    """Already-rendered JSON, spliced into a body as it is: the pieces of a cached node, or of a
+    list or map of them (joined once, with the whole body)."""
 
-    __slots__ = ("data",)
+    __slots__ = ("parts",)
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
 
 
-def _bytes(value: Any) -> bytes:
+def _pieces(value: Any, out: list[bytes]) -> None:
     if isinstance(value, _Raw):
-        return value.data
-    if isinstance(value, list) and value and isinstance(value[0], _Raw):
-        return b"[" + b",".join(v.data for v in value) + b"]"
-    if isinstance(value, dict) and value and isinstance(next(iter(value.values())), _Raw):
-        return b"{" + b",".join(orjson.dumps(k) + b":" + v.data for k, v in value.items()) + b"}"
-    return orjson.dumps(value)
+        out += value.parts
+    elif isinstance(value, dict) and value and isinstance(next(iter(value.values())), _Raw):
+        out.append(b"{")
+        for i, (key, raw) in enumerate(value.items()):
+            out += (b"," if i else b"", orjson.dumps(key), b":", *raw.parts)
+        out.append(b"}")
+    else:
+        out.append(orjson.dumps(value))
 
 
 def body(**fields: Any) -> bytes:
-    """A request body: a JSON object of ``fields`` (cached nodes spliced in as rendered)."""
-    return b"{" + b",".join(orjson.dumps(k) + b":" + _bytes(v) for k, v in fields.items()) + b"}"
+    """A request body: a JSON object of ``fields`` (cached nodes spliced in as rendered), built
+    with one copy of its pieces."""
+    out = [b"{"]
+    for i, (key, value) in enumerate(fields.items()):
+        out += (b"," if i else b"", orjson.dumps(key), b":")
+        _pieces(value, out)
+    out.append(b"}")
+    return b"".join(out)
 
 
 def _time(seconds: float) -> str | None:
@@ -199,14 +208,16 @@ class Wire:
 
     def node(self, row: int) -> _Raw:
         """``NodeInfo`` of node ``row``, rendered again only once it changed."""
-        return _Raw(self._rendered(row))
+        return _Raw([self._rendered(row)])
 
     def nodes(self, rows: Any) -> _Raw:
         """A JSON list of the ``NodeInfo`` of ``rows``."""
         cache, render = self._current(), self._rendered
-        return _Raw(
-            b"[" + b",".join(cache.get(r) or render(r) for r in np.asarray(rows).tolist()) + b"]"
-        )
+        parts = [b"["]
+        for i, row in enumerate(np.asarray(rows).tolist()):
+            parts += (b"," if i else b"", cache.get(row) or render(row))
+        parts.append(b"]")
+        return _Raw(parts)
 
     def _current(self) -> dict[int, bytes]:
         """The cache, without the nodes changed since it was last looked at."""
