@@ -325,6 +325,59 @@ def test_preemption_leaves_alone_a_node_the_extender_refuses_for_good(
     assert evicted(["predicate"]) == 0  # code 3: no eviction would make n1 acceptable
 
 
+class _Refusing(BaseHTTPRequestHandler):
+    """An extender whose predicate refuses every node with the status code in its path's
+    prefix (``/code2/predicate``)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        code = int(self.path.split("/")[1].removeprefix("code"))
+        reply(self, json.dumps({"status": "the extender says no", "code": code}).encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("code", "victims"),
+    [(2, 1), (0, 0), (1, 0), (3, 0), (4, 0), (5, 0)],
+    ids=[
+        "Unschedulable: evictions may cure it",
+        "a message without a code counts as Error",
+        "Error",
+        "UnschedulableAndUnresolvable",
+        "Wait",
+        "Skip",
+    ],
+)
+def test_only_an_unschedulable_refusal_leaves_the_node_to_preemption(
+    registry: Registry, code: int, victims: int
+) -> None:
+    """Volcano's ``Session.PredicateForPreemptAction``: a node whose statuses hold
+    ``UnschedulableAndUnresolvable``, ``Error``, ``Skip`` or ``Wait`` is no preemption
+    candidate."""
+    objs: list[Obj] = [
+        node("n1", cpu="2"),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("low", phase="Running", priority_class="low"),
+        *(
+            pod(f"low-{i}", group="low", node_name="n1", priority_class="low", phase="Running")
+            for i in range(2)
+        ),
+        podgroup("high", phase="Inqueue", priority_class="high"),
+        pod("urgent", group="high", cpu="1", priority_class="high"),
+    ]
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)) as url:
+        text = extender_policy(
+            {"extender.urlPrefix": f"{url}/code{code}", "verbs": ["predicate"]},
+            actions="enqueue, allocate, preempt",
+            first=("priority",),
+        )
+        sim = scenario(objs, policy_yaml=text, registry=registry)
+    assert sum(len(rec.result.evictions) for rec in sim.cycles) == victims
+
+
 def test_a_job_the_extender_holds_is_not_enqueued(registry: Registry, extender: Any) -> None:
     url, _ = extender
     objs: list[Obj] = [

@@ -33,7 +33,7 @@ from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.outside import DecisionFailed
-from caldera.framework.placement import Unresolvable, first_accepted
+from caldera.framework.placement import Curable, first_accepted
 from caldera.framework.plugin import Args
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
@@ -359,7 +359,8 @@ def _on_node(
         for t in ssn.nodes.tasks[row].values()
         if (i := table.index.get(t.uid)) is not None and mask[i]
     ]
-    if isinstance(ssn.node_check(preemptor, row), Unresolvable):
+    refused = ssn.node_check(preemptor, row)
+    if refused is not None and not isinstance(refused, Curable):
         return None
     allowed = choose(preemptor, candidates)
     if not allowed:

@@ -45,7 +45,7 @@ from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework import points as rules
 from caldera.framework.outside import DecisionFailed
-from caldera.framework.placement import Unresolvable
+from caldera.framework.placement import Curable
 from caldera.framework.points import Point
 from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
@@ -282,7 +282,7 @@ class NodeWalk:
         None when the node cannot work (``util.ValidateVictims``)."""
         ssn = self.ssn
         refused = ssn.node_check(task, row)
-        if isinstance(refused, Unresolvable):
+        if refused is not None and not isinstance(refused, Curable):
             self.note_node(task, row, f"refused whatever is evicted: {refused}")
             return None
         candidates = self._candidates(row, mask)

@@ -25,7 +25,7 @@ from caldera.framework.session import Rejection, Session
 
 __all__ = [
     "Choice",
-    "Unresolvable",
+    "Curable",
     "choose_node",
     "first_accepted",
     "never_fits",
@@ -143,10 +143,12 @@ Refused = list[tuple[str, int]]
 """(reason, node row) of each candidate a node check refused."""
 
 
-class Unresolvable(str):
-    """A node check's refusal that no eviction can cure (Volcano's status code
-    ``UnschedulableAndUnresolvable``): victim searches pass the node over. Any other refusal
-    leaves the node to them, as Volcano's preempt does."""
+class Curable(str):
+    """A node check's refusal that evicting pods may cure (Volcano's status code
+    ``Unschedulable``): victim searches still try the node. They pass over a node refused any
+    other way, as Volcano's ``Session.PredicateForPreemptAction`` does (it keeps only nodes
+    whose statuses are neither ``UnschedulableAndUnresolvable`` nor ``Error``, ``Skip`` or
+    ``Wait``, ``StatusSets.ContainsErrorSkipOrWait``)."""
 
     __slots__ = ()
 

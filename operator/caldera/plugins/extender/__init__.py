@@ -10,9 +10,9 @@ answer counts, read up to 10 MiB, within ``extender.httpTimeout`` (1 s). A polic
 How often it is asked, per session: ``onSessionOpen`` and ``onSessionClose`` once;
 ``prioritize`` once per task placed, with every candidate node in one call; ``predicate`` per
 (task, node), as Volcano's body holds one node, but only about nodes every other filter passed,
-best score first, until one passes (usually one call per task; a refusal with ``code: 3``,
-UnschedulableAndUnresolvable, also keeps preemption off the node, as in Volcano's preempt, while
-any other leaves the node to eviction); ``preemptable``/``reclaimable``
+best score first, until one passes (usually one call per task; only a refusal with ``code: 2``,
+Unschedulable, leaves the node to preemption: any other, a failed call included, keeps preemption
+off it, as Volcano's ``PredicateForPreemptAction``); ``preemptable``/``reclaimable``
 once per victim set considered; ``jobEnqueueable``/``jobReady`` per job asked about;
 ``queueOverused`` per queue asked about; ``allocateFunc``/``deallocateFunc`` per placement made
 or undone. With ``extender.managedResources`` set, only tasks whose containers or init
@@ -52,7 +52,7 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework.outside import CallError, DecisionFailed, Unreachable
-from caldera.framework.placement import Unresolvable
+from caldera.framework.placement import Curable
 from caldera.framework.plugin import Plugin
 from caldera.framework.points import ABSTAIN, REJECT
 from caldera.framework.scoring import NodeScorer
@@ -64,8 +64,9 @@ __all__ = ["ExtenderArgs", "ExtenderPlugin"]
 
 log = logging.getLogger(__name__)
 
-UNRESOLVABLE = 3
-"""Volcano's status code ``UnschedulableAndUnresolvable``: a refusal evictions cannot cure."""
+UNSCHEDULABLE = 2
+"""Volcano's status code ``Unschedulable``: the one refusal evicting pods may cure (a message
+with code 0 counts as ``Error``: ``extenderPlugin.OnSessionOpen``'s predicate)."""
 
 
 class ExtenderPlugin(Plugin[ExtenderArgs]):
@@ -214,7 +215,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
             message = got.get("errorMessage")
         if not message or not isinstance(message, str):
             return None
-        return Unresolvable(message) if got.get("code") == UNRESOLVABLE else message
+        return Curable(message) if got.get("code") == UNSCHEDULABLE else message
 
     def _prioritize(self, task: Task, rows: IntArray) -> Any:
         if not self.interested(task):
