@@ -13,7 +13,7 @@ rule                   points
 :func:`any_true`       overused
 :func:`vote`           job pipelined, job enqueueable (reject wins; a permit decides its tier)
 :func:`first_tier`     job starving (the first tier with functions decides; all must agree)
-:func:`first_result`   job valid, pre-predicate (the first failure is the answer)
+:func:`first_result`   job valid, pre-predicate, node check (the first failure is the answer)
 :func:`intersection`   preemptable, reclaimable (per tier; the first non-empty tier wins)
 :func:`union`          victim tasks (per tier; the first non-empty tier wins)
 :func:`concat`         predicate (every rejection from every plugin is kept)
@@ -177,10 +177,10 @@ def first_tier(point: Point[Callable[[T], bool]], obj: T, default: bool = False)
     return default
 
 
-def first_result(point: Point[Callable[[T], R | None]], obj: T) -> R | None:
+def first_result(point: Point[Callable[..., R | None]], *args: Any) -> R | None:
     """The first non-None answer (a failure), or None when every function passes."""
     for fn in point:
-        res = fn(obj)
+        res = fn(*args)
         if res is not None:
             return res
     return None

@@ -27,7 +27,6 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework import points as rules
 from caldera.framework.intents import Bind, CycleResult, Event, Evict
-from caldera.framework.outside import Caller
 from caldera.framework.plugin import Plugin
 from caldera.framework.points import OrderPoint, Point
 from caldera.framework.policy import Policy
@@ -92,8 +91,6 @@ class Session:
         self.on_bind: Callable[[Bind], None] | None = None
         """Told of each bind the moment it is decided (the operator starts binding before the
         session ends, as Volcano's cache does)."""
-        self.caller: Caller = registry.caller
-        """How plugins ask systems outside the cluster (an extender): given by the shell."""
         self.plugins: list[Plugin[Any]] = []
         self.configured_actions = frozenset(a.name for a in policy.actions)
 
@@ -283,10 +280,7 @@ class Session:
 
     def node_check(self, task: Task, node: int) -> str | None:
         """Why a per-node check refuses ``task`` on row ``node`` (None: every check passes)."""
-        for fn in self.node_check_point:
-            if (why := fn(task, node)) is not None:
-                return why
-        return None
+        return rules.first_result(self.node_check_point, task, node)
 
     def simulate_predicate(
         self,

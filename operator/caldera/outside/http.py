@@ -35,11 +35,8 @@ class HttpCaller:
     def __init__(self) -> None:
         self._conns: dict[tuple[str, str, int], http.client.HTTPConnection] = {}
         self._lock = threading.Lock()
-        self.calls = 0
-        """Calls made (answered or not), for benchmarks and tests."""
 
     def post(self, url: str, body: bytes, timeout: float) -> bytes:
-        self.calls += 1
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise Unreachable(f"POST {url}: not an http:// or https:// URL")

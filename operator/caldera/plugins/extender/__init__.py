@@ -126,7 +126,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if self.down is not None:
             raise CallError(self.down)
         try:
-            answer = self.ssn.caller.post(url, payload, args.timeout)
+            answer = self.ssn.registry.caller.post(url, payload, args.timeout)
         except CallError as exc:
             if isinstance(exc, Unreachable):
                 self.down = str(exc)  # not asked again this session

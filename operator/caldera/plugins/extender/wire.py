@@ -20,6 +20,7 @@ table's change log), a task only when its state or node changed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,7 +30,7 @@ import orjson
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import CPU, MEMORY, PODS, ResourceSpace, Vector
-from caldera.api.task import Task, TaskStatus
+from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework.session import Session
 from caldera.quantity import format_resource
 
@@ -113,7 +114,7 @@ def resource_list(space: ResourceSpace, vec: Vector | None) -> dict[str, str] | 
     return out or None
 
 
-def _quantities(space: ResourceSpace, values: dict[str, float]) -> dict[str, str]:
+def _quantities(values: Mapping[str, float]) -> dict[str, str]:
     return {name: format_resource(name, value) for name, value in values.items()}
 
 
@@ -166,30 +167,10 @@ class Wire:
         out: dict[str, Any] = {"name": container.name}
         if container.image:
             out["image"] = container.image
-        requests = _quantities(self.space, dict(res.requests))
-        limits = _quantities(self.space, dict(res.limits))
+        requests = _quantities(res.requests)
+        limits = _quantities(res.limits)
         out["resources"] = {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
         return out
-
-    def task(self, task: Task) -> dict[str, Any]:
-        """``TaskInfo`` of a task asked about."""
-        req = resource(self.space, task.resreq)
-        return {
-            "UID": task.uid,
-            "Job": task.job,
-            "Name": task.name,
-            "Namespace": task.namespace,
-            "TaskRole": task.role,
-            "Resreq": req,
-            "InitResreq": req,
-            "NodeName": task.node_name,
-            "Status": _STATUS_BITS[task.status],
-            "Priority": task.priority,
-            "Preemptable": task.preemptable,
-            "BestEffort": task.best_effort,
-            "SchGated": task.gate.value in ("other", "queue"),
-            "Pod": self.pod(task),
-        }
 
     def brief(self, task: Task) -> dict[str, Any]:
         """A ``TaskInfo`` listed inside a node or a job: who it is, what it holds, its state."""
@@ -203,6 +184,19 @@ class Wire:
             "Status": _STATUS_BITS[task.status],
             "Priority": task.priority,
         }
+
+    def task(self, task: Task) -> dict[str, Any]:
+        """``TaskInfo`` of a task asked about: :meth:`brief`, with its pod and flags."""
+        info = self.brief(task)
+        info.update(
+            TaskRole=task.role,
+            InitResreq=info["Resreq"],
+            Preemptable=task.preemptable,
+            BestEffort=task.best_effort,
+            SchGated=task.gate in (Gate.OTHER, Gate.QUEUE),
+            Pod=self.pod(task),
+        )
+        return info
 
     # -- nodes ---------------------------------------------------------------------------------
 
@@ -323,7 +317,7 @@ class Wire:
             "ReclaimableFlag": queue.reclaimable,
             "Priority": queue.priority,
             "State": queue.state,
-            "Allocated": _quantities(space, queue.status_allocated) or None,
+            "Allocated": _quantities(queue.status_allocated) or None,
             "Annotations": queue.annotations or None,
             "CreationTimestamp": _time(queue.creation),
         }
