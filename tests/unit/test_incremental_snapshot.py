@@ -27,6 +27,7 @@ from builders import (
     priority_class,
     queue,
     state_of,
+    workload_podgroup,
 )
 from caldera.api.node import NodeTable
 from caldera.api.snapshot import Snapshot
@@ -311,3 +312,16 @@ def test_every_nth_session_builds_from_nothing_and_zero_means_never() -> None:
     assert kept.next(3) is third
     never = KeptMemo()
     assert len({id(never.next(0)) for _ in range(10)}) == 1
+
+
+def test_a_kubernetes_podgroups_job_is_taken_over_while_nothing_changed() -> None:
+    members = [pod(f"m{i}", scheduling_group="wg") for i in range(2)]
+    state = state_of([node("n1"), workload_podgroup("wg", min_count=2), *members])
+    memo = BuildMemo()
+    first, _ = build(state, memo, bare=False)
+    (key,) = [k for k in first.jobs if "podgroups.scheduling.k8s.io" in k]
+    again, _ = build(state, memo, bare=False)
+    assert again.jobs[key] is first.jobs[key]  # nothing changed: taken over, as a Volcano one
+    state.add(workload_podgroup("wg", min_count=1))  # a new object of it: made anew
+    third, _ = build(state, memo, bare=False)
+    assert third.jobs[key] is not first.jobs[key] and third.jobs[key].min_available == 1

@@ -410,11 +410,17 @@ class Builder:
         if queue not in queues:
             self.problem("WorkloadPodGroup", key, f"queue {queue!r} does not exist")
             return None
+        last = self.memo.workload_groups.get(key)
+        kept = last[1] if last is not None and last[0] is pg else None
+        if isinstance(kept, Group) and kept.queue == queue:
+            return kept  # one object while unchanged: its job can be taken over
         job_key = workload_key(key)
         implicit = Implicit(meta.name, job_key, None, queue, None, None, "")
         created = meta.creation_timestamp or 0.0
         policy = pg.spec.scheduling_policy
-        return Group(implicit, policy.min_count, queue, 0, meta.namespace, created, workload=True)
+        group = Group(implicit, policy.min_count, queue, 0, meta.namespace, created, workload=True)
+        self.memo.workload_groups[key] = (pg, group)
+        return group
 
 
 class Kind(enum.Enum):

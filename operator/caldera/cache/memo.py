@@ -160,7 +160,16 @@ class BuildMemo:
     """The pieces kept between builds (see the module's docstring). Pods gone from the state are
     forgotten after each build."""
 
-    __slots__ = ("_context", "_entries", "_names", "_node_names", "_space", "kept", "nodes")
+    __slots__ = (
+        "_context",
+        "_entries",
+        "_names",
+        "_node_names",
+        "_space",
+        "kept",
+        "nodes",
+        "workload_groups",
+    )
 
     def __init__(self) -> None:
         self._entries: dict[str, PodEntry] = {}
@@ -172,6 +181,9 @@ class BuildMemo:
         self._node_names: tuple[dict[str, Node], frozenset[str]] = ({}, frozenset())
         self.kept = KeptJobs()
         """Jobs of the last build, taken over while nothing about them changed."""
+        self.workload_groups: dict[str, tuple[object, object]] = {}
+        """Kubernetes PodGroup key → (its object, the group the last build made of it): the same
+        group while the object and its queue are the same, so its job can be taken over."""
 
     @property
     def entries(self) -> Mapping[str, PodEntry]:

@@ -251,6 +251,8 @@ def build_snapshot(
     snapshot.held = held
     snapshot.spread_owners = spread_owners(state)
     memo.keep_only(state.pods.keys())
+    for dropped in memo.workload_groups.keys() - state.workload_podgroups.keys():
+        del memo.workload_groups[dropped]
     return snapshot, b.problems
 
 
