@@ -1,6 +1,6 @@
 """Nodes' real load, as a metrics source last measured it: what the ``usage`` plugin reads.
 
-The operator refreshes it in the background (``caldera.operator.usage``) and hands each session
+The operator refreshes it in the background (``caldera.outside.metrics``) and hands each session
 the last values with the time they were measured; ``caldera simulate`` reads them from a file.
 The engine never asks a metrics system itself.
 """

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["parse_go_duration"]
+__all__ = ["DEFAULT_METRICS_INTERVAL", "metrics_interval", "parse_go_duration"]
 
 _UNITS = {
     "ns": 1e-9,
@@ -38,3 +40,19 @@ def parse_go_duration(text: str) -> float:
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
     return sign * total
+
+
+DEFAULT_METRICS_INTERVAL = 30.0
+"""Volcano's ``defaultMetricsInterval``."""
+
+
+def metrics_interval(metrics: Mapping[str, Any]) -> float:
+    """Seconds between two refreshes of the policy's metrics source (``metrics.interval``): a Go
+    duration; missing, unreadable or not above 0, Volcano's 30 s. The source refreshes at this
+    pace and the ``usage`` plugin counts pods younger than it as not in the metrics yet."""
+    text = metrics.get("interval")
+    try:
+        seconds = parse_go_duration(str(text)) if text else DEFAULT_METRICS_INTERVAL
+    except ValueError:
+        return DEFAULT_METRICS_INTERVAL
+    return seconds if seconds > 0 else DEFAULT_METRICS_INTERVAL

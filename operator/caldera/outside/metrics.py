@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from caldera.api.usage import NodeUsage
-from caldera.framework.duration import parse_go_duration
+from caldera.framework.duration import DEFAULT_METRICS_INTERVAL, metrics_interval
 from caldera.k8s.custom_metrics import CPU_METRIC, MEMORY_METRIC, node_metric
 from caldera.k8s.errors import API_ERRORS
 from caldera.k8s.rest import Rest
@@ -48,8 +48,6 @@ MEMORY_QUERY = (
     "100*avg_over_time(((1-node_memory_MemAvailable_bytes/node_memory_MemTotal_bytes))"
     f"[{PERIOD}:30s])"
 )
-_API: tuple[type[Exception], ...] = tuple(e for e in API_ERRORS if issubclass(e, Exception))
-DEFAULT_INTERVAL = 30.0
 TIMEOUT = 10.0
 """Seconds one query may take."""
 TYPES = ("prometheus", "prometheus_adaptor", "elasticsearch")
@@ -78,15 +76,11 @@ class MetricsSettings:
         kind = str(metrics.get("type") or "")
         if not kind:
             return None
-        try:
-            interval = parse_go_duration(str(metrics.get("interval") or "30s"))
-        except ValueError:
-            interval = DEFAULT_INTERVAL
         insecure = str(metrics.get("tls.insecureSkipVerify", "")).lower() == "true"
         return cls(
             kind,
             str(metrics.get("address") or ""),
-            interval if interval > 0 else DEFAULT_INTERVAL,
+            metrics_interval(metrics),
             insecure,
             {str(k): str(v) for k, v in metrics.items() if v is not None},
         )
@@ -121,13 +115,21 @@ class UsageSource:
         while True:
             settings = MetricsSettings.of(self._metrics())
             if settings is None:
-                await asyncio.sleep(DEFAULT_INTERVAL)
+                await asyncio.sleep(DEFAULT_METRICS_INTERVAL)
                 continue
             await self.refresh(settings)
             await asyncio.sleep(settings.interval)
 
     async def refresh(self, settings: MetricsSettings) -> None:
         import httpx
+
+        failures: tuple[type[BaseException], ...] = (
+            *API_ERRORS,  # the API server, for prometheus_adaptor
+            httpx.HTTPError,
+            ValueError,
+            KeyError,
+            TypeError,
+        )
 
         try:
             if settings.type not in TYPES:
@@ -143,10 +145,7 @@ class UsageSource:
                 usage = await self._elastic(settings)
             else:
                 usage = await self._query(settings)
-        except _API as exc:  # the API server, for prometheus_adaptor
-            self._failed(settings, exc)
-            return
-        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        except failures as exc:
             self._failed(settings, exc)
             return
         self.usage = usage

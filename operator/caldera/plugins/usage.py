@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 
 from caldera.api.resources import CPU, MEMORY
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.duration import parse_go_duration
+from caldera.framework.duration import metrics_interval
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
@@ -46,7 +46,6 @@ CPU_REASON = "the CPU load of the node exceeds the upper limit."
 MEMORY_REASON = "the memory load of the node exceeds the upper limit."
 ACTIVE = 300.0
 """Metrics older than this (seconds) are not used (Volcano's ``MetricsActiveTime``)."""
-DEFAULT_INTERVAL = 30.0
 MAX_NODE_SCORE = 100.0
 _ESTIMATED = frozenset({TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND})
 
@@ -166,7 +165,7 @@ class UsagePlugin(Plugin[UsageArgs]):
         estimates: dict[str, tuple[int, float, float]] = {}
         cw, mw, uw = args.cpu_weight, args.memory_weight, args.usage_weight
         est = args.estimator
-        delay = _interval(ssn.policy.metrics)
+        delay = metrics_interval(ssn.policy.metrics)
 
         def composite(rows: IntArray | int) -> tuple[Any, Any]:
             cpu = _share(cpu_pct[rows], est_cpu[rows], cpu_cap[rows])
@@ -287,14 +286,3 @@ def _limits(task: Task) -> tuple[float, float]:
         cpu = max(cpu, init.resources.limits.get(CPU, 0.0))
         mem = max(mem, init.resources.limits.get(MEMORY, 0.0))
     return cpu, mem
-
-
-def _interval(metrics: Any) -> float:
-    """The metrics source's refresh interval (``metrics.interval``, default 30 s): a pod started
-    less than this ago is not in the metrics yet."""
-    text = metrics.get("interval") if isinstance(metrics, dict) else None
-    try:
-        seconds = parse_go_duration(str(text)) if text else DEFAULT_INTERVAL
-    except ValueError:
-        return DEFAULT_INTERVAL
-    return seconds if seconds > 0 else DEFAULT_INTERVAL
