@@ -92,6 +92,8 @@ def test_less_loaded_nodes_score_higher_and_stale_metrics_score_nothing(
 
 
 def test_a_threshold_out_of_range_keeps_the_default() -> None:
+    """Argument parsing as ``parseBoundedFloatArg`` and ``parseCPUQuantityArg`` /
+    ``parseMemoryQuantityArg`` do it; the cases are Caldera's own (no upstream test)."""
     args = UsagePlugin.Args.model_validate({"thresholds": {"cpu": -1, "mem": "101"}})
     assert (args.thresholds.cpu, args.thresholds.mem) == (80, 80)
     est = UsagePlugin.Args.model_validate(
@@ -113,6 +115,8 @@ def test_a_threshold_out_of_range_keeps_the_default() -> None:
 
 
 def test_a_pod_placed_this_session_counts_on_its_node_before_the_metrics_show_it() -> None:
+    """The shadow cache's estimate of a placed pod (``EstimatePodResource``, upstream's
+    ``TestEstimatePodResource`` formula) lowering its node's score; the numbers are Caldera's."""
     ssn = session({f"n{i}": (0, 0, 0) for i in range(1, 6)})
     before = node_scores(ssn, "p1")["n1"]
     task = next(t for job in ssn.jobs.values() for t in job.tasks.values())

@@ -65,7 +65,8 @@ def _number(value: Any) -> float | None:
 
 
 def _bounded(default: float, low: float, high: float | None) -> Any:
-    """A validator keeping ``default`` (with a warning) for a value outside [low, high]."""
+    """A validator keeping ``default`` (with a warning) for a value outside [low, high]
+    (``parseBoundedFloatArg``, ``parseMinFloatArg``)."""
 
     def check(value: Any, info: Any) -> float:
         number = _number(value)
@@ -110,6 +111,7 @@ class Estimator(Args):
     @field_validator("be_cpu", "be_mem", mode="before")
     @classmethod
     def _quantity(cls, value: Any, info: Any) -> float:
+        """``parseCPUQuantityArg`` / ``parseMemoryQuantityArg``."""
         default = 250.0 if info.field_name == "be_cpu" else 200.0 * 1024 * 1024
         text = value if isinstance(value, str) else str(value)
         if text[-2:] in ("mi", "gi", "ki"):  # Volcano normalises lower-case binary suffixes
@@ -183,7 +185,10 @@ class UsagePlugin(Plugin[UsageArgs]):
                 _share_one(mem_l[row], float(est_mem[row]), mem_cap_l[row]),
             )
 
-        def add(task: Task) -> None:
+        def add(task: Task, rescored: bool = True) -> None:
+            """``EstimatePodResource`` of a pod placed on a node (``calcAppliedRiskFactor``
+            with the node's composite utilisation; ``EstimateBestEffortResource`` for a
+            best-effort pod), added to the node's estimate."""
             row = task.node
             if row < 0 or task.uid in estimates:
                 return
@@ -199,9 +204,11 @@ class UsagePlugin(Plugin[UsageArgs]):
             estimates[task.uid] = (row, c, m)
             est_cpu[row] += c
             est_mem[row] += m
-            rescore(row)
+            if rescored:
+                rescore(row)
 
         def remove(task: Task) -> None:
+            """``SubEstimateBySnapshot``: the estimate added for the pod, taken back."""
             got = estimates.pop(task.uid, None)
             if got is not None:
                 row, c, m = got
@@ -224,15 +231,15 @@ class UsagePlugin(Plugin[UsageArgs]):
             if cw + mw and fresh_l[row]:
                 scores[row] = value(*one(row))
 
-        for tasks in table.tasks:
+        for tasks in table.tasks:  # the shadow cache's warm-up (``shouldAddToShadowCache``)
             for task in tasks.values():
                 if task.status in _ESTIMATED or (
                     task.status is TaskStatus.RUNNING
                     and (task.started <= 0 or ssn.now - task.started < delay)
                 ):
-                    add(task)
+                    add(task, rescored=False)
 
-        if cw + mw:
+        if cw + mw:  # every node at once, after the warm-up
             scores[:] = node_scores(slice(None))
 
         def score(task: Task, rows: IntArray) -> Any:
@@ -267,6 +274,8 @@ def _share_one(percent: float, estimate: float, capacity: float) -> float:
 
 
 def _estimate(request: float, limit: float, est: Estimator, risk: float) -> float:
+    """``EstimatePodResource``: the request and a share of the burst above it, times the risk
+    factor, within [0, the effective limit]."""
     effective = limit if limit > 0 and limit >= request else request
     value = (request * est.request_ratio + (effective - request) * est.burst_ratio) * risk
     return float(min(max(value, 0.0), effective))
@@ -274,7 +283,7 @@ def _estimate(request: float, limit: float, est: Estimator, risk: float) -> floa
 
 def _limits(task: Task) -> tuple[float, float]:
     """The pod's CPU (millicores) and memory (bytes) limits: its containers' sum, or an init
-    container's if larger."""
+    container's if larger (``getPodCPURequestLimit``, ``getPodMemRequestLimit``)."""
 
     def of(containers: Any) -> tuple[float, float]:
         cpu = sum(c.resources.limits.get(CPU, 0.0) for c in containers)
