@@ -115,8 +115,8 @@ def test_a_threshold_out_of_range_keeps_the_default() -> None:
 
 
 def test_a_pod_placed_this_session_counts_on_its_node_before_the_metrics_show_it() -> None:
-    """The shadow cache's estimate of a placed pod (``EstimatePodResource``, upstream's
-    ``TestEstimatePodResource`` formula) lowering its node's score; the numbers are Caldera's."""
+    """The shadow cache's estimate of a placed pod (``EstimatePodResource``) lowering its node's
+    score; the case and its numbers are Caldera's own."""
     ssn = session({f"n{i}": (0, 0, 0) for i in range(1, 6)})
     before = node_scores(ssn, "p1")["n1"]
     task = next(t for job in ssn.jobs.values() for t in job.tasks.values())

@@ -7,6 +7,7 @@ the engine be a plain synchronous function of its input.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from caldera.api.hypernode import HyperNodeTree
@@ -69,7 +70,7 @@ class Snapshot:
     (their PodGroup or queue is missing or invalid), by ``namespace/name``, with why: they are
     not scheduled, but still told their reason and explained."""
     hypernodes: HyperNodeTree | None = None
-    node_usage: dict[str, NodeUsage] = field(default_factory=dict)
+    node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     """Nodes' real load from a metrics source, by node name (the ``usage`` plugin)."""
     """The network topology, when the cluster has HyperNodes."""
     spread_owners: SpreadOwners = field(default_factory=SpreadOwners)

@@ -103,7 +103,7 @@ def decide(
         managed_resources=policy.managed_resources,
     )
     if node_usage:
-        snapshot.node_usage = dict(node_usage)
+        snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it
     return run_cycle(snapshot, policy, registry, on_bind, detail=False), problems
 
 
@@ -143,9 +143,9 @@ _copy = ClusterState()
 _memo = KeptMemo()
 _registry: Registry | None = None
 _stream: Any = None
-_usage: dict[str, NodeUsage] = {}
-"""The node usage last sent to this worker process."""
 """The queue binds go out on ahead of the session's result."""
+_usage: Mapping[str, NodeUsage] = {}
+"""The node usage last sent to this worker process."""
 
 
 def can_fork() -> bool:
@@ -212,7 +212,7 @@ def run_session(
     global _copy, _usage
     _copy = changes.apply_to(_copy)
     if node_usage is not None:
-        _usage = dict(node_usage)
+        _usage = node_usage
     assert _registry is not None
     stream = BindStream(session_id, _stream.put)
     return decide(

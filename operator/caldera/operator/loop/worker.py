@@ -79,8 +79,9 @@ class SessionWorker:
         self._stream: Any = None
         self._reader: threading.Thread | None = None
         self._fresh = True
-        self._usage_version = -1
         """The process has nothing yet: the next session sends everything."""
+        self._usage_version = -1
+        """The version of the node usage the process last got (-1: none)."""
         self._warm: Future[int] | None = None
         """Done once the process has started and imported what sessions need."""
 
@@ -160,7 +161,7 @@ class SessionWorker:
                 session_id,
                 tuple(evicting),
                 tuple(lifting),
-                dict(usage) if send else None,
+                usage if send else None,  # pickled: the process gets its own copy
             )
         except BrokenProcessPool:
             self.close()  # the next session starts a new worker and sends everything
