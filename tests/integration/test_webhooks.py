@@ -797,6 +797,9 @@ async def test_a_refused_budget_is_recorded_as_an_admit_warning_but_not_on_a_dry
         await client.send("/pods/validate", "CREATE", bad)
         bad["metadata"]["name"] = "budget-dry"
         await client.send("/pods/validate", "CREATE", bad, dry_run=True)
+        both = _pod({"volcano.sh/jdb-max-unavailable": "1", "volcano.sh/jdb-min-available": "1"})
+        both["metadata"]["name"] = "budget-both"  # refused, but recordEvent is not called
+        await client.send("/pods/validate", "CREATE", both)
     finally:
         await client.close()
 
@@ -806,7 +809,7 @@ async def test_a_refused_budget_is_recorded_as_an_admit_warning_but_not_on_a_dry
                 e
                 for e in events
                 if e.get("reason") == "Admit"
-                and e["involvedObject"]["name"] in ("budget-wet", "budget-dry")
+                and e["involvedObject"]["name"] in ("budget-wet", "budget-dry", "budget-both")
             ]
 
         for _ in range(50):

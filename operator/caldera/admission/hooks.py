@@ -85,8 +85,9 @@ ALL = "all"
 
 
 def enabled_hooks(text: str) -> list[Hook]:
-    """The hooks ``--enabled-admission`` names (comma-separated paths, or ``all``); a path
-    Caldera does not serve is a :class:`ConfigError` naming it."""
+    """The hooks ``--enabled-admission`` names (comma-separated paths, as Volcano's
+    ``router.ForEachAdmission`` splits them, or ``all``); a path Caldera does not serve is a
+    :class:`ConfigError` naming it (Volcano skips it silently)."""
     wanted = [part.strip() for part in text.split(",") if part.strip()]
     if ALL in wanted:
         return list(HOOKS)

@@ -67,7 +67,7 @@ def validate_podgroup(review: Review) -> None:
                 "can only submit PodGroup to queue with state `Open`, "
                 f"queue `{queue}` status is `{problem[1]}`."
             )
-    if _both_tiers(spec.get("networkTopology")):
+    if _both_tiers(spec.get("networkTopology")):  # validateNetworkTopology, job and sub-groups
         problems.append(
             "must not specify 'highestTierAllowed' and 'highestTierName' in networkTopology "
             "simultaneously."

@@ -31,7 +31,8 @@ _JDB_KEYS = (JDB_MIN_AVAILABLE, JDB_MAX_UNAVAILABLE)
 
 
 class BudgetDenied(Denied):
-    """A bad disruption-budget value: also recorded as a Warning ``Admit`` event."""
+    """A budget value ``validateIntPercentageStr`` refuses: also recorded as a Warning ``Admit``
+    event, as Volcano's ``recordEvent`` does (two budgets at once are refused without one)."""
 
 
 def ours(review: Review) -> bool:
@@ -68,9 +69,11 @@ def validate_pod(review: Review) -> None:
     queue = str(notes.get(QUEUE_NAME_ANNOTATION) or "")
     if queue:
         message = _job_queue_problem(review, queue).strip()
-    budget = _budget_problem(notes)
-    if budget:
-        raise BudgetDenied(budget)
+    bad_value, both = _budget_problem(notes)
+    if bad_value:
+        raise BudgetDenied(bad_value)
+    if both:
+        raise Denied(both)
     if message:
         raise Missing(message) if queue not in review.state.queues else Denied(message)
 
@@ -88,16 +91,18 @@ def _job_queue_problem(review: Review, queue: str) -> str:
     )
 
 
-def _budget_problem(notes: Mapping[str, Any]) -> str:
-    """``validateAnnotation``: each budget a count > 0 or a percentage in 1%–99%, not both."""
+def _budget_problem(notes: Mapping[str, Any]) -> tuple[str, str]:
+    """``validateAnnotation``: each budget a count > 0 or a percentage in 1%–99%, not both.
+    (a bad value's text, or "";  the two-budgets text, or "")."""
     present = [key for key in _JDB_KEYS if key in notes]
     for key in present:
         problem = _int_or_percent_problem(key, str(notes[key]))
         if problem:
-            return problem
+            return problem, ""
     if len(present) > 1:
-        return f"not allow configure multiple annotations <[{' '.join(_JDB_KEYS)}]> at same time"
-    return ""
+        keys = " ".join(_JDB_KEYS)
+        return "", f"not allow configure multiple annotations <[{keys}]> at same time"
+    return "", ""
 
 
 def _int_or_percent_problem(key: str, value: str) -> str:

@@ -74,6 +74,8 @@ def validate_queue(review: Review) -> None:
         raise Denied(
             "root queue's resource attributes (capability, deserved, guarantee) cannot be modified"
         )
+    # needsValidateHierarchicalQueue: a queue other than root, created, or whose parent or
+    # resources changed
     if review.name != ROOT and (parent_changed or resources_changed):
         queue_tree.check_resources(review)
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 
-from caldera.quantity import CPU, QuantityError, format_binary, format_decimal, parse_quantity
+from caldera.api.resources import MEMORY, PODS
+from caldera.quantity import (
+    CPU,
+    QuantityError,
+    format_binary,
+    format_decimal,
+    format_resource,
+    parse_quantity,
+)
 
 __all__ = [
     "ResourceAmounts",
@@ -27,8 +35,6 @@ __all__ = [
     "typed_text",
 ]
 
-MEMORY = "memory"
-PODS = "pods"
 ResourceAmounts = dict[str, float]
 """Resource name → amount in Volcano's units."""
 
@@ -134,8 +140,4 @@ def resource_text(amounts: Mapping[str, float]) -> str:
 
 def typed_text(name: str, value: float) -> str:
     """``formatResourceWithType``: one amount the way the capability messages print it."""
-    if name == CPU:
-        return format_decimal(Fraction(round(value)) / 1000)
-    if name == MEMORY:
-        return format_binary(round(value))
-    return f"{value:.2f}"
+    return format_resource(name, value) if name in (CPU, MEMORY) else f"{value:.2f}"

@@ -30,6 +30,7 @@ from caldera.models.kinds import KINDS
 from caldera.operator.metrics import Metrics
 from caldera.operator.settings import Settings
 from caldera.operator.watch.cache import Cache
+from caldera.operator.webhooks.server import RETRY
 from caldera.operator.writers.events import EventPoster
 
 __all__ = ["CONFIGURATION_NAME", "Admission", "webhook_entries"]
@@ -173,17 +174,16 @@ class Admission:
         meta = body.get("metadata") or {}
         counter = self.metrics.admission
         try:
-            state = await self._state()
+            review = Review(
+                operation=operation,
+                name=str(meta.get("name") or ""),
+                namespace=str(meta.get("namespace") or ""),
+                obj=new if isinstance(new, Mapping) else {},
+                old=old if isinstance(old, Mapping) else None,
+                state=await self._state(),  # the cache's, kept current in place
+                options=self.options,
+            )
             for delay in (*CATCH_UP, None):
-                review = Review(
-                    operation=operation,
-                    name=str(meta.get("name") or ""),
-                    namespace=str(meta.get("namespace") or ""),
-                    obj=new if isinstance(new, Mapping) else {},
-                    old=old if isinstance(old, Mapping) else None,
-                    state=state,
-                    options=self.options,
-                )
                 try:
                     change = hook.rule(review)
                     break
@@ -194,7 +194,7 @@ class Admission:
         except Denied as exc:
             counter.labels(webhook=hook.path, result="denied").inc()
             log.info("%s refused %s %s: %s", hook.path, operation, _named(meta), exc)
-            if isinstance(exc, BudgetDenied) and not dryrun:
+            if isinstance(exc, BudgetDenied) and not dryrun:  # Volcano's recordEvent
                 self._event(meta, f"Create pod failed due to {exc}")
             raise kopf.AdmissionError(str(exc), code=400) from None
         except kopf.AdmissionError:
@@ -233,7 +233,6 @@ class Admission:
 
     async def keep_configurations(self, rest: Callable[[], Rest | None]) -> None:
         """Write the configurations after each (re)start of the server, retrying failures."""
-        delays = (1.0, 2.0, 5.0, 10.0, 30.0)
         while True:
             await self._changed.wait()
             self._changed.clear()
@@ -243,7 +242,7 @@ class Admission:
                     await self.apply(client, self._config)
                     break
                 except Exception as exc:  # noqa: BLE001 -- RBAC, outage: say it, retry
-                    delay = delays[min(attempt, len(delays) - 1)]
+                    delay = RETRY[min(attempt, len(RETRY) - 1)]
                     attempt += 1
                     log.error(
                         "could not write the webhook configurations %s (%s); retrying in %.0fs",
