@@ -13,10 +13,20 @@ from dataclasses import dataclass, field
 
 from caldera.api.resources import Vector
 from caldera.models.base import OwnerReference
-from caldera.models.core import PodSpec
+from caldera.models.core import Pod, PodSpec
 from caldera.models.volcano import QUEUE_ALLOCATION_GATE
 
-__all__ = ["ALLOCATED_STATUSES", "Gate", "NodeLock", "Task", "TaskStatus", "Transaction", "gate_of"]
+__all__ = [
+    "ALLOCATED_STATUSES",
+    "Gate",
+    "NodeLock",
+    "Task",
+    "TaskStatus",
+    "Transaction",
+    "gate_of",
+    "has_queue_gate",
+    "without_queue_gate",
+]
 
 
 class TaskStatus(enum.Enum):
@@ -139,3 +149,14 @@ def gate_of(spec: PodSpec, annotations: Mapping[str, str], pending: bool) -> Gat
     if opted and all(g.name == QUEUE_ALLOCATION_GATE for g in gates):
         return Gate.QUEUE
     return Gate.OTHER
+
+
+def has_queue_gate(spec: PodSpec) -> bool:
+    """The pod still carries the queue-allocation scheduling gate."""
+    return any(g.name == QUEUE_ALLOCATION_GATE for g in spec.scheduling_gates)
+
+
+def without_queue_gate(pod: Pod) -> Pod:
+    """``pod`` as it is once its queue-allocation gate is lifted (its other gates stay)."""
+    left = tuple(g for g in pod.spec.scheduling_gates if g.name != QUEUE_ALLOCATION_GATE)
+    return pod.model_copy(update={"spec": pod.spec.model_copy(update={"scheduling_gates": left})})

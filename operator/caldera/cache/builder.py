@@ -19,7 +19,12 @@ from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace
 from caldera.api.task import Task, TaskStatus, gate_of
 from caldera.cache.converters import engine_queue, node_base
-from caldera.cache.groups import VOLCANO_PODGROUPS, WORKLOAD_PODGROUPS, workload_key
+from caldera.cache.groups import (
+    VOLCANO_PODGROUPS,
+    WORKLOAD_PODGROUPS,
+    workload_group_of,
+    workload_key,
+)
 from caldera.cache.memo import BuildMemo, Implicit, PodEntry
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
@@ -308,8 +313,7 @@ class Builder:
                         f"its PodGroup {job_key} ({VOLCANO_PODGROUPS}) names queue "
                         f"{queue_name!r}, which does not exist"
                     )
-            elif spec.scheduling_group is not None and spec.scheduling_group.pod_group_name:
-                pg_key = f"{pod.metadata.namespace}/{spec.scheduling_group.pod_group_name}"
+            elif pg_key := workload_group_of(pod):
                 group = job_key = workload_key(pg_key)
                 joins = job_key in known
                 if not joins:

@@ -8,9 +8,16 @@ bare ``podgroup`` for Kubernetes' own.
 
 from __future__ import annotations
 
+from caldera.models.core import Pod
 from caldera.models.kinds import KINDS
 
-__all__ = ["VOLCANO_PODGROUPS", "WORKLOAD_PODGROUPS", "group_label", "workload_key"]
+__all__ = [
+    "VOLCANO_PODGROUPS",
+    "WORKLOAD_PODGROUPS",
+    "group_label",
+    "workload_group_of",
+    "workload_key",
+]
 
 VOLCANO_PODGROUPS = KINDS["PodGroup"].qualified
 WORKLOAD_PODGROUPS = KINDS["WorkloadPodGroup"].qualified
@@ -32,3 +39,12 @@ def workload_key(key: str) -> str:
     the same name."""
     namespace, _, name = key.partition("/")
     return f"{namespace}/{WORKLOAD_PODGROUPS}/{name}"
+
+
+def workload_group_of(pod: Pod) -> str:
+    """The ``namespace/name`` of the Kubernetes PodGroup ``pod`` joins
+    (``spec.schedulingGroup.podGroupName``), or ""."""
+    joined = pod.spec.scheduling_group
+    if joined is None or not joined.pod_group_name:
+        return ""
+    return f"{pod.metadata.namespace}/{joined.pod_group_name}"

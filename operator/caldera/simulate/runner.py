@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from caldera.api.task import without_queue_gate
+from caldera.cache.groups import workload_group_of
 from caldera.cache.podgroups import annotate_pod, implicit_podgroup, implicit_podgroup_name
 from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
@@ -36,7 +38,6 @@ from caldera.models.storage import (
 from caldera.models.volcano import (
     ALLOCATED_HYPERNODE_ANNOTATION,
     GROUP_NAME_ANNOTATION,
-    QUEUE_ALLOCATION_GATE,
 )
 from caldera.quantity import to_engine_units
 from caldera.simulate.progress import Progress
@@ -75,8 +76,7 @@ def adopt_bare_pods(state: ClusterState, scheduler_names: Iterable[str]) -> list
             continue
         if GROUP_NAME_ANNOTATION in pod.metadata.annotations:
             continue
-        joined = pod.spec.scheduling_group
-        if joined is not None and joined.pod_group_name:
+        if workload_group_of(pod):
             continue  # a member of a Kubernetes PodGroup
         if not pod.metadata.uid:
             meta = pod.metadata.model_copy(update={"uid": stable_uid("Pod", key)})
@@ -170,11 +170,7 @@ def _apply(state: ClusterState, result: CycleResult, sim: Simulation) -> None:
         state.pods.pop(f"{evict.namespace}/{evict.name}", None)
     for lift in result.gate_lifts:
         key = f"{lift.namespace}/{lift.name}"
-        pod = state.pods[key]
-        left = tuple(g for g in pod.spec.scheduling_gates if g.name != QUEUE_ALLOCATION_GATE)
-        state.pods[key] = pod.model_copy(
-            update={"spec": pod.spec.model_copy(update={"scheduling_gates": left})}
-        )
+        state.pods[key] = without_queue_gate(state.pods[key])
     for st in result.podgroups:
         key = f"{st.namespace}/{st.name}"
         pg = state.podgroups.get(key)

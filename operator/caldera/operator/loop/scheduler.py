@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from caldera.api.usage import NodeUsage
+from caldera.cache.groups import workload_group_of
 from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import copy_state
 from caldera.framework.intents import (
@@ -291,24 +292,16 @@ class Scheduler:
             return
         state = self.cache.state
         pod = state.pods.get(f"{cond.namespace}/{cond.name}")
-        joined = pod.spec.scheduling_group if pod is not None else None
-        if joined is None or not joined.pod_group_name:
-            return
-        pg = state.workload_podgroups.get(f"{cond.namespace}/{joined.pod_group_name}")
+        pg_key = workload_group_of(pod) if pod is not None else ""
+        pg = state.workload_podgroups.get(pg_key) if pg_key else None
         if pg is None:
             return
-        version, kind = self._workload_condition()
-        old = pg.status.condition(kind)
-        if old is not None and old.status == "True":
-            return  # never back to False once scheduled
         message = f"binding {cond.name} failed: {cond.message}"
-        status = WorkloadGroupStatus(
-            cond.namespace, pg.metadata.name, False, REASON_SCHEDULER_ERROR, message
-        )
-        condition = (kind, "False", REASON_SCHEDULER_ERROR, message)
-        self._writes.forget(f"workload/{cond.namespace}/{pg.metadata.name}")  # overwritten
-        self.writers.status.workload(
-            WorkloadWrite(status, version, pg.metadata.generation, (condition,))
+        self._writes.forget(f"workload/{pg_key}")  # the session's own condition is overwritten
+        self._workload(
+            WorkloadGroupStatus(
+                cond.namespace, pg.metadata.name, False, REASON_SCHEDULER_ERROR, message
+            )
         )
 
     def _workload(self, ws: WorkloadGroupStatus) -> None:

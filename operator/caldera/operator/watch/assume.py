@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from caldera.api.task import has_queue_gate, without_queue_gate
 from caldera.models.core import Pod
-from caldera.models.volcano import QUEUE_ALLOCATION_GATE
 
 __all__ = ["Assumptions", "InFlight", "apply"]
 
@@ -52,7 +52,7 @@ class Assumptions:
         return _under_way(
             self._lifting,
             pods,
-            lambda pod: not any(g.name == QUEUE_ALLOCATION_GATE for g in pod.spec.scheduling_gates),
+            lambda pod: not has_queue_gate(pod.spec),
         )
 
     def evicting(self, key: str, uid: str) -> None:
@@ -135,9 +135,7 @@ def apply(
     for key in lifting:
         pod = out.get(key)
         if pod is not None:
-            left = tuple(g for g in pod.spec.scheduling_gates if g.name != QUEUE_ALLOCATION_GATE)
-            spec = pod.spec.model_copy(update={"scheduling_gates": left})
-            out[key] = pod.model_copy(update={"spec": spec})
+            out[key] = without_queue_gate(pod)
     for key in evicting:
         pod = out.get(key)
         if pod is not None and pod.metadata.deletion_timestamp is None:
