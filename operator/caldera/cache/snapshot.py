@@ -34,6 +34,7 @@ from caldera.cache.builder import (
     Priorities,
 )
 from caldera.cache.derived import quota_statuses, quotas, spread_owners
+from caldera.cache.groups import workload_key
 from caldera.cache.memo import BuildMemo, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
@@ -42,7 +43,6 @@ from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import PodGroup
-from caldera.models.workload import WORKLOAD_GROUP
 
 __all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
 
@@ -260,5 +260,5 @@ def _groups(state: ClusterState) -> Mapping[str, object]:
     """Both kinds of PodGroup, apart, for the context a pod's outcome depends on."""
     if not state.workload_podgroups:
         return state.podgroups
-    workload = {f"{WORKLOAD_GROUP}/{k}": v for k, v in state.workload_podgroups.items()}
+    workload = {workload_key(k): v for k, v in state.workload_podgroups.items()}
     return {**state.podgroups, **workload}

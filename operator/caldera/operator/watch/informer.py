@@ -103,6 +103,8 @@ class Informer:
         # cache, in one piece), pages only when the server insists on paging; a kind served at
         # one of several versions is read at the first the server has
         versions = self.kind.all_versions
+        if self.version in versions:  # the one found before first: no 404 per relist
+            versions = (self.version, *(v for v in versions if v != self.version))
         for i, served in enumerate(versions):
             self._resource = resource_of(self.kind.at(served))
             try:
