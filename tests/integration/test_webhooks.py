@@ -781,7 +781,8 @@ def test_the_configurations_route_every_webhook_as_volcanos_chart_does(served: S
             "values": ["default", "kube-system"],
         }
     ]
-    assert "namespaceSelector" not in by_name["validatehypernodes.volcano.sh"]
+    assert "namespaceSelector" not in by_name["validatehypernodes.volcano.sh"]  # cluster-scoped
+    assert "namespaceSelector" not in by_name["validatequeue.volcano.sh"]
     secret = served.in_cluster(served.k8s.get("secrets", "caldera-webhook-tls", "default"))
     assert secret["type"] == "kubernetes.io/tls"
     assert base64.b64decode(secret["data"]["tls.crt"]) == served.ca

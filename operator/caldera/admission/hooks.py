@@ -32,10 +32,6 @@ class Hook:
     operations: tuple[str, ...]
     mutating: bool
     rule: Callable[[Review], Patch | None]
-    system_namespaces: bool = False
-    """Also called for objects in kube-system and the scheduler's own namespace (which are left
-    out otherwise, so that a scheduler that is down never blocks the pods that would bring it
-    back)."""
 
     @property
     def id(self) -> str:
@@ -78,7 +74,6 @@ HOOKS: tuple[Hook, ...] = (
         ("CREATE", "UPDATE"),
         False,
         validate_hypernode,
-        system_namespaces=True,
     ),
 )
 ALL = "all"

@@ -78,7 +78,10 @@ def webhook_entries(
             "sideEffects": "NoneOnDryRun",
             "timeoutSeconds": TIMEOUT_SECONDS,
         }
-        if not hook.system_namespaces:
+        if kind.namespaced:
+            # kube-system and the scheduler's own namespace are left out, so that a scheduler
+            # that is down never blocks the pods that would bring it back (a cluster-scoped
+            # object has no namespace to select: the API server ignores a selector there)
             entry["namespaceSelector"] = {
                 "matchExpressions": [
                     {
