@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from caldera.admission.podgroups import queue_state_problem
-from caldera.admission.review import Denied, Missing, Patch, Review
+from caldera.admission.review import Denied, Missing, Patch, Review, object_name
 from caldera.models.names import parse_int64
 from caldera.models.volcano import (
     GROUP_NAME_ANNOTATION,
@@ -41,8 +41,7 @@ def ours(review: Review) -> bool:
 
 
 def _pod_name(review: Review) -> str:
-    meta = review.obj.get("metadata") or {}
-    return str(meta.get("name") or meta.get("generateName") or review.name)
+    return object_name(review.obj.get("metadata") or {}) or review.name
 
 
 def validate_pod(review: Review) -> None:

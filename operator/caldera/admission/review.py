@@ -15,7 +15,17 @@ from typing import Any
 
 from caldera.cache.state import ClusterState
 
-__all__ = ["Denied", "FieldErrors", "Missing", "Options", "Patch", "Review", "Unquoted", "go_quote"]
+__all__ = [
+    "Denied",
+    "FieldErrors",
+    "Missing",
+    "Options",
+    "Patch",
+    "Review",
+    "Unquoted",
+    "go_quote",
+    "object_name",
+]
 
 Patch = dict[str, Any]
 """A JSON merge patch of the object under review (empty: no change)."""
@@ -62,6 +72,11 @@ class Review:
     @property
     def annotations(self) -> Mapping[str, Any]:
         return _mapping(_mapping(self.obj.get("metadata")).get("annotations"))
+
+
+def object_name(meta: Mapping[str, Any]) -> str:
+    """An object's name, or its ``generateName`` while the API server has not made one."""
+    return str(meta.get("name") or meta.get("generateName") or "")
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

@@ -12,8 +12,10 @@ from caldera.models.kinds import KINDS, Kind
 from caldera.models.volcano import GROUP_OWNER_KINDS
 
 __all__ = [
+    "CREATED_LABELS",
     "EVENTS",
     "LEASES",
+    "MUTATING",
     "OWNERS",
     "PODGROUPS",
     "PODS",
@@ -21,6 +23,8 @@ __all__ = [
     "PVS",
     "QUEUES",
     "RESOURCE_CLAIMS",
+    "SECRETS",
+    "VALIDATING",
     "resource_of",
 ]
 
@@ -46,3 +50,10 @@ OWNERS = {
 }
 """Controllers whose ``scheduling.volcano.sh/group-min-member`` annotation sizes the group of the
 pods they own."""
+
+SECRETS = Resource("", "v1", "secrets")
+VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
+MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")
+CREATED_LABELS = {"app.kubernetes.io/part-of": "caldera"}
+"""The labels of the objects the operator creates for itself (the TLS Secret, the webhook
+configurations)."""

@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
-from caldera.k8s.rest import ApiError, Resource, Rest
+from caldera.k8s.resources import CREATED_LABELS, SECRETS
+from caldera.k8s.rest import ApiError, Rest
 
-__all__ = ["SECRETS", "shared_tls"]
-
-SECRETS = Resource("", "v1", "secrets")
+__all__ = ["shared_tls"]
 
 
 def _pem(secret: dict[str, object], key: str) -> bytes:
@@ -42,7 +41,7 @@ async def shared_tls(
             "metadata": {
                 "name": name,
                 "namespace": namespace,
-                "labels": {"app.kubernetes.io/part-of": "caldera"},
+                "labels": CREATED_LABELS,
             },
             "data": {
                 "tls.crt": base64.b64encode(cert).decode(),

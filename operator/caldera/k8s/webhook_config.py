@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from caldera.k8s.resources import MUTATING, VALIDATING
 from caldera.k8s.rest import MERGE_PATCH, ApiError, Resource, Rest
 
-__all__ = ["MUTATING", "VALIDATING", "apply_configuration"]
-
-VALIDATING = Resource("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
-MUTATING = Resource("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations")
+__all__ = ["apply_configuration"]
 _KINDS = {
     VALIDATING.plural: "ValidatingWebhookConfiguration",
     MUTATING.plural: "MutatingWebhookConfiguration",

@@ -22,10 +22,11 @@ import kopf
 
 from caldera.admission.hooks import Hook
 from caldera.admission.pods import ADMIT_REASON, BudgetDenied
-from caldera.admission.review import Denied, Missing, Options, Review
+from caldera.admission.review import Denied, Missing, Options, Review, object_name
 from caldera.cache.state import ClusterState
+from caldera.k8s.resources import CREATED_LABELS, MUTATING, VALIDATING
 from caldera.k8s.rest import Rest
-from caldera.k8s.webhook_config import MUTATING, VALIDATING, apply_configuration
+from caldera.k8s.webhook_config import apply_configuration
 from caldera.models.kinds import KINDS
 from caldera.operator.metrics import Metrics
 from caldera.operator.settings import Settings
@@ -220,7 +221,7 @@ class Admission:
         events.emit(
             kind="Pod",
             namespace=str(meta.get("namespace") or "default"),
-            name=str(meta.get("name") or meta.get("generateName") or ""),
+            name=object_name(meta),
             uid="",
             type_="Warning",
             reason=ADMIT_REASON,
@@ -256,10 +257,9 @@ class Admission:
                     await asyncio.sleep(delay)
 
     async def apply(self, rest: Rest, client_config: Mapping[str, Any]) -> None:
-        labels = {"app.kubernetes.io/part-of": "caldera"}
         for resource, mutating in ((VALIDATING, False), (MUTATING, True)):
             entries = webhook_entries(self.hooks, self.settings, client_config, mutating=mutating)
-            await apply_configuration(rest, resource, CONFIGURATION_NAME, entries, labels)
+            await apply_configuration(rest, resource, CONFIGURATION_NAME, entries, CREATED_LABELS)
         log.info(
             "webhook configurations %s list %s",
             CONFIGURATION_NAME,
@@ -275,6 +275,6 @@ def _quiet_refusals(record: logging.LogRecord) -> bool:
 
 
 def _named(meta: Mapping[str, Any]) -> str:
-    name = meta.get("name") or meta.get("generateName") or "?"
+    name = object_name(meta) or "?"
     namespace = meta.get("namespace")
     return f"{namespace}/{name}" if namespace else str(name)

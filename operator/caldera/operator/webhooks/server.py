@@ -82,13 +82,11 @@ class Server:
         settings: Settings,
         tls: TlsSource,
         on_config: Callable[[Mapping[str, Any]], None],
-        *,
-        port: int | None = None,
     ) -> None:
         self._settings = settings
         self._tls = tls
         self._on_config = on_config
-        self.port = port if port is not None else settings.webhook_port
+        self.port = settings.webhook_port
         self.serving = asyncio.Event()
         """Set while the server listens (tests and readiness wait for it)."""
 
