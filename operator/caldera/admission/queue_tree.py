@@ -22,7 +22,7 @@ from caldera.admission.resources import (
     resource_text,
     typed_text,
 )
-from caldera.admission.review import Denied, FieldErrors, Missing, Review
+from caldera.admission.review import Denied, FieldErrors, Missing, Review, resource_lists
 from caldera.models.volcano import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION, Queue
 
 __all__ = ["check_parent", "check_resources", "hierarchy_annotations"]
@@ -99,23 +99,21 @@ def check_parent(review: Review) -> None:
             )
 
 
-def _amounts(review: Review) -> tuple[ResourceAmounts, ResourceAmounts, ResourceAmounts]:
+Amounts = tuple[ResourceAmounts, ResourceAmounts, ResourceAmounts]
+"""A queue's capability, deserved and guarantee."""
+
+
+def _amounts(review: Review) -> Amounts:
     """The reviewed queue's capability, deserved and guarantee."""
-    spec = review.spec
-    guarantee = spec.get("guarantee")
-    raw_guarantee = guarantee.get("resource") if isinstance(guarantee, Mapping) else None
-    return (
-        _raw(spec.get("capability")),
-        _raw(spec.get("deserved")),
-        _raw(raw_guarantee),
-    )
+    capability, deserved, guarantee = (_raw(v) for v in resource_lists(review.spec))
+    return capability, deserved, guarantee
 
 
 def _raw(value: object) -> ResourceAmounts:
     return from_raw(value) if isinstance(value, Mapping) else {}
 
 
-def _cached(queue: Queue) -> tuple[ResourceAmounts, ResourceAmounts, ResourceAmounts]:
+def _cached(queue: Queue) -> Amounts:
     spec = queue.spec
     return (
         from_engine(spec.capability),
@@ -124,17 +122,13 @@ def _cached(queue: Queue) -> tuple[ResourceAmounts, ResourceAmounts, ResourceAmo
     )
 
 
-def _guarantee_deserved(queue: Queue) -> tuple[ResourceAmounts, ResourceAmounts]:
-    _, deserved, guarantee = _cached(queue)
-    return guarantee, deserved
-
-
 def check_resources(review: Review) -> None:
     """``validateHierarchicalQueueResources``: within its ancestors' capability, its siblings
     and itself within the parent's guarantee and deserved, its children within its own."""
     name, parent_name = review.name, str(review.spec.get("parent") or "")
     queues = review.state.queues
-    capability, deserved, guarantee = _amounts(review)
+    amounts = _amounts(review)
+    capability = amounts[0]
     if parent_name not in ("", ROOT):
         parent = queues.get(parent_name)
         if parent is None:
@@ -147,14 +141,8 @@ def check_resources(review: Review) -> None:
                     f"queue {name} capability[{resource}]={own} "
                     f"exceeds its ancestor's capability={typed_text(resource, limit)}"
                 )
-        _, parent_deserved, parent_guarantee = _cached(parent)
         siblings = [q for q in children(review.state, parent_name) if q.metadata.name != name]
-        _sums(
-            f"parent queue {parent_name}",
-            parent_guarantee,
-            parent_deserved,
-            [_guarantee_deserved(q) for q in siblings] + [(guarantee, deserved)],
-        )
+        _sums(f"parent queue {parent_name}", _cached(parent), [*map(_cached, siblings), amounts])
     kids = children(review.state, name)
     if not kids:
         return
@@ -167,20 +155,17 @@ def check_resources(review: Review) -> None:
                     f"queue {name} capability[{resource}]={own} "
                     f"is smaller than its descendants' max capability={typed_text(resource, most)}"
                 )
-    _sums(f"queue {name}", guarantee, deserved, [_guarantee_deserved(q) for q in kids])
+    _sums(f"queue {name}", amounts, [_cached(q) for q in kids])
 
 
-def _sums(
-    who: str,
-    guarantee: ResourceAmounts,
-    deserved: ResourceAmounts,
-    parts: list[tuple[ResourceAmounts, ResourceAmounts]],
-) -> None:
-    """``validateSiblingsSum`` / the sums of ``validateChildrenConstraints``: checked after each
-    part is added, guarantee before deserved."""
+def _sums(who: str, limits: Amounts, parts: list[Amounts]) -> None:
+    """``validateSiblingsSum`` / the sums of ``validateChildrenConstraints``: the parts'
+    guarantees and deserved within ``limits``'s, checked after each part is added, guarantee
+    before deserved."""
+    _, deserved, guarantee = limits
     total_guarantee: ResourceAmounts = {}
     total_deserved: ResourceAmounts = {}
-    for part_guarantee, part_deserved in parts:
+    for _, part_deserved, part_guarantee in parts:
         add(total_guarantee, part_guarantee)
         if less_partly(guarantee, total_guarantee):
             raise Denied(

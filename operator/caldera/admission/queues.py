@@ -15,7 +15,7 @@ from typing import Any
 from caldera.admission import queue_tree
 from caldera.admission.cluster import ROOT, children, not_found, placed_pods
 from caldera.admission.resources import canonical, is_integer_resource, parse
-from caldera.admission.review import Denied, FieldErrors, Missing, Patch, Review
+from caldera.admission.review import Denied, FieldErrors, Missing, Patch, Review, resource_lists
 from caldera.models.volcano import HIERARCHY_ANNOTATION, HIERARCHY_WEIGHTS_ANNOTATION
 
 __all__ = ["mutate_queue", "validate_queue"]
@@ -66,9 +66,8 @@ def validate_queue(review: Review) -> None:
     parent_changed = old is None or old_spec.get("parent") != spec.get("parent")
     if parent_changed:
         queue_tree.check_parent(review)
-    resources_changed = any(
-        _differs(spec, old_spec, key) for key in ("capability", "deserved", "guarantee")
-    )
+    pairs = zip(resource_lists(spec), resource_lists(old_spec), strict=True)
+    resources_changed = any(_differs(new, was) for new, was in pairs)
     protected = review.options.root_protection and review.name == ROOT
     if protected and old is not None and resources_changed:
         raise Denied(
@@ -80,12 +79,9 @@ def validate_queue(review: Review) -> None:
         queue_tree.check_resources(review)
 
 
-def _differs(spec: Mapping[str, Any], old: Mapping[str, Any], key: str) -> bool:
+def _differs(new: Any, old: Any) -> bool:
     """``equality.Semantic.DeepEqual`` of two ResourceLists (quantities compared by value)."""
-    new_value, old_value = spec.get(key) or {}, old.get(key) or {}
-    if key == "guarantee":
-        new_value = new_value.get("resource") or {} if isinstance(new_value, Mapping) else {}
-        old_value = old_value.get("resource") or {} if isinstance(old_value, Mapping) else {}
+    new_value, old_value = new or {}, old or {}
     if not isinstance(new_value, Mapping) or not isinstance(old_value, Mapping):
         return new_value != old_value
     if new_value.keys() != old_value.keys():
@@ -97,12 +93,7 @@ def _fields(review: Review) -> None:
     """``validateQueue``: quantities, state and hierarchy annotations, every error collected."""
     errors = FieldErrors()
     spec = review.spec
-    capability = _resource_list(spec.get("capability"))
-    deserved = _resource_list(spec.get("deserved"))
-    guarantee_spec = spec.get("guarantee")
-    guarantee = _resource_list(
-        guarantee_spec.get("resource") if isinstance(guarantee_spec, Mapping) else None
-    )
+    capability, deserved, guarantee = (_resource_list(v) for v in resource_lists(spec))
     path = f"{_BODY}.spec"
     _quantities(errors, capability, f"{path}.capability")
     _quantities(errors, deserved, f"{path}.deserved")

@@ -25,6 +25,7 @@ __all__ = [
     "Unquoted",
     "go_quote",
     "object_name",
+    "resource_lists",
 ]
 
 Patch = dict[str, Any]
@@ -77,6 +78,14 @@ class Review:
 def object_name(meta: Mapping[str, Any]) -> str:
     """An object's name, or its ``generateName`` while the API server has not made one."""
     return str(meta.get("name") or meta.get("generateName") or "")
+
+
+def resource_lists(spec: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """A Queue spec's ``capability``, ``deserved`` and ``guarantee.resource`` as written (each
+    may be missing or of any type)."""
+    guarantee = spec.get("guarantee")
+    lists = spec.get("capability"), spec.get("deserved")
+    return (*lists, guarantee.get("resource") if isinstance(guarantee, Mapping) else None)
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
