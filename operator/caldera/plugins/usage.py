@@ -64,11 +64,17 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _bounded(default: float, low: float, high: float | None) -> Any:
-    """A validator keeping ``default`` (with a warning) for a value outside [low, high]
-    (``parseBoundedFloatArg``, ``parseMinFloatArg``)."""
+def _default(cls: Any, info: Any) -> Any:
+    """The default of the field being validated (written once, on the field)."""
+    return cls.model_fields[info.field_name].default
 
-    def check(value: Any, info: Any) -> float:
+
+def _bounded(low: float, high: float | None) -> Any:
+    """A validator keeping the field's default (with a warning) for a value outside
+    [low, high] (``parseBoundedFloatArg``, ``parseMinFloatArg``)."""
+
+    def check(cls: Any, value: Any, info: Any) -> float:
+        default: float = _default(cls, info)
         number = _number(value)
         if number is None or number < low or (high is not None and number > high):
             span = f"[{low:g}, {high:g}]" if high is not None else f">= {low:g}"
@@ -89,8 +95,8 @@ class Thresholds(Args):
     cpu: float = 80.0
     mem: float = 80.0
 
-    _cpu = field_validator("cpu", mode="before")(_bounded(80.0, 0.0, 100.0))
-    _mem = field_validator("mem", mode="before")(_bounded(80.0, 0.0, 100.0))
+    _cpu = field_validator("cpu", mode="before")(_bounded(0.0, 100.0))
+    _mem = field_validator("mem", mode="before")(_bounded(0.0, 100.0))
 
 
 class Estimator(Args):
@@ -103,16 +109,16 @@ class Estimator(Args):
     be_mem: float = 200.0 * 1024 * 1024
     """Bytes assumed for a best-effort pod."""
 
-    _request = field_validator("request_ratio", mode="before")(_bounded(0.7, 0.0, 1.0))
-    _burst = field_validator("burst_ratio", mode="before")(_bounded(0.0, 0.0, 1.0))
-    _risk = field_validator("risk_threshold", mode="before")(_bounded(0.6, 0.0, 1.0))
-    _factor = field_validator("risk_factor", mode="before")(_bounded(1.2, 1.0, None))
+    _request = field_validator("request_ratio", mode="before")(_bounded(0.0, 1.0))
+    _burst = field_validator("burst_ratio", mode="before")(_bounded(0.0, 1.0))
+    _risk = field_validator("risk_threshold", mode="before")(_bounded(0.0, 1.0))
+    _factor = field_validator("risk_factor", mode="before")(_bounded(1.0, None))
 
     @field_validator("be_cpu", "be_mem", mode="before")
     @classmethod
     def _quantity(cls, value: Any, info: Any) -> float:
         """``parseCPUQuantityArg`` / ``parseMemoryQuantityArg``."""
-        default = 250.0 if info.field_name == "be_cpu" else 200.0 * 1024 * 1024
+        default: float = _default(cls, info)
         text = value if isinstance(value, str) else str(value)
         if text[-2:] in ("mi", "gi", "ki"):  # Volcano normalises lower-case binary suffixes
             text = text[:-2] + text[-2].upper() + "i"
