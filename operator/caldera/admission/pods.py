@@ -60,31 +60,31 @@ def validate_pod(review: Review) -> None:
             )
         queue = podgroup.spec.queue or review.options.default_queue
         problem = _job_queue_problem(review, queue)
-        if problem:
-            kind = Missing if queue not in review.state.queues else Denied
-            raise kind(f"failed : {problem};")
+        if problem is not None:
+            kind, text = problem
+            raise kind(f"failed : {text};")
         return
-    message = ""
     queue = str(notes.get(QUEUE_NAME_ANNOTATION) or "")
-    if queue:
-        message = _job_queue_problem(review, queue).strip()
+    problem = _job_queue_problem(review, queue) if queue else None
     bad_value, both = _budget_problem(notes)
     if bad_value:
         raise BudgetDenied(bad_value)
     if both:
         raise Denied(both)
-    if message:
-        raise Missing(message) if queue not in review.state.queues else Denied(message)
+    if problem is not None:
+        kind, text = problem
+        raise kind(text.strip())
 
 
-def _job_queue_problem(review: Review, queue: str) -> str:
-    """``checkQueueState``'s text (with Volcano's leading space and trailing ``;``)."""
+def _job_queue_problem(review: Review, queue: str) -> tuple[type[Denied], str] | None:
+    """``checkQueueState``: how to refuse (:class:`Missing` while the queue is not there, which
+    a lagging cache may cure) and Volcano's text (its leading space and trailing ``;``)."""
     problem = queue_state_problem(review, queue)
     if problem is None:
-        return ""
+        return None
     if problem[0] == "missing":
-        return f" unable to find job queue: {problem[1]};"
-    return (
+        return Missing, f" unable to find job queue: {problem[1]};"
+    return Denied, (
         " can only submit job to queue with state `Open`, "
         f"queue `{queue}` status is `{problem[1]}`;"
     )
