@@ -295,12 +295,10 @@ def test_the_extender_keeps_a_protected_pod_from_being_preempted(
     assert ext.calls["preemptable"] >= 1
 
 
-def test_preemption_leaves_alone_a_node_the_extender_refuses_for_good(
-    registry: Registry, extender: Any
-) -> None:
-    url, _ = extender
-    objs: list[Obj] = [
-        node("n1", cpu="2", labels=BLOCKED),
+def full_node_and_a_preemptor(**node_args: Any) -> list[Obj]:
+    """Node n1 (2 cpu) full of two low-priority pods, and a high-priority pod of 1 cpu."""
+    return [
+        node("n1", cpu="2", **node_args),
         priority_class("low", 10),
         priority_class("high", 1000),
         podgroup("low", phase="Running", priority_class="low"),
@@ -312,17 +310,25 @@ def test_preemption_leaves_alone_a_node_the_extender_refuses_for_good(
         pod("urgent", group="high", cpu="1", priority_class="high"),
     ]
 
-    def evicted(verbs: list[str]) -> int:
-        text = extender_policy(
-            {"extender.urlPrefix": url, "verbs": verbs},
-            actions="enqueue, allocate, preempt",
-            first=("priority",),
-        )
-        sim = scenario(objs, policy_yaml=text, registry=registry)
-        return sum(len(rec.result.evictions) for rec in sim.cycles)
 
-    assert evicted([]) == 1  # without the extender's filter a victim makes room
-    assert evicted(["predicate"]) == 0  # code 3: no eviction would make n1 acceptable
+def evictions(objs: list[Obj], registry: Registry, url: str, verbs: list[str]) -> int:
+    """Pods evicted when ``preempt`` runs with an extender at ``url`` serving ``verbs``."""
+    text = extender_policy(
+        {"extender.urlPrefix": url, "verbs": verbs},
+        actions="enqueue, allocate, preempt",
+        first=("priority",),
+    )
+    sim = scenario(objs, policy_yaml=text, registry=registry)
+    return sum(len(rec.result.evictions) for rec in sim.cycles)
+
+
+def test_preemption_leaves_alone_a_node_the_extender_refuses_for_good(
+    registry: Registry, extender: Any
+) -> None:
+    url, _ = extender
+    objs = full_node_and_a_preemptor(labels=BLOCKED)
+    assert evictions(objs, registry, url, []) == 1  # without its filter, a victim makes room
+    assert evictions(objs, registry, url, ["predicate"]) == 0  # code 3: no eviction can help
 
 
 class _Refusing(BaseHTTPRequestHandler):
@@ -356,26 +362,10 @@ def test_only_an_unschedulable_refusal_leaves_the_node_to_preemption(
     """Volcano's ``Session.PredicateForPreemptAction``: a node whose statuses hold
     ``UnschedulableAndUnresolvable``, ``Error``, ``Skip`` or ``Wait`` is no preemption
     candidate."""
-    objs: list[Obj] = [
-        node("n1", cpu="2"),
-        priority_class("low", 10),
-        priority_class("high", 1000),
-        podgroup("low", phase="Running", priority_class="low"),
-        *(
-            pod(f"low-{i}", group="low", node_name="n1", priority_class="low", phase="Running")
-            for i in range(2)
-        ),
-        podgroup("high", phase="Inqueue", priority_class="high"),
-        pod("urgent", group="high", cpu="1", priority_class="high"),
-    ]
+    objs = full_node_and_a_preemptor()
     with serving(ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)) as url:
-        text = extender_policy(
-            {"extender.urlPrefix": f"{url}/code{code}", "verbs": ["predicate"]},
-            actions="enqueue, allocate, preempt",
-            first=("priority",),
-        )
-        sim = scenario(objs, policy_yaml=text, registry=registry)
-    assert sum(len(rec.result.evictions) for rec in sim.cycles) == victims
+        found = evictions(objs, registry, f"{url}/code{code}", ["predicate"])
+    assert found == victims
 
 
 def test_a_job_the_extender_holds_is_not_enqueued(registry: Registry, extender: Any) -> None:
