@@ -30,7 +30,7 @@ def lift_gates(ssn: Session, *, admitted_only: bool) -> int:
     """Lift the gates whose queues have room; returns how many. With ``admitted_only`` (an
     ``enqueue`` action runs), jobs whose PodGroup is still Pending wait for it."""
     gated: dict[str, list[Task]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.active_jobs():
         pending = job.by_status.get(TaskStatus.PENDING)
         if not pending:
             continue

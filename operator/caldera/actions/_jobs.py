@@ -31,7 +31,7 @@ def preemptors(ssn: Session, action: str, *, pending_too: bool) -> dict[str, lis
     ``pending_too`` (Caldera's ``preemptPendingJobs`` / ``reclaimPendingJobs``) jobs not
     admitted yet count as well."""
     out: dict[str, list[Job]] = {}
-    for job in ssn.jobs.values():
+    for job in ssn.active_jobs():
         if job.queue not in ssn.queues or not job.placeable():
             continue
         if job.is_pending() and not pending_too:

@@ -60,7 +60,7 @@ class AllocateAction(Action[AllocateArgs]):
         task_key = ssn.task_order_key()
         jobs_by_queue: dict[str, OrderedQueue[Job]] = {}
         remaining: dict[str, deque[Task]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs():
             if job.queue not in ssn.queues:
                 continue
             if job.is_pending():

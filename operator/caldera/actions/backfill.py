@@ -32,7 +32,7 @@ class BackfillAction(Action[BackfillArgs]):
     def execute(self, ssn: Session) -> None:
         task_key = ssn.task_order_key()
         # only jobs with a best-effort pod waiting are backfill's: the rest are not sorted
-        waiting = [j for j in ssn.jobs.values() if j.pending_best_effort_num()]
+        waiting = [j for j in ssn.active_jobs() if j.pending_best_effort_num()]
         for job in sorted(waiting, key=ssn.job_order_key()):
             if job.is_pending() or ssn.job_valid(job) is not None:
                 continue

@@ -26,7 +26,7 @@ class EnqueueAction(Action[NoArgs]):
     def execute(self, ssn: Session) -> None:
         job_key = ssn.job_order_key()
         pending: dict[str, list[Job]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs():
             if job.queue in ssn.queues:
                 bucket = pending.setdefault(job.queue, [])
                 if job.is_pending():

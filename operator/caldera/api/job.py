@@ -94,6 +94,13 @@ class Job:
     """The job-level reason (set when enqueue rejects it, or by gang at close)."""
     touched: bool = False
     """A session changed the state of one of its tasks (the next build makes the job anew)."""
+    settled: list[Job] | None = None
+    """Set while the job is *settled* (:func:`caldera.api.jobtable.is_settled`: nothing of it
+    to decide, only sums to count): the list of settled jobs the session woke. Its first state
+    change appends the job there, keeps its allocation at open in :attr:`at_open` (the sums
+    hold it) and clears this."""
+    at_open: Vector | None = None
+    """The allocation of a settled job when the session opened, once a state change woke it."""
     _ready: int = 0
     _allocated: int = 0
     _valid: int = 0
@@ -125,12 +132,27 @@ class Job:
     def set_status(self, task: Task, status: TaskStatus) -> None:
         if task.status is status:
             return
+        if self.settled is not None:
+            self._wake(self.settled)
         self.touched = True
         self._count(task, -1)
         del self.by_status[task.status][task.uid]
         self.by_status.setdefault(status, {})[task.uid] = task
         task.status = status
         self._count(task, 1)
+
+    def _wake(self, woken: list[Job]) -> None:
+        """The session changes a settled job: the allocation the sums counted stays as it was
+        (it is shared, read only) and the job's own becomes a copy."""
+        woken.append(self)
+        self.settled = None
+        self.at_open = self.allocated
+        self.allocated = self.allocated.copy()
+
+    def allocated_at_open(self) -> Vector:
+        """What the job held when the session opened (before any of its tasks moved, for a job
+        that was settled)."""
+        return self.allocated if self.at_open is None else self.at_open
 
     def count(self, *statuses: TaskStatus) -> int:
         return sum(len(self.by_status.get(s, ())) for s in statuses)

@@ -8,6 +8,13 @@ each plugin's sums are then a handful of array operations (``np.add.at`` adds ro
 as the loops did).
 
 The table is a picture of the jobs at open: the session's placements change the jobs, not it.
+
+Its rows are the session's *active* jobs. The *settled* ones (:func:`is_settled`: every task
+placed and running, nothing for the session to decide or to report) are most jobs of a busy
+cluster; they enter the sums through :class:`SettledJobs`, per-queue totals the build keeps as
+jobs settle and wake, so a session costs what its active jobs cost, not what the cluster holds.
+The sums are of whole milli-CPUs and bytes: floats add those exactly in any order, so the totals
+kept this way equal the ones a loop over every job gives.
 """
 
 from __future__ import annotations
@@ -21,10 +28,164 @@ from caldera.api.job import Job
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import TaskStatus
 
-__all__ = ["JobTable", "Matrix", "sum_by_queue"]
+__all__ = [
+    "SETTLED_STATUSES",
+    "JobTable",
+    "Matrix",
+    "SettledJobs",
+    "is_settled",
+    "partition",
+    "sum_by_queue",
+]
 
 Matrix = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
+
+SETTLED_STATUSES = frozenset(
+    {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED}
+)
+"""Task states that leave nothing to decide."""
+
+
+def is_settled(job: Job) -> bool:
+    """Nothing about ``job`` for a session to decide or to write: an in-memory group (no
+    PodGroup or Kubernetes PodGroup status to write), without network topology or sub-groups,
+    Running and ready, each task running, bound or finished, no reason recorded. Every action
+    passes over such a job unless it picks victims (those read :attr:`Session.jobs`, all jobs),
+    and closing it writes nothing."""
+    if job.has_object or job.workload or job.network_topology is not None or job.subgroups:
+        return False
+    if job.phase != "Running" or not job.is_ready() or not job.tasks:
+        return False
+    if job.fit_error or job.nodes_fit_errors or job.topology_trace is not None:
+        return False
+    return all(s in SETTLED_STATUSES or not tasks for s, tasks in job.by_status.items())
+
+
+class SettledJobs:
+    """Per queue, what its settled jobs hold, as :class:`JobTable` would sum their rows: the
+    allocation (also their request: they have nothing pending), what admission counts them as
+    holding on top (:meth:`JobTable.admitted`) and what they hold past their ``minResources``.
+    Kept from build to build: :meth:`add` a job when it settles, :meth:`remove` it when it
+    changes or goes (as it was counted: a woken job's allocation at open)."""
+
+    __slots__ = ("_members", "_sums", "admitted_total", "space", "woken")
+
+    def __init__(self, space: ResourceSpace) -> None:
+        self.space = space
+        self._members: dict[str, tuple[str, int]] = {}
+        """Settled job → (its queue, its allocated tasks when counted)."""
+        self._sums: dict[str, tuple[int, Vector, Vector, Vector]] = {}
+        """Per queue: (settled jobs, allocated, admitted, elastic)."""
+        self.admitted_total = space.zeros()
+        """The admitted sum over every queue (overcommit's ``inqueue``)."""
+        self.woken: list[Job] = []
+        """Settled jobs the session changed (at their first state change), in that order."""
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._members
+
+    @staticmethod
+    def parts(job: Job, allocated_tasks: int) -> tuple[Vector, Vector, Vector]:
+        """(allocated, admitted, elastic) of one settled job (Running, so admitted is what of
+        its ``minResources`` it does not hold once minMember tasks are placed)."""
+        alloc = job.allocated_at_open()
+        minimum = job.min_resources
+        if minimum is None:
+            return alloc, np.zeros_like(alloc), np.maximum(alloc, 0.0)
+        owed = (
+            np.maximum(minimum - alloc, 0.0)
+            if allocated_tasks >= job.min_available
+            else np.zeros_like(alloc)
+        )
+        return alloc, owed, np.maximum(alloc - minimum, 0.0)
+
+    def add(self, job: Job) -> None:
+        count = job.allocated_task_num()
+        self._members[job.uid] = (job.queue, count)
+        self._apply(job, job.queue, count, 1)
+        job.allocated.flags.writeable = False
+        job.settled = self.woken
+
+    def remove(self, job: Job) -> None:
+        """Take back what :meth:`add` counted for ``job``."""
+        queue, count = self._members.pop(job.uid)
+        self._apply(job, queue, count, -1)
+
+    def _apply(self, job: Job, queue: str, count: int, sign: int) -> None:
+        alloc, admitted, elastic = self.parts(job, count)
+        kept = self._sums.get(queue)
+        if kept is None:
+            kept = (0, self.space.zeros(), self.space.zeros(), self.space.zeros())
+        jobs = kept[0] + sign
+        if jobs <= 0:
+            self._sums.pop(queue, None)
+        else:
+            self._sums[queue] = (
+                jobs,
+                kept[1] + sign * alloc,
+                kept[2] + sign * admitted,
+                kept[3] + sign * elastic,
+            )
+        if job.min_resources is not None:
+            self.admitted_total = self.admitted_total + sign * admitted
+
+    @classmethod
+    def of(cls, space: ResourceSpace, jobs: Sequence[Job]) -> SettledJobs:
+        """The sums of ``jobs`` (all settled), worked out in a few array operations."""
+        out = cls(space)
+        if not jobs:
+            return out
+        table = JobTable(space, jobs)
+        names = sorted(set(table.queues))
+        allocated = table.sum_by(names, table.allocated)
+        admitted = table.sum_by(names, table.admitted())
+        elastic = table.sum_by(names, np.maximum(table.allocated - table.minimum, 0.0))
+        counts = dict.fromkeys(names, 0)
+        for job, count in zip(jobs, table.allocated_tasks.tolist(), strict=True):
+            out._members[job.uid] = (job.queue, count)
+            counts[job.queue] += 1
+            job.allocated.flags.writeable = False
+            job.settled = out.woken
+        for i, name in enumerate(names):
+            out._sums[name] = (counts[name], allocated[i], admitted[i], elastic[i])
+        out.admitted_total = table.total(table.admitted(), table.has_min)
+        return out
+
+    def queues(self) -> set[str]:
+        """Queues with at least one settled job."""
+        return set(self._sums)
+
+    def allocated(self, queue: str) -> Vector | None:
+        kept = self._sums.get(queue)
+        return None if kept is None else kept[1]
+
+    def by_queue(self, names: Sequence[str]) -> tuple[Matrix, Matrix, Matrix]:
+        """(allocated, admitted, elastic) per name of ``names``."""
+        out = np.zeros((3, len(names), len(self.space)), dtype=np.float64)
+        for i, name in enumerate(names):
+            kept = self._sums.get(name)
+            if kept is not None:
+                out[0, i], out[1, i], out[2, i] = kept[1], kept[2], kept[3]
+        return out[0], out[1], out[2]
+
+
+def partition(space: ResourceSpace, jobs: dict[str, Job]) -> tuple[dict[str, Job], SettledJobs]:
+    """(the active jobs, in ``jobs`` order; the settled ones' sums)."""
+    active: dict[str, Job] = {}
+    settled: list[Job] = []
+    for key, job in jobs.items():
+        if is_settled(job):
+            settled.append(job)
+        else:
+            active[key] = job
+            job.settled = job.at_open = None
+            if not job.allocated.flags.writeable:  # it was settled in an earlier session
+                job.allocated = job.allocated.copy()
+    return active, SettledJobs.of(space, settled)
 
 
 class JobTable:
@@ -42,13 +203,18 @@ class JobTable:
         "queues",
         "row",
         "running",
+        "settled",
         "space",
     )
 
-    def __init__(self, space: ResourceSpace, jobs: Sequence[Job]) -> None:
+    def __init__(
+        self, space: ResourceSpace, jobs: Sequence[Job], settled: SettledJobs | None = None
+    ) -> None:
         n, width = len(jobs), len(space)
         zeros = space.zeros()
         self.space = space
+        self.settled = settled if settled is not None else SettledJobs(space)
+        """The settled jobs' sums (their jobs are not rows)."""
         self.jobs = list(jobs)
         self.row: dict[str, int] = {job.uid: i for i, job in enumerate(self.jobs)}
         self.queues: list[str] = [job.queue for job in self.jobs]
@@ -95,6 +261,28 @@ class JobTable:
             0.0,
         )
         return np.where((self.inqueue & self.has_min)[:, None], self.minimum, owed)
+
+    def queue_names(self) -> set[str]:
+        """Every queue with a job, active or settled."""
+        return set(self.queues) | self.settled.queues()
+
+    def queue_sums(self, names: Sequence[str]) -> tuple[Matrix, Matrix, Matrix, Matrix]:
+        """Per name of ``names``, over every job of that queue, settled ones included: (what
+        the jobs hold, that plus their Pending requests, what admission counts them as
+        holding, what they hold past their ``minResources``)."""
+        allocated, admitted, elastic = self.settled.by_queue(names)
+        allocated_active = self.sum_by(names, self.allocated)
+        return (
+            allocated + allocated_active,
+            allocated + self.sum_by(names, self.pending_requests()),
+            admitted + self.sum_by(names, self.admitted()),
+            elastic + self.sum_by(names, np.maximum(self.allocated - self.minimum, 0.0)),
+        )
+
+    def total_admitted(self) -> Vector:
+        """What admission counts every job with ``minResources`` as holding (overcommit)."""
+        active: Vector = self.total(self.admitted(), self.has_min) + self.settled.admitted_total
+        return active
 
     def sum_by(self, names: Sequence[str], values: Matrix, where: Mask | None = None) -> Matrix:
         """Per name of ``names``, the sum of ``values`` over the jobs of that queue (rows of

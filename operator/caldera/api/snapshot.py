@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
+from caldera.api.jobtable import SettledJobs
 from caldera.api.node import NodeTable
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
@@ -73,6 +74,11 @@ class Snapshot:
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     """Nodes' real load from a metrics source, by node name (the ``usage`` plugin)."""
     """The network topology, when the cluster has HyperNodes."""
+    active: dict[str, Job] | None = None
+    """The jobs a session has something to decide or write about, in ``jobs`` order (None:
+    the session sorts them out of ``jobs`` at open); the others are settled."""
+    settled: SettledJobs | None = None
+    """The settled jobs' sums, with :attr:`active`."""
     spread_owners: SpreadOwners = field(default_factory=SpreadOwners)
     """Services and controllers, whose selectors make PodTopologySpread's system default
     constraints."""

@@ -96,6 +96,7 @@ class KeptJobs:
         if job.nodes_fit_errors:
             job.nodes_fit_errors = {}
         job.topology_trace = None
+        job.settled = job.at_open = None  # sorted out again when a session opens on it
         self.reused += 1
         return job
 

@@ -126,11 +126,14 @@ def _allocated_hypernode(job: Job, tree: HyperNodeTree | None) -> str:
 def _queue_allocated(ssn: Session) -> dict[str, Vector]:
     """Per queue, what its jobs and its descendants' jobs hold at the session's end."""
     names = list(ssn.queues)
-    jobs = list(ssn.jobs.values())
-    held = np.array([job.allocated for job in jobs], dtype=np.float64).reshape(
-        len(jobs), len(ssn.space)
-    )
-    own = sum_by_queue([job.queue for job in jobs], names, held)
+    jobs = ssn.active_jobs()
+    woken = ssn.settled.woken
+    # the settled jobs as counted at open; those the session woke, as they are now instead
+    counted = [*jobs, *woken]
+    rows = [job.allocated for job in jobs] + [-job.allocated_at_open() for job in woken]
+    held = np.array(rows, dtype=np.float64).reshape(len(counted), len(ssn.space))
+    own = sum_by_queue([job.queue for job in counted], names, held)
+    own += ssn.settled.by_queue(names)[0]
     allocated = {name: ssn.space.zeros() for name in names}
     for i, start in enumerate(names):
         name: str | None = start
@@ -152,7 +155,7 @@ def close_session(ssn: Session) -> None:
     if tree is not None:
         result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
     evicted = {e.uid for e in result.evictions}
-    for job in sorted(ssn.jobs.values(), key=lambda j: j.uid):
+    for job in sorted(ssn.active_jobs(), key=lambda j: j.uid):
         if job.topology_trace is not None:
             result.topology[job.uid] = job.topology_trace
         if job.has_object:

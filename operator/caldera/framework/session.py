@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from caldera.api.hypernode import HyperNodeUsage
 from caldera.api.job import Job, ValidateResult
-from caldera.api.jobtable import JobTable
+from caldera.api.jobtable import JobTable, SettledJobs, partition
 from caldera.api.queue import Queue
 from caldera.api.resources import Vector
 from caldera.api.snapshot import Snapshot
@@ -172,12 +172,22 @@ class Session:
         self._scores: ScoreCache | None = None
         self.job_table = JobTable(self.space, ())
         """The jobs as arrays at open (made by :meth:`open`, before any plugin opens)."""
+        self.active: dict[str, Job] = {}
+        """The jobs with something to decide (see :func:`~caldera.api.jobtable.is_settled`);
+        :meth:`active_jobs` adds the settled ones the session woke."""
+        self.settled = SettledJobs(self.space)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def open(self) -> None:
         start = time.perf_counter()
-        self.job_table = JobTable(self.space, list(self.jobs.values()))
+        snapshot = self.snapshot
+        if snapshot.active is None or snapshot.settled is None:
+            snapshot.active, snapshot.settled = partition(self.space, self.jobs)
+        self.active = snapshot.active
+        self.settled = snapshot.settled
+        self.settled.woken.clear()
+        self.job_table = JobTable(self.space, list(self.active.values()), self.settled)
         for tier in self.policy.tiers:
             for opt in tier:
                 cls = self.registry.plugin(opt.name)
@@ -192,6 +202,14 @@ class Session:
             "task": self.task_order_key(),
         }
         self.result.timings["open"] = time.perf_counter() - start
+
+    def active_jobs(self) -> list[Job]:
+        """The jobs an action that places or reports must visit: the active ones, then the
+        settled jobs this session changed (victims), in the order it woke them. The rest have
+        nothing to place and nothing to say; victim searches read :attr:`jobs`."""
+        woken = self.settled.woken
+        active = list(self.active.values())
+        return active + woken if woken else active
 
     def run_actions(self) -> None:
         for spec in self.policy.actions:
@@ -403,7 +421,7 @@ class Session:
 
     def _reserve_lifted(self) -> None:
         """Pods whose queue-allocation gate was lifted hold their queue's room until placed."""
-        for task in (t for j in self.jobs.values() for t in j.tasks_in(TaskStatus.PENDING)):
+        for task in (t for j in self.active_jobs() for t in j.tasks_in(TaskStatus.PENDING)):
             if task.gate is Gate.LIFTED:
                 self.reserve(task, 1.0)
 

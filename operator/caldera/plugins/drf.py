@@ -14,7 +14,7 @@ the reclaimer's task added (so shares move toward the weights, not past them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from caldera.api.compare import ShareMeter
@@ -30,6 +30,17 @@ __all__ = ["DrfPlugin"]
 SHARE_DELTA = 0.000001
 
 
+class _Shares(dict[str, float]):
+    """Jobs' dominant shares: the active jobs' worked out at open, a settled job's when first
+    asked (only victim searches ask)."""
+
+    of_settled: Callable[[str], float]
+
+    def __missing__(self, uid: str) -> float:
+        value = self[uid] = self.of_settled(uid)
+        return value
+
+
 class DrfPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "drf"
     supports_hierarchy: ClassVar[bool] = True
@@ -38,7 +49,8 @@ class DrfPlugin(Plugin[NoArgs]):
         share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
         table = ssn.job_table
         at_open = table.allocated
-        shares = dict(zip(table.row, share.many(at_open).tolist(), strict=True))
+        shares = _Shares(zip(table.row, share.many(at_open).tolist(), strict=True))
+        shares.of_settled = lambda uid: share(ssn.jobs[uid].allocated_at_open())
         self.shares = shares
         allocated: dict[str, Vector] = {}
         """Jobs' allocations as the session changed them (the rest are as at open)."""
@@ -46,11 +58,16 @@ class DrfPlugin(Plugin[NoArgs]):
         def allocation(job: str) -> Vector:
             alloc = allocated.get(job)
             if alloc is None:
-                alloc = allocated[job] = at_open[table.row[job]].copy()
+                row = table.row.get(job)
+                alloc = allocated[job] = (
+                    at_open[row].copy()
+                    if row is not None
+                    else ssn.jobs[job].allocated_at_open().copy()  # a settled job
+                )
             return alloc
 
         def update(task: Task, sign: float) -> None:
-            if task.job in table.row:
+            if task.job in ssn.jobs:
                 alloc = allocation(task.job)
                 alloc += sign * task.resreq
                 shares[task.job] = share(alloc)

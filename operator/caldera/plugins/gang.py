@@ -89,7 +89,7 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.job_starving_point.add(self.name, Job.is_starving)
 
     def on_session_close(self, ssn: Session) -> None:
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs():
             verdict = _verdict(job) if job.tasks else None
             if verdict is None or not job.has_object:
                 continue  # an in-memory group has no status to carry a condition

@@ -36,7 +36,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
         used = ssn.nodes.used.sum(axis=0)
         idle = budget - used
         table = ssn.job_table
-        inqueue = table.total(table.admitted(), table.has_min)
+        inqueue = table.total_admitted()
 
         def enqueueable(job: Job) -> int:
             if job.min_resources is None:

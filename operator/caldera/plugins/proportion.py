@@ -101,11 +101,8 @@ class ProportionPlugin(Plugin[ProportionArgs]):
         table = ssn.job_table
         # As in Volcano, only queues that have jobs share the cluster; the guarantees of the
         # others still hold capacity back through every queue's real capability.
-        names = sorted(set(table.queues) & set(ssn.queues))
-        allocated = table.sum_by(names, table.allocated)
-        request = table.sum_by(names, table.pending_requests())
-        inqueue = table.sum_by(names, table.admitted())
-        elastic = table.sum_by(names, np.maximum(table.allocated - table.minimum, 0.0))
+        names = sorted(table.queue_names() & set(ssn.queues))
+        allocated, request, inqueue, elastic = table.queue_sums(names)
         for i, name in enumerate(names):
             queue = ssn.queues[name]
             shares[name] = QueueShare(
