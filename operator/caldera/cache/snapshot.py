@@ -17,9 +17,13 @@ that nothing changed are taken over whole: a build costs little for what stayed 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
-from caldera.api.resources import counts_as_resource
+from caldera.api.job import Job
+from caldera.api.node import NodeTable
+from caldera.api.queue import Queue
+from caldera.api.resources import ResourceSpace, counts_as_resource
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
 from caldera.cache.builder import (
@@ -38,13 +42,23 @@ from caldera.cache.groups import workload_key
 from caldera.cache.memo import BuildMemo, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
+from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import enabled_vendors
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import PodGroup
 
-__all__ = ["BuildMemo", "build_snapshot", "stable_uid"]
+__all__ = [
+    "BuildMemo",
+    "Prelude",
+    "build_snapshot",
+    "finish",
+    "prelude",
+    "report_gone",
+    "set_implicit_phase",
+    "stable_uid",
+]
 
 
 def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str]) -> Iterable[str]:
@@ -87,59 +101,20 @@ def build_snapshot(
     ``managed_resources`` (the policy's :attr:`~caldera.framework.policy.Policy.managed_resources`)
     are left out of every request and capacity: a plugin accounts for them itself.
     """
-    names = frozenset(scheduler_names)
     memo = memo if memo is not None else BuildMemo()
-    b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
     for key, pod in state.pods.items():
         memo.entry(key, pod)
-    space = b.space = memo.space(_resource_names(state, memo, managed_resources))
-    vendors = enabled_vendors(managed_resources)
-    table = b.nodes(space, vendors, managed_resources)
-    queues = b.queues(space)
-    default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
-    prio = Priorities(
-        {n: pc.value for n, pc in state.priority_classes.items()},
-        default_class[0].value if default_class else 0,
+    pre = prelude(
+        state, scheduler_names, default_queue, memo, bare_pods_in_memory, managed_resources
     )
-
-    world = (space, memo.nodes, prio.key(), default_queue, names, managed_resources)
-    """What every job reads besides its own objects."""
-    memo.kept.start(world)
-    known: dict[str, PodGroup | Group] = {}
-    """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then the
-    in-memory groups of bare pods (in the order of their first pod)."""
-    for key, pg in sorted(state.podgroups.items()):
-        queue_name = pg.spec.queue or default_queue
-        if queue_name not in queues:
-            b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
-            continue
-        known[key] = pg
-    for key, wpg in sorted(state.workload_podgroups.items()):
-        group = b.workload_group(space, key, wpg, queues)
-        if group is not None:
-            known[group.group.key] = group
-            b.implicit.append(group.group.key)
-
-    held: dict[str, tuple[Task, str]] = {}
-    gone: list[str] = []
-    """Pods bound to nodes that no longer exist: they hold nothing (the pod garbage collector
-    deletes them), and are reported once, with a count."""
-    gone_nodes: set[str] = set()
+    b, space, known, context = pre.builder, pre.space, pre.known, pre.context
+    held: dict[str, str] = {}
+    gone: dict[str, str] = {}
     members: dict[str, Members] = {}
     jobless: dict[str, Task] = {}
     on_nodes: list[tuple[str, str, int, str]] = []
     """(job or "", pod, node row, task UID) of every pod that holds room on a node, in pod
     order."""
-    context = memo.context(
-        (
-            *world,
-            bare_pods_in_memory,
-            frozenset(queues),
-            dict(state.invalid),
-            dict(state.owner_min_members),
-        ),
-        _groups(state),
-    )
     entries = memo.entries
     problems = b.problems
     for key, pod in sorted(state.pods.items()):
@@ -153,14 +128,15 @@ def build_snapshot(
             if out.problems:
                 problems.extend(out.problems)
         else:  # worked out again (reporting its problems): the pod, or what it reads, changed
-            out = entry.outcome = b.classify(key, entry, known, queues, prio, context, vendors)
+            out = entry.outcome = b.classify(
+                key, entry, known, pre.queues, pre.prio, context, pre.vendors
+            )
         kind = out.kind
         if kind is GONE:
-            gone.append(key)
-            gone_nodes.add(pod.spec.node_name)
+            gone[key] = pod.spec.node_name
             continue
         if kind is HELD:
-            held[key] = (b.task(space, key, pod, "", prio), out.why)
+            held[key] = out.why
             continue
         if kind is SKIP:
             continue
@@ -175,12 +151,12 @@ def build_snapshot(
             group_members.keys.append(key)
             group_members.pods.append(pod)
         else:
-            jobless[key] = b.task(space, key, pod, "", prio)
+            jobless[key] = b.task(space, key, pod, "", pre.prio)
         if out.row >= 0:
             on_nodes.append((job_key, key, out.row, out.uid))
 
     jobs = {
-        key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), prio)
+        key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), pre.prio)
         for key, spec in known.items()
     }
     memo.kept.keep_only(jobs)
@@ -191,36 +167,130 @@ def build_snapshot(
         task.node = row
         placed_rows.append(row)
         placed.append(task)
-    table.add_tasks(placed_rows, placed)
-
-    if gone:
-        nodes = sorted(gone_nodes)
-        named = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
-        b.problem(
-            "Pod",
-            gone[0] + (f" and {len(gone) - 1} more" if len(gone) > 1 else ""),
-            f"spec.nodeName: {len(gone)} pods are bound to nodes that do not exist ({named}); "
-            "they hold nothing until the pod garbage collector deletes them",
-        )
-
+    pre.table.add_tasks(placed_rows, placed)
+    report_gone(b, gone)
     for key, pg in state.podgroups.items():
         if pg.spec.sub_group_policy and key in jobs:
             assign_subgroups(jobs[key], pg)
-
     for key in b.implicit:
-        # An in-memory group has no status to remember its phase by: it is what the pods say.
-        job = jobs[key]
-        job.phase = (
-            "Running" if job.is_ready() else "Inqueue" if job.ready_task_num() else "Pending"
-        )
+        set_implicit_phase(jobs[key])
+    claims = {
+        key: {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        for key, pod in state.pods.items()
+        if pod.status.resource_claim_statuses
+    }
+    snapshot = finish(state, pre, jobs, held, claims)
+    snapshot.now, snapshot.session_id = now, session_id
+    memo.keep_only(state.pods.keys())
+    return snapshot, b.problems
 
+
+@dataclass(slots=True)
+class Prelude:
+    """What a build works out before it visits the pods: the node table (no pod on it yet),
+    the queues, the priorities, the jobs of the PodGroups whose queue exists, and the tokens
+    saying whether what pods and jobs read changed since the last build."""
+
+    builder: Builder
+    space: ResourceSpace
+    vendors: Sequence[Vendor]
+    table: NodeTable
+    queues: dict[str, Queue]
+    prio: Priorities
+    world: tuple[object, ...]
+    """What every job reads besides its own objects."""
+    context: object
+    """What every pod's outcome reads besides the pod (:meth:`BuildMemo.context`)."""
+    known: dict[str, PodGroup | Group]
+    """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then
+    Kubernetes PodGroups; the build adds the in-memory groups of bare pods."""
+
+
+def prelude(
+    state: ClusterState,
+    scheduler_names: Iterable[str],
+    default_queue: str,
+    memo: BuildMemo,
+    bare_pods_in_memory: bool,
+    managed_resources: frozenset[str],
+) -> Prelude:
+    """Everything of a build but the pods (whose memo entries must be current)."""
+    names = frozenset(scheduler_names)
+    b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
+    space = b.space = memo.space(_resource_names(state, memo, managed_resources))
+    vendors = enabled_vendors(managed_resources)
+    table = b.nodes(space, vendors, managed_resources)
+    queues = b.queues(space)
+    default_class = [pc for pc in state.priority_classes.values() if pc.global_default]
+    prio = Priorities(
+        {n: pc.value for n, pc in state.priority_classes.items()},
+        default_class[0].value if default_class else 0,
+    )
+    world = (space, memo.nodes, prio.key(), default_queue, names, managed_resources)
+    memo.kept.start(world)
+    known: dict[str, PodGroup | Group] = {}
+    for key, pg in sorted(state.podgroups.items()):
+        queue_name = pg.spec.queue or default_queue
+        if queue_name not in queues:
+            b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
+            continue
+        known[key] = pg
+    for key, wpg in sorted(state.workload_podgroups.items()):
+        group = b.workload_group(space, key, wpg, queues)
+        if group is not None:
+            known[group.group.key] = group
+            b.implicit.append(group.group.key)
+    context = memo.context(
+        (
+            *world,
+            bare_pods_in_memory,
+            frozenset(queues),
+            dict(state.invalid),
+            dict(state.owner_min_members),
+        ),
+        _groups(state),
+    )
+    return Prelude(b, space, vendors, table, queues, prio, world, context, known)
+
+
+def report_gone(b: Builder, gone: Mapping[str, str]) -> None:
+    """Pods bound to nodes that no longer exist hold nothing (the pod garbage collector deletes
+    them): reported once, with a count."""
+    if not gone:
+        return
+    keys = sorted(gone)
+    nodes = sorted(set(gone.values()))
+    named = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+    b.problem(
+        "Pod",
+        keys[0] + (f" and {len(keys) - 1} more" if len(keys) > 1 else ""),
+        f"spec.nodeName: {len(keys)} pods are bound to nodes that do not exist ({named}); "
+        "they hold nothing until the pod garbage collector deletes them",
+    )
+
+
+def set_implicit_phase(job: Job) -> None:
+    """An in-memory group has no status to remember its phase by: it is what the pods say."""
+    job.phase = "Running" if job.is_ready() else "Inqueue" if job.ready_task_num() else "Pending"
+
+
+def finish(
+    state: ClusterState,
+    pre: Prelude,
+    jobs: dict[str, Job],
+    held: Mapping[str, str],
+    claim_statuses: dict[str, dict[str, str | None]],
+) -> Snapshot:
+    """The snapshot of ``jobs`` on ``pre``'s table (its placed pods added), with the held pods
+    (key → why) and what the state holds besides pods and jobs."""
+    b, space, table, prio = pre.builder, pre.space, pre.table, pre.prio
     snapshot = Snapshot(
         space=space,
         nodes=table,
         jobs=jobs,
-        queues=queues,
-        now=now,
-        session_id=session_id,
+        queues=pre.queues,
+        now=0.0,
+        session_id="",
         namespace_labels={
             name: {NAMESPACE_NAME_LABEL: name, **ns.metadata.labels}
             for name, ns in state.namespaces.items()
@@ -235,25 +305,23 @@ def build_snapshot(
             claims=dict(state.resource_claims),
             classes=dict(state.device_classes),
             slices=dict(state.resource_slices),
-            claim_statuses={
-                key: {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
-                for key, pod in state.pods.items()
-                if pod.status.resource_claim_statuses
-            },
+            claim_statuses=claim_statuses,
         ),
     )
     snapshot.quotas = quotas(state)
     snapshot.quota_statuses = quota_statuses(state)
     snapshot.priority_classes = prio.values
     snapshot.numatopologies = dict(state.numatopologies)
-    snapshot.disruption_budgets = [b for _, b in sorted(state.disruption_budgets.items())]
+    snapshot.disruption_budgets = [d for _, d in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
-    snapshot.held = held
+    snapshot.held = {
+        key: (b.task(space, key, state.pods[key], "", prio), held[key]) for key in sorted(held)
+    }
     snapshot.spread_owners = spread_owners(state)
-    memo.keep_only(state.pods.keys())
+    memo = b.memo
     for dropped in memo.workload_groups.keys() - state.workload_podgroups.keys():
         del memo.workload_groups[dropped]
-    return snapshot, b.problems
+    return snapshot
 
 
 def _groups(state: ClusterState) -> Mapping[str, object]:
