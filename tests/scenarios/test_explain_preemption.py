@@ -141,7 +141,7 @@ def test_why_nothing_is_evicted(
 
 def test_the_operator_keeps_the_summary_but_not_the_per_node_reasons() -> None:
     # only `caldera explain` shows them: the operator's sessions do not pay for them
-    from caldera.cache.snapshot import BuildMemo
+    from caldera.operator.loop.decide import new_model
     from caldera.operator.loop.worker import SessionConfig, decide
 
     objs, text, _, _ = CASES["the victims are protected by priority"]
@@ -153,7 +153,7 @@ def test_the_operator_keeps_the_summary_but_not_the_per_node_reasons() -> None:
         REGISTRY,
         config,
         session_id="op",
-        memo=BuildMemo(),
+        model=new_model(config),
     )
     assert result.preemption_notes["default/high-0"].startswith("preempt: no node")
     assert result.preemption_nodes == {}

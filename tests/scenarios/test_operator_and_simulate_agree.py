@@ -8,8 +8,8 @@ longer exists (deleted, the pod garbage collector not through yet) holds nothing
 from __future__ import annotations
 
 from builders import REGISTRY, Obj, node, pod, queue, state_of
-from caldera.cache.snapshot import BuildMemo
 from caldera.framework.policy_source import installed_policy
+from caldera.operator.loop.decide import new_model
 from caldera.operator.loop.worker import SessionConfig, decide
 from caldera.simulate.runner import simulate
 
@@ -22,7 +22,7 @@ def _both(objs: list[Obj]) -> tuple[set[str], set[str], list[str]]:
     """(pods the operator's session binds, pods simulate binds, the operator's problems)."""
     pol = installed_policy(REGISTRY)
     result, problems = decide(
-        state_of(objs), {}, pol, REGISTRY, CONFIG, session_id="op", memo=BuildMemo()
+        state_of(objs), {}, pol, REGISTRY, CONFIG, session_id="op", model=new_model(CONFIG)
     )
     sim = simulate(state_of(objs), pol, REGISTRY, scheduler_names=["volcano"])
     bound_by_sim = {b.name for b in sim.cycles[0].result.binds}

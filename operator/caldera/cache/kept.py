@@ -101,7 +101,10 @@ class KeptJobs:
         return job
 
     def keep(self, key: str, source: Hashable, members: list[Pod], job: Job) -> None:
-        self._jobs[key] = _Kept(job, source, members)
+        self._jobs[key] = _Kept(job, source, list(members))  # the caller may change its list
+
+    def drop(self, key: str) -> None:
+        self._jobs.pop(key, None)
 
     def keep_only(self, keys: set[str] | dict[str, Job]) -> None:
         for gone in self._jobs.keys() - keys:

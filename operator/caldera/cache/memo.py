@@ -302,6 +302,12 @@ class BuildMemo:
         self._context = (token, parts, dict(podgroups))
         return token
 
+    def forget(self, key: str) -> None:
+        """Drop the entry of a pod that is gone."""
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._count(entry.facts.requests, -1)
+
     def keep_only(self, keys: Collection[str]) -> None:
         for gone in self._entries.keys() - keys:
             self._count(self._entries.pop(gone).facts.requests, -1)

@@ -51,8 +51,10 @@ from caldera.models.volcano import PodGroup
 
 __all__ = [
     "BuildMemo",
+    "Parts",
     "Prelude",
     "build_snapshot",
+    "build_with_parts",
     "finish",
     "prelude",
     "report_gone",
@@ -101,7 +103,46 @@ def build_snapshot(
     ``managed_resources`` (the policy's :attr:`~caldera.framework.policy.Policy.managed_resources`)
     are left out of every request and capacity: a plugin accounts for them itself.
     """
-    memo = memo if memo is not None else BuildMemo()
+    snapshot, problems, _ = build_with_parts(
+        state,
+        scheduler_names=scheduler_names,
+        now=now,
+        session_id=session_id,
+        default_queue=default_queue,
+        memo=memo if memo is not None else BuildMemo(),
+        bare_pods_in_memory=bare_pods_in_memory,
+        managed_resources=managed_resources,
+    )
+    return snapshot, problems
+
+
+@dataclass(slots=True)
+class Parts:
+    """What a build made on the way to its snapshot, for a model that keeps it up to date
+    (:mod:`caldera.model`)."""
+
+    pre: Prelude
+    members: dict[str, Members]
+    held: dict[str, str]
+    """Pod key → why it waits."""
+    gone: dict[str, str]
+    """Pod key → the missing node it is bound to."""
+    jobless: dict[str, Task]
+    claims: dict[str, dict[str, str | None]]
+
+
+def build_with_parts(
+    state: ClusterState,
+    *,
+    scheduler_names: Iterable[str],
+    now: float,
+    session_id: str,
+    default_queue: str,
+    memo: BuildMemo,
+    bare_pods_in_memory: bool,
+    managed_resources: frozenset[str],
+) -> tuple[Snapshot, list[ObjectError], Parts]:
+    """:func:`build_snapshot`, with what it made on the way."""
     for key, pod in state.pods.items():
         memo.entry(key, pod)
     pre = prelude(
@@ -182,7 +223,7 @@ def build_snapshot(
     snapshot = finish(state, pre, jobs, held, claims)
     snapshot.now, snapshot.session_id = now, session_id
     memo.keep_only(state.pods.keys())
-    return snapshot, b.problems
+    return snapshot, b.problems, Parts(pre, members, held, gone, jobless, claims)
 
 
 @dataclass(slots=True)

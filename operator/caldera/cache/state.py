@@ -132,6 +132,13 @@ class Changes:
             + sum(len(stored) + len(dropped) for stored, dropped in self.tables.values())
         )
 
+    def pod_keys(self) -> set[str] | None:
+        """The pods these changes touch (None when they replace the whole state)."""
+        if self.full:
+            return None
+        stored, dropped = self.tables.get("pods", ({}, []))
+        return {*stored, *dropped, *self.bound, *self.annotated}
+
     def apply_to(self, state: ClusterState) -> ClusterState:
         """``state`` with these changes (a new, empty state first when ``full``)."""
         out = ClusterState() if self.full else state

@@ -15,29 +15,29 @@ import signal
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from caldera.api.usage import NodeUsage
-from caldera.cache.snapshot import BuildMemo, build_snapshot
 from caldera.cache.state import Changes, ClusterState
 from caldera.collector import fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
+from caldera.model import Model
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, apply
 from caldera.outside.http import HttpCaller
 
 __all__ = [
     "BindStream",
-    "KeptMemo",
     "Outcome",
     "SessionConfig",
     "Streamed",
     "decide",
+    "new_model",
     "run_session",
     "start",
 ]
@@ -56,19 +56,14 @@ class SessionConfig:
     """Every Nth session builds its snapshot from nothing (0: never)."""
 
 
-class KeptMemo:
-    """The build memo sessions share, made anew every ``every`` sessions (a safety net: a fresh
-    build cannot carry anything over from earlier sessions)."""
-
-    def __init__(self) -> None:
-        self.memo = BuildMemo()
-        self.sessions = 0
-
-    def next(self, every: int) -> BuildMemo:
-        self.sessions += 1
-        if every and self.sessions % every == 0:
-            self.memo = BuildMemo()
-        return self.memo
+def new_model(config: SessionConfig) -> Model:
+    """The model a session process (or the operator's session thread) keeps."""
+    return Model(
+        scheduler_names=config.scheduler_names,
+        default_queue=config.default_queue,
+        bare_pods_in_memory=config.bare_pods_in_memory,
+        full_rebuild_every=config.full_rebuild_every,
+    )
 
 
 def decide(
@@ -79,28 +74,28 @@ def decide(
     config: SessionConfig,
     *,
     session_id: str,
-    memo: BuildMemo,
+    model: Model,
     on_bind: Callable[[Bind], None] | None = None,
     evicting: Sequence[str] = (),
     lifting: Sequence[str] = (),
     node_usage: Mapping[str, NodeUsage] | None = None,
+    changed: Collection[str] | None = None,
 ) -> Outcome:
-    """One session: the binds still in flight overlaid on ``state``, the snapshot, the cycle.
-    The same in the worker process and (``--session-process=false``) in a thread; ``on_bind``
-    hears of each bind the moment the session decides it; ``evicting`` pods are terminating;
-    ``lifting`` pods have lost their queue-allocation gate; ``node_usage`` is the nodes' real
-    load as the metrics source last gave it."""
+    """One session: the binds still in flight overlaid on ``state``, the snapshot from the
+    model, the cycle. The same in the worker process and (``--session-process=false``) in a
+    thread; ``on_bind`` hears of each bind the moment the session decides it; ``evicting`` pods
+    are terminating; ``lifting`` pods have lost their queue-allocation gate; ``node_usage`` is
+    the nodes' real load as the metrics source last gave it; ``changed`` are the pods that may
+    have changed since the last session (None: not known)."""
     now = time.time()
     view = replace(state, pods=apply(state.pods, in_flight, evicting, now, lifting))
-    snapshot, problems = build_snapshot(
+    snapshot, problems = model.snapshot(
         view,
-        scheduler_names=config.scheduler_names,
         now=now,
         session_id=session_id,
-        default_queue=config.default_queue,
-        memo=memo,
-        bare_pods_in_memory=config.bare_pods_in_memory,
         managed_resources=policy.managed_resources,
+        changed=changed,
+        overlay=[*in_flight, *evicting, *lifting],
     )
     if node_usage:
         snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it
@@ -140,7 +135,7 @@ class BindStream:
 # -- the worker process ------------------------------------------------------------------------
 
 _copy = ClusterState()
-_memo = KeptMemo()
+_model: Model | None = None
 _registry: Registry | None = None
 _stream: Any = None
 """The queue binds go out on ahead of the session's result."""
@@ -209,8 +204,10 @@ def run_session(
 ) -> Outcome:
     """A session in the worker process; ``node_usage`` is sent only when it changed (None: the
     last one sent still holds)."""
-    global _copy, _usage
+    global _copy, _usage, _model
     _copy = changes.apply_to(_copy)
+    if _model is None:
+        _model = new_model(config)
     if node_usage is not None:
         _usage = node_usage
     assert _registry is not None
@@ -222,9 +219,10 @@ def run_session(
         _registry,
         config,
         session_id=session_id,
-        memo=_memo.next(config.full_rebuild_every),
+        model=_model,
         on_bind=stream.add,
         evicting=evicting,
         lifting=lifting,
         node_usage=_usage,
+        changed=changes.pod_keys(),
     )

@@ -42,7 +42,7 @@ from caldera.models.workload import (
     REASON_PREEMPTION,
     REASON_SCHEDULER_ERROR,
 )
-from caldera.operator.loop.decide import KeptMemo
+from caldera.operator.loop.decide import new_model
 from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
 from caldera.operator.memo import Lasting, Recent
@@ -109,8 +109,8 @@ class Scheduler:
         self._problems = Lasting(grace=problem_grace)
         self._held = Lasting(grace=HELD_GRACE)
         self._writes = Recent(ttl=30.0)
-        self._memo = KeptMemo()
-        """What builds derive per object version, across sessions (thread path only)."""
+        self._model = new_model(self.config)
+        """The model of the cluster kept across sessions (thread path only)."""
         self._news = Recent(ttl=float("inf"))
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
@@ -170,7 +170,7 @@ class Scheduler:
                     self.registry,
                     self.config,
                     session_id=session_id,
-                    memo=self._memo.next(self.config.full_rebuild_every),
+                    model=self._model,
                     on_bind=stream.add,
                     evicting=evicting,
                     lifting=lifting,

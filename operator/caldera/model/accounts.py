@@ -1,0 +1,121 @@
+"""The node accounting of every placed pod, kept from session to session.
+
+A snapshot's node table starts with every pod that holds room on a node added to it: tens of
+thousands of tasks summed into the ``used``/``idle``/... arrays at every session. The model keeps
+those sums instead: a row is worked out again only when one of its tasks is taken out or put in,
+from its tasks in pod order, exactly as :meth:`NodeTable.add_tasks` sums them (so the floats are
+the same, not just close). Each session gets copies (:meth:`Accounts.fill`) it may change at will.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from caldera.api.node import Matrix, NodeTable
+from caldera.api.task import Task, TaskStatus
+
+__all__ = ["Accounts"]
+
+
+class Accounts:
+    """The accounting columns of a node table and its tasks per row, as built (before any
+    session changed them)."""
+
+    __slots__ = (
+        "_dirty",
+        "affine",
+        "allocatable",
+        "future_idle",
+        "idle",
+        "nonzero_used",
+        "pipelined",
+        "releasing",
+        "tasks",
+        "used",
+        "where",
+    )
+
+    def __init__(self, table: NodeTable) -> None:
+        """The accounting of ``table``, freshly built (no session has run on it yet)."""
+        self.allocatable: Matrix = table.allocatable
+        self.used = table.used.copy()
+        self.idle = table.idle.copy()
+        self.releasing = table.releasing.copy()
+        self.pipelined = table.pipelined.copy()
+        self.future_idle = table.future_idle.copy()
+        self.nonzero_used = table.nonzero_used.copy()
+        self.tasks: list[dict[str, Task]] = [dict(row) for row in table.tasks]
+        self.affine: dict[str, int] = dict(table.affine)
+        self.where: dict[str, int] = {
+            uid: row for row, tasks in enumerate(self.tasks) for uid in tasks
+        }
+        """Task UID → its row."""
+        self._dirty: set[int] = set()
+
+    def take_out(self, uid: str) -> None:
+        """Forget task ``uid`` (nothing if it holds no room)."""
+        row = self.where.pop(uid, None)
+        if row is not None:
+            del self.tasks[row][uid]
+            self.affine.pop(uid, None)
+            self._dirty.add(row)
+
+    def put_in(self, row: int, task: Task) -> None:
+        self.tasks[row][task.uid] = task
+        self.where[task.uid] = row
+        self._dirty.add(row)
+
+    def _settle(self) -> None:
+        """Work out again the rows that changed, their tasks in pod order."""
+        if not self._dirty:
+            return
+        affine_changed = False
+        for row in sorted(self._dirty):
+            tasks = self.tasks[row] = dict(
+                sorted(self.tasks[row].items(), key=lambda item: item[1].key)
+            )
+            alloc = self.allocatable[row]
+            used = np.zeros_like(alloc)
+            idle = alloc.copy()
+            releasing = np.zeros_like(alloc)
+            pipelined = np.zeros_like(alloc)
+            future = alloc.copy()
+            cpu = memory = 0.0
+            for task in tasks.values():
+                req = task.resreq
+                if task.status is TaskStatus.PIPELINED:
+                    pipelined += req
+                    future -= req
+                else:
+                    used += req
+                    idle -= req
+                    if task.status is TaskStatus.RELEASING:
+                        releasing += req
+                    else:
+                        future -= req
+                    cpu += task.nonzero_cpu
+                    memory += task.nonzero_memory
+                if task.spec.affinity is not None and task.uid not in self.affine:
+                    self.affine[task.uid] = row
+                    affine_changed = True
+            self.used[row], self.idle[row], self.releasing[row] = used, idle, releasing
+            self.pipelined[row], self.future_idle[row] = pipelined, future
+            self.nonzero_used[row] = (cpu, memory)
+        self._dirty.clear()
+        if affine_changed:  # in pod order, as a table built at once lists them
+            tasks_of = self.tasks
+            self.affine = dict(
+                sorted(self.affine.items(), key=lambda item: tasks_of[item[1]][item[0]].key)
+            )
+
+    def fill(self, table: NodeTable) -> None:
+        """Give ``table`` (fresh, nothing on it, the same nodes) copies of the accounting."""
+        self._settle()
+        table.used = self.used.copy()
+        table.idle = self.idle.copy()
+        table.releasing = self.releasing.copy()
+        table.pipelined = self.pipelined.copy()
+        table.future_idle = self.future_idle.copy()
+        table.nonzero_used = self.nonzero_used.copy()
+        table.tasks = [row.copy() for row in self.tasks]
+        table.affine = dict(self.affine)

@@ -1,0 +1,371 @@
+"""The model kept between sessions, and the snapshot it hands each one.
+
+:class:`Model` builds from nothing (:func:`~caldera.cache.snapshot.build_with_parts`) the first
+time, every ``full_rebuild_every`` sessions and whenever something every pod or job reads
+changed (the build's world and context tokens: the nodes, the resource space, the queues, the
+PodGroups, the priority classes...). Otherwise it visits only:
+
+- the pods that changed (the watch's news, the binds in flight and the pods being evicted or
+  lifted, this session's and the last's): each is classified again, as the build would, and
+  taken out of and put into the jobs, the waiting and gone lists and the node accounting;
+- the in-memory groups those pods belong to, all of whose members are classified again in pod
+  order (the first pod describes the group);
+- the jobs those pods belong to, the active jobs (a session may have changed them; taking one
+  over resets what the session wrote) and the settled jobs the last session woke.
+
+The result equals a fresh build's snapshot (a differential test drives both through random
+change streams, with sessions between); the jobs' order in ``jobs`` differs (every consumer
+orders them itself).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from caldera.api.job import Job
+from caldera.api.jobtable import SettledJobs, is_settled, partition
+from caldera.api.snapshot import Snapshot
+from caldera.api.task import Task
+from caldera.cache.builder import (
+    GONE,
+    HELD,
+    JOBLESS,
+    MEMBER,
+    NO_MEMBERS,
+    Group,
+    Members,
+    Outcome,
+)
+from caldera.cache.kept import same_parts
+from caldera.cache.memo import BuildMemo
+from caldera.cache.snapshot import (
+    Prelude,
+    build_with_parts,
+    finish,
+    prelude,
+    report_gone,
+    set_implicit_phase,
+)
+from caldera.cache.state import ClusterState
+from caldera.cache.topology import assign_subgroups
+from caldera.model.accounts import Accounts
+from caldera.models.parse import ObjectError
+
+__all__ = ["Model"]
+
+
+@dataclass(slots=True, eq=False)
+class _Kept:
+    """What the last build made, kept up to date."""
+
+    world: tuple[object, ...]
+    context: object
+    groups: dict[str, Group]
+    """The in-memory groups of bare pods (key → the group its first pod describes)."""
+    specs: dict[str, object]
+    """The other jobs' specs (PodGroups, Kubernetes PodGroups' groups) the jobs were made of."""
+    members: dict[str, Members]
+    jobs: dict[str, Job]
+    active: dict[str, Job]
+    settled: SettledJobs
+    held: dict[str, str]
+    gone: dict[str, str]
+    jobless: dict[str, Task]
+    problems: dict[str, tuple[ObjectError, ...]]
+    """Pod key → the problems its outcome reports (only pods with some)."""
+    claims: dict[str, dict[str, str | None]]
+    accounts: Accounts
+
+
+class Model:
+    """The scheduler's model of the cluster in the session process (see the package)."""
+
+    def __init__(
+        self,
+        *,
+        scheduler_names: Iterable[str],
+        default_queue: str,
+        bare_pods_in_memory: bool,
+        full_rebuild_every: int = 1000,
+    ) -> None:
+        self.scheduler_names = frozenset(scheduler_names)
+        self.default_queue = default_queue
+        self.bare_pods_in_memory = bare_pods_in_memory
+        self.full_rebuild_every = full_rebuild_every
+        self.memo = BuildMemo()
+        self.sessions = 0
+        self.last_build = ""
+        """"full" or "changes": how the last snapshot was made (for tests and logs)."""
+        self._kept: _Kept | None = None
+        self._overlay: frozenset[str] = frozenset()
+        self._managed: frozenset[str] | None = None
+
+    def snapshot(
+        self,
+        state: ClusterState,
+        *,
+        now: float,
+        session_id: str,
+        managed_resources: frozenset[str] = frozenset(),
+        changed: Collection[str] | None = None,
+        overlay: Collection[str] = (),
+    ) -> tuple[Snapshot, list[ObjectError]]:
+        """The snapshot of ``state`` for one session.
+
+        ``changed``: the pods that may differ from the last call's ``state`` (None: not known,
+        every pod is compared). ``overlay``: the pods whose object in ``state`` is this
+        session's own copy (binds in flight, evictions, lifted gates)."""
+        self.sessions += 1
+        every = self.full_rebuild_every
+        if every and self.sessions % every == 0:
+            self.memo, self._kept = BuildMemo(), None
+        overlay = frozenset(overlay)
+        kept = self._kept
+        out = None
+        if kept is not None and managed_resources == self._managed:
+            if changed is None:
+                entries = self.memo.entries
+                pods = state.pods
+                changed = {k for k, e in entries.items() if pods.get(k) is not e.pod}
+                changed.update(k for k in pods if k not in entries)
+            out = self._changes(kept, state, {*changed, *overlay, *self._overlay})
+        self._overlay = overlay
+        self._managed = managed_resources
+        if out is None:
+            out = self._full(state, managed_resources)
+        snapshot, problems = out
+        snapshot.now, snapshot.session_id = now, session_id
+        return snapshot, problems
+
+    # -- from nothing -------------------------------------------------------------------------
+
+    def _full(
+        self, state: ClusterState, managed: frozenset[str]
+    ) -> tuple[Snapshot, list[ObjectError]]:
+        self.last_build = "full"
+        snapshot, problems, parts = build_with_parts(
+            state,
+            scheduler_names=self.scheduler_names,
+            now=0.0,
+            session_id="",
+            default_queue=self.default_queue,
+            memo=self.memo,
+            bare_pods_in_memory=self.bare_pods_in_memory,
+            managed_resources=managed,
+        )
+        pre = parts.pre
+        groups = {k: g for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
+        active, settled = partition(pre.space, snapshot.jobs)
+        self._kept = _Kept(
+            world=pre.world,
+            context=pre.context,
+            groups=groups,
+            specs={k: v for k, v in pre.known.items() if k not in groups},
+            members=parts.members,
+            jobs=snapshot.jobs,
+            active=active,
+            settled=settled,
+            held=parts.held,
+            gone=parts.gone,
+            jobless=parts.jobless,
+            problems={
+                key: out.problems
+                for key, entry in self.memo.entries.items()
+                if isinstance(out := entry.outcome, Outcome) and out.problems
+            },
+            claims=dict(parts.claims),
+            accounts=Accounts(snapshot.nodes),
+        )
+        snapshot.active, snapshot.settled = dict(active), settled
+        return snapshot, problems
+
+    # -- what changed -------------------------------------------------------------------------
+
+    def _changes(
+        self, kept: _Kept, state: ClusterState, changed: set[str]
+    ) -> tuple[Snapshot, list[ObjectError]] | None:
+        """The snapshot made from ``kept`` and the pods in ``changed``; None when something
+        every pod or job reads changed (then build from nothing)."""
+        memo = self.memo
+        entries = memo.entries
+        before: dict[str, Outcome] = {}
+        for key in changed:
+            entry = entries.get(key)
+            if entry is not None and isinstance(entry.outcome, Outcome):
+                before[key] = entry.outcome
+            pod = state.pods.get(key)
+            if pod is None:
+                memo.forget(key)
+            else:
+                memo.entry(key, pod)
+        pre = prelude(
+            state,
+            self.scheduler_names,
+            self.default_queue,
+            memo,
+            self.bare_pods_in_memory,
+            self._managed or frozenset(),
+        )
+        if pre.context is not kept.context or not same_parts(kept.world, pre.world):
+            return None
+        self.last_build = "changes"
+        b = pre.builder
+        known = pre.known
+        affected: set[str] = set()
+        for key, spec in known.items():  # a Kubernetes PodGroup's queue may follow its namespace
+            if kept.specs.get(key) is not spec:
+                affected.add(key)
+        kept.specs = dict(known)
+        known.update(kept.groups)
+        prelude_problems = list(b.problems)
+        for key, out in before.items():
+            self._take_out(kept, key, out, affected)
+        present = sorted(k for k in changed if k in state.pods)
+        outcomes = {key: self._outcome(pre, key) for key in present}
+        # an in-memory group any changed pod was or is in: all its pods again, in pod order
+        replay = {o.group for o in [*before.values(), *outcomes.values()] if o.group} & (
+            kept.groups.keys() | {o.job_key for o in outcomes.values() if o.first}
+        )
+        for group in sorted(replay):
+            if group in kept.groups:
+                del kept.groups[group]
+            known.pop(group, None)
+            old = kept.members.pop(group, None)
+            members = set(old.keys if old is not None else ())
+            for key in members - changed:
+                self._take_out(kept, key, entries[key].outcome, affected)  # type: ignore[arg-type]
+            members.update(k for k, o in outcomes.items() if o.group == group)
+            for key in sorted(members):
+                outcomes[key] = self._outcome(pre, key)
+            affected.add(group)
+        for key in sorted(outcomes):
+            self._put_in(kept, pre, key, outcomes[key], affected)
+        affected.update(kept.active)
+        affected.update(job.uid for job in kept.settled.woken)
+        kept.settled.woken.clear()
+        for key in sorted(affected):
+            self._job(kept, pre, key)
+        b.problems[:] = prelude_problems
+        for key in sorted(kept.problems):
+            b.problems.extend(kept.problems[key])
+        report_gone(b, kept.gone)
+        kept.accounts.fill(pre.table)
+        snapshot = finish(state, pre, kept.jobs, kept.held, dict(kept.claims))
+        snapshot.active, snapshot.settled = dict(kept.active), kept.settled
+        return snapshot, b.problems
+
+    def _outcome(self, pre: Prelude, key: str) -> Outcome:
+        """What the build makes of pod ``key`` now (its last outcome while still valid)."""
+        entry = self.memo.entries[key]
+        out = entry.outcome
+        if not (
+            isinstance(out, Outcome)
+            and out.context is pre.context
+            and (not out.group or (out.group in pre.known) == out.joins)
+        ):
+            out = entry.outcome = pre.builder.classify(
+                key, entry, pre.known, pre.queues, pre.prio, pre.context, pre.vendors
+            )
+        if out.first is not None:
+            pre.known[out.job_key] = out.first
+        return out
+
+    @staticmethod
+    def _take_out(kept: _Kept, key: str, out: Outcome, affected: set[str]) -> None:
+        """Forget what pod ``key`` gave the model with outcome ``out``."""
+        kept.gone.pop(key, None)
+        kept.held.pop(key, None)
+        kept.problems.pop(key, None)
+        kept.claims.pop(key, None)
+        if out.kind is MEMBER and out.job_key:
+            members = kept.members.get(out.job_key)
+            if members is not None:
+                i = bisect.bisect_left(members.keys, key)
+                if i < len(members.keys) and members.keys[i] == key:
+                    del members.keys[i]
+                    del members.pods[i]
+            affected.add(out.job_key)
+        elif out.kind is JOBLESS:
+            task = kept.jobless.pop(key, None)
+            if task is not None:
+                kept.accounts.take_out(task.uid)
+
+    def _put_in(
+        self, kept: _Kept, pre: Prelude, key: str, out: Outcome, affected: set[str]
+    ) -> None:
+        """Add what pod ``key`` gives the model with outcome ``out``."""
+        pod = pre.builder.state.pods[key]
+        if out.problems:
+            kept.problems[key] = out.problems
+        if pod.status.resource_claim_statuses:
+            kept.claims[key] = {
+                s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses
+            }
+        kind = out.kind
+        if kind is GONE:
+            kept.gone[key] = pod.spec.node_name
+        elif kind is HELD:
+            kept.held[key] = out.why
+        elif kind is MEMBER:
+            job_key = out.job_key
+            if out.first is not None:
+                kept.groups[job_key] = out.first
+            members = kept.members.get(job_key)
+            if members is None:
+                members = kept.members[job_key] = Members()
+            i = bisect.bisect_left(members.keys, key)
+            members.keys.insert(i, key)
+            members.pods.insert(i, pod)
+            affected.add(job_key)
+        elif kind is JOBLESS:
+            task = kept.jobless[key] = pre.builder.task(pre.space, key, pod, "", pre.prio)
+            if out.row >= 0:
+                task.node = out.row
+                kept.accounts.put_in(out.row, task)
+
+    def _job(self, kept: _Kept, pre: Prelude, key: str) -> None:
+        """Make job ``key`` again from its spec and members (taken over when unchanged)."""
+        old = kept.jobs.get(key)
+        spec = pre.known.get(key)
+        members = kept.members.get(key, NO_MEMBERS)
+        job = (
+            None if spec is None else pre.builder.kept_job(pre.space, key, spec, members, pre.prio)
+        )
+        if old is not None:
+            if key in kept.settled:
+                kept.settled.remove(old)
+            kept.active.pop(key, None)
+            if old is not job:
+                for uid in old.tasks:
+                    kept.accounts.take_out(uid)
+        if job is None:
+            kept.jobs.pop(key, None)
+            kept.members.pop(key, None)
+            kept.groups.pop(key, None)
+            self.memo.kept.drop(key)
+            return
+        kept.jobs[key] = job
+        if job is not old:
+            entries = self.memo.entries
+            for pod_key in members.keys:
+                out = entries[pod_key].outcome
+                assert isinstance(out, Outcome)
+                if out.row >= 0:
+                    task = job.tasks[out.uid]
+                    task.node = out.row
+                    kept.accounts.put_in(out.row, task)
+        if isinstance(spec, Group):
+            set_implicit_phase(job)
+        else:
+            pg = pre.builder.state.podgroups.get(key)
+            if pg is not None and pg.spec.sub_group_policy:
+                assign_subgroups(job, pg)
+        if is_settled(job):
+            kept.settled.add(job)
+        else:
+            kept.active[key] = job
+            job.settled = job.at_open = None
+            if not job.allocated.flags.writeable:
+                job.allocated = job.allocated.copy()

@@ -1,0 +1,167 @@
+"""The model kept between sessions hands each session what a build from nothing would.
+
+The session process keeps a :class:`~caldera.model.Model` and applies each session only what
+changed. These tests drive a cluster through random change streams (pods arriving, binding,
+finishing, resized, terminating, deleted; bare pods of one controller sharing a group; PodGroups,
+queues, nodes, priority classes and the resource space changing), with binds in flight and the
+last session's evictions overlaid as the operator overlays them, a process restart and a policy
+change on the way, and compare at every session the model's snapshot with one built from nothing,
+then the decisions and statuses a session takes on each.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from builders import REGISTRY, Obj, node, pod, policy, queue, state_of
+from caldera.api.jobtable import partition
+from caldera.api.snapshot import Snapshot
+from caldera.cache.snapshot import BuildMemo, build_snapshot
+from caldera.cache.state import Changes, ClusterState
+from caldera.framework.cycle import run_cycle
+from caldera.framework.intents import CycleResult
+from caldera.model import Model
+from caldera.operator.watch.assume import InFlight, apply
+from changes import Stream, differences, snapshot_view
+
+TIERS = """
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: overcommit}, {name: drf}, {name: predicates}, {name: proportion},
+            {name: nodeorder}]
+"""
+POLICIES = [
+    policy('actions: "enqueue, allocate, backfill, preempt, reclaim"' + TIERS),
+    policy('actions: "allocate, backfill"' + TIERS),
+]
+
+
+def fresh(state: ClusterState, bare: bool) -> Snapshot:
+    snapshot, _ = build_snapshot(
+        state,
+        scheduler_names=["volcano"],
+        now=1_800_000_000.0,
+        session_id="s",
+        memo=BuildMemo(),
+        bare_pods_in_memory=bare,
+    )
+    return snapshot
+
+
+def decisions(result: CycleResult) -> dict[str, object]:
+    return {
+        "binds": [(b.name, b.node) for b in result.binds],
+        "evictions": [e.name for e in result.evictions],
+        "pod_conditions": result.pod_conditions,
+        "podgroups": result.podgroups,
+        "queues": result.queues,
+        "workload_groups": result.workload_groups,
+    }
+
+
+def new_model(bare: bool, every: int = 0) -> Model:
+    return Model(
+        scheduler_names=["volcano"],
+        default_queue="default",
+        bare_pods_in_memory=bare,
+        full_rebuild_every=every,
+    )
+
+
+@pytest.mark.parametrize("bare", [True, False], ids=["bare pods in memory", "PodGroups only"])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session(
+    seed: int, bare: bool
+) -> None:
+    stream = Stream(seed, uids=True)
+    rng = random.Random(seed)
+    model = new_model(bare)
+    evicting: list[str] = []
+    by_changes = 0
+    for step in range(80):
+        what = stream.step()
+        if step == 40:
+            model = new_model(bare)  # the session process restarted
+        state = stream.state
+        pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)
+        in_flight: InFlight = {  # binds the writers have not confirmed yet
+            k: (rng.choice(sorted(state.nodes)), {})
+            for k in rng.sample(pending, min(len(pending), rng.choice([0, 0, 1, 2])))
+            if state.nodes
+        }
+        evicting = [k for k in evicting if k in state.pods]
+        view = replace(state, pods=apply(state.pods, in_flight, evicting))
+        ours, problems = model.snapshot(
+            view, now=1_800_000_000.0, session_id="s", overlay=[*in_flight, *evicting]
+        )
+        by_changes += model.last_build == "changes"
+        theirs = fresh(view, bare)
+        mine, built = snapshot_view(ours), snapshot_view(theirs)
+        assert mine == built, (step, what, model.last_build, differences(mine, built))
+        _, fresh_problems = build_snapshot(
+            view,
+            scheduler_names=["volcano"],
+            now=0.0,
+            session_id="s",
+            memo=BuildMemo(),
+            bare_pods_in_memory=bare,
+        )
+        assert problems == fresh_problems, (step, what)
+        assert ours.active is not None
+        assert set(ours.active) == set(partition(theirs.space, theirs.jobs)[0]), (step, what)
+        pol = POLICIES[step // 20 % 2]  # the policy is reloaded now and then
+        a = run_cycle(ours, pol, REGISTRY)
+        b = run_cycle(theirs, pol, REGISTRY)
+        assert decisions(a) == decisions(b), (step, what, model.last_build)
+        evicting = [f"{e.namespace}/{e.name}" for e in a.evictions]
+    assert by_changes > 40  # most sessions were made from the changes alone
+
+
+def test_a_pod_arriving_on_a_busy_cluster_visits_only_that_pod_and_its_job() -> None:
+    objs: list[Obj] = [node(f"n{i}", cpu="8", memory="16Gi") for i in range(4)]
+    objs += [
+        pod(f"run-{i}", cpu="100m", node_name=f"n{i % 4}", phase="Running", uid=f"u{i}")
+        for i in range(40)
+    ]
+    objs.append(queue("default", weight=1))
+    state = state_of(objs)
+    model = new_model(bare=True)
+    first, _ = model.snapshot(state, now=1.0, session_id="s1")
+    assert model.last_build == "full"
+    assert first.active == {} and first.settled is not None and len(first.settled) == 40
+    run_cycle(first, POLICIES[0], REGISTRY)
+    state.add(pod("new", cpu="1", uid="u-new"))
+    second, _ = model.snapshot(state, now=2.0, session_id="s2", changed=["default/new"])
+    assert model.last_build == "changes"
+    assert second.active is not None and list(second.active) == ["default/podgroup-u-new"]
+    result = run_cycle(second, POLICIES[0], REGISTRY)
+    assert [b.name for b in result.binds] == ["new"]
+    # the running jobs were taken over as they were: the same objects
+    assert all(second.jobs[k] is first.jobs[k] for k in first.jobs)
+
+
+def test_the_worker_tells_the_model_which_pods_its_changes_touch() -> None:
+    changes = Changes(
+        tables={"pods": ({"default/a": "{}"}, ["default/b"]), "nodes": ({"n1": "{}"}, [])},
+        bound={"default/c": "n1"},
+        annotated={"default/d": {}},
+    )
+    assert changes.pod_keys() == {"default/a", "default/b", "default/c", "default/d"}
+    assert Changes(full=True).pod_keys() is None  # the whole state: the model compares all
+
+
+def test_every_nth_session_builds_from_nothing_and_zero_means_never() -> None:
+    state = state_of([node("n1"), queue("default", weight=1), pod("a", node_name="n1")])
+    model = new_model(bare=True, every=3)
+    builds = []
+    for i in range(7):
+        model.snapshot(state, now=float(i), session_id=str(i))
+        builds.append(model.last_build)
+    assert builds == ["full", "changes", "full", "changes", "changes", "full", "changes"]
+    never = new_model(bare=True, every=0)
+    for i in range(5):
+        never.snapshot(state, now=float(i), session_id=str(i))
+    assert never.last_build == "changes"
