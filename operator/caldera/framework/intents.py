@@ -191,6 +191,9 @@ class CycleResult:
     """Per-queue fair share computed this session (for reports and metrics)."""
     timings: dict[str, float] = field(default_factory=dict)
     """Seconds spent per phase: ``open``, each action, ``close``."""
+    snapshot: tuple[str, float] = ("", 0.0)
+    """How the operator's model made the session's snapshot (``full`` or ``changes``) and the
+    seconds it took (empty for other callers)."""
     calls: dict[str, int] = field(default_factory=dict)
     """Calls to systems outside the cluster (extenders), by ``"<hook> <outcome>"``."""
     preemption_attempts: int = 0

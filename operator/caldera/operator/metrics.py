@@ -138,6 +138,19 @@ class Metrics:
             ("queue",),
             registry=registry,
         )
+        self.snapshots = Counter(
+            "caldera_snapshots",
+            "Session snapshots by how the model made them: from the changes since the last "
+            "session, or from nothing (a node, queue or PodGroup changed; the periodic check)",
+            ("build",),
+            registry=registry,
+        )
+        self.snapshot_seconds = hist(
+            "snapshot_duration_milliseconds",
+            "Making a session's snapshot from the model",
+            exponential_range(0.1, 5000, 20),
+            ("build",),
+        )
         self.binds = Counter(
             "caldera_binds", "Binding calls by result", ("result",), registry=registry
         )

@@ -88,6 +88,7 @@ def decide(
     the nodes' real load as the metrics source last gave it; ``changed`` are the pods that may
     have changed since the last session (None: not known)."""
     now = time.time()
+    start = time.perf_counter()
     view = replace(state, pods=apply(state.pods, in_flight, evicting, now, lifting))
     snapshot, problems = model.snapshot(
         view,
@@ -97,9 +98,12 @@ def decide(
         changed=changed,
         overlay=[*in_flight, *evicting, *lifting],
     )
+    built = (model.last_build, time.perf_counter() - start)
     if node_usage:
         snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it
-    return run_cycle(snapshot, policy, registry, on_bind, detail=False), problems
+    result = run_cycle(snapshot, policy, registry, on_bind, detail=False)
+    result.snapshot = built
+    return result, problems
 
 
 Streamed = tuple[str, list[Bind]]

@@ -387,6 +387,10 @@ class Scheduler:
     def _observe(self, result: CycleResult, seconds: float) -> None:
         m = self.metrics
         m.e2e.observe(seconds * 1000)
+        build, took = result.snapshot
+        if build:
+            m.snapshots.labels(build=build).inc()
+            m.snapshot_seconds.labels(build=build).observe(took * 1000)
         if "open" in result.timings:
             m.open_session.observe(result.timings["open"] * 1000)
         for name, spent in result.timings.items():
