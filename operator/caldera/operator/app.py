@@ -347,7 +347,8 @@ async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
     if runtime.cache is not None:
         await runtime.cache.synced.wait()
     if runtime.scheduler is not None and runtime.scheduler.worker is not None:
-        await runtime.scheduler.worker.warm(runtime.cache)
+        managed = runtime.scheduler.policy.policy.managed_resources
+        await runtime.scheduler.worker.warm(runtime.cache, managed)
     ready.set()
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "Streamed",
     "decide",
     "new_model",
+    "prepare",
     "run_session",
     "start",
 ]
@@ -194,6 +195,14 @@ def _exit_with(parent: int, every: float = 1.0) -> None:
     while os.getppid() == parent:
         time.sleep(every)
     os._exit(0)
+
+
+def prepare(config: SessionConfig, managed: frozenset[str]) -> int:
+    """Build the model of the state this process was forked with, before the first session."""
+    global _model
+    _model = new_model(config)
+    _model.snapshot(_copy, now=time.time(), session_id="", managed_resources=managed)
+    return len(_copy.pods)
 
 
 def run_session(

@@ -40,6 +40,7 @@ from caldera.operator.loop.decide import (
     Streamed,
     can_fork,
     decide,
+    prepare,
     run_session,
     start,
     start_forked,
@@ -85,10 +86,11 @@ class SessionWorker:
         self._warm: Future[int] | None = None
         """Done once the process has started and imported what sessions need."""
 
-    def start(self, cache: Cache | None = None) -> None:
+    def start(self, cache: Cache | None = None, managed: frozenset[str] = frozenset()) -> None:
         """Start the process now, not at the first session: a spawned one at once (it takes a
         second to import, while the informers list); a forked one once there is a ``cache``
-        (synced) to start from."""
+        (synced) to start from, whose model it builds at once (``managed``: the policy's
+        managed resources), so the first session costs what changed since."""
         if self._pool is not None or (self.fork and cache is None):
             return
         context = multiprocessing.get_context("fork" if self.fork else "spawn")
@@ -104,7 +106,12 @@ class SessionWorker:
         )
         if self.fork:
             before_fork()  # the state's pages stay shared until one side writes them
-        self._warm = self._pool.submit(int)  # starts the process (a fork: right here)
+        # starts the process (a fork: right here)
+        self._warm = (
+            self._pool.submit(prepare, self._config, managed)
+            if self.fork
+            else self._pool.submit(int)
+        )
         if cache is not None and self.fork:
             cache.forget_changes()  # the process has the state as of now
         self._fresh = not self.fork
@@ -115,10 +122,11 @@ class SessionWorker:
         )
         self._reader.start()
 
-    async def warm(self, cache: Cache | None = None) -> None:
+    async def warm(self, cache: Cache | None = None, managed: frozenset[str] = frozenset()) -> None:
         """Wait until the process is up and has what a session needs (a spawned one: its
-        imports, about a second after :meth:`start`), so the first session does not pay."""
-        self.start(cache)
+        imports, about a second after :meth:`start`; a forked one: its model), so the first
+        session does not pay."""
+        self.start(cache, managed)
         if self._warm is not None:
             try:
                 await asyncio.wrap_future(self._warm)
