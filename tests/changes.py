@@ -37,7 +37,7 @@ def canonical(value: Any, seen: set[int] | None = None) -> Any:
             slot: canonical(getattr(value, slot), seen)
             for slot in NodeTable.__slots__
             # static: caches shared between sessions; changes: a log read within one session
-            if slot not in ("space", "static", "changes")
+            if slot not in ("space", "static", "changes") and not slot.startswith("_")
         }
     if is_dataclass(value) and not isinstance(value, type):
         if id(value) in seen:

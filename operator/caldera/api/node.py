@@ -32,6 +32,7 @@ Matrix = npt.NDArray[np.float64]
 
 class NodeTable:
     __slots__ = (
+        "_private",
         "affine",
         "allocatable",
         "annotations",
@@ -97,6 +98,41 @@ class NodeTable:
         self.images: list[dict[str, int]] = [{} for _ in range(n)]
         """Per node, image name → size in bytes (from ``status.images``; every name of an
         image is listed)."""
+        self._private: set[int] | None = None
+        """Rows of :attr:`tasks` this table may change in place (None: all). The others are
+        shared with a model kept between sessions and copied before their first change."""
+
+    def fresh(self) -> NodeTable:
+        """A table of the same nodes with nothing on them, sharing this one's static columns
+        (names, labels, taints, annotations, images...: never changed by a session), its rows
+        of tasks shared and empty until :meth:`share_rows` or a first change."""
+        out = object.__new__(NodeTable)
+        for slot in _STATIC:
+            setattr(out, slot, getattr(self, slot))
+        alloc = self.allocatable
+        out.used = np.zeros_like(alloc)
+        out.idle = alloc.copy()
+        out.releasing = np.zeros_like(alloc)
+        out.pipelined = np.zeros_like(alloc)
+        out.future_idle = alloc.copy()
+        out.nonzero_used = np.zeros((len(self.names), 2), dtype=np.float64)
+        out.share_rows([_EMPTY] * len(self.names))
+        out.affine = {}
+        out.changes = []
+        return out
+
+    def share_rows(self, rows: list[dict[str, Task]]) -> None:
+        """Take ``rows`` as the tasks per node without copying them: each is copied before
+        this table first changes it."""
+        self.tasks = rows
+        self._private = set()
+
+    def _row(self, i: int) -> dict[str, Task]:
+        private = self._private
+        if private is not None and i not in private:
+            self.tasks[i] = dict(self.tasks[i])
+            private.add(i)
+        return self.tasks[i]
 
     def __len__(self) -> int:
         return len(self.names)
@@ -116,7 +152,7 @@ class NodeTable:
                 self.future_idle[i] -= req
             self.nonzero_used[i, 0] += task.nonzero_cpu
             self.nonzero_used[i, 1] += task.nonzero_memory
-        self.tasks[i][task.uid] = task
+        self._row(i)[task.uid] = task
         if task.spec.affinity is not None:
             self.affine[task.uid] = i
         self.changes.append(i)
@@ -142,9 +178,9 @@ class NodeTable:
         np.subtract.at(self.future_idle, r[reserved], req[reserved])
         nonzero = np.array([(t.nonzero_cpu, t.nonzero_memory) for t in tasks], dtype=np.float64)
         np.add.at(self.nonzero_used, r[held], nonzero[held])
-        per_node = self.tasks
+        row = self._row
         for i, task in zip(rows, tasks, strict=True):
-            per_node[i][task.uid] = task
+            row(i)[task.uid] = task
             if task.spec.affinity is not None:
                 self.affine[task.uid] = i
         self.changes.extend(rows)
@@ -164,7 +200,7 @@ class NodeTable:
                 self.future_idle[i] += req
             self.nonzero_used[i, 0] -= task.nonzero_cpu
             self.nonzero_used[i, 1] -= task.nonzero_memory
-        del self.tasks[i][task.uid]
+        del self._row(i)[task.uid]
         self.affine.pop(task.uid, None)
         self.changes.append(i)
 
@@ -192,6 +228,25 @@ class NodeTable:
     def total(self) -> Vector:
         total: Vector = self.allocatable.sum(axis=0)
         return total
+
+
+_EMPTY: dict[str, Task] = {}
+"""The tasks of a row nothing was put on yet (shared: copied before a first change)."""
+
+_STATIC = (
+    "space",
+    "names",
+    "index",
+    "allocatable",
+    "labels",
+    "taints",
+    "unschedulable",
+    "static",
+    "annotations",
+    "withheld",
+    "images",
+)
+"""What :meth:`NodeTable.fresh` shares: the columns that change only with the nodes."""
 
 
 def _column(labels: Sequence[dict[str, str]], key: str) -> npt.NDArray[np.object_]:

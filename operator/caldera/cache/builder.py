@@ -102,20 +102,23 @@ class Builder:
         assert base is not None
         for name, message in base.problems:
             self.problem("Node", name, message)
-        ready = base.ready
-        table = NodeTable(
-            space,
-            base.names,
-            base.allocatable,
-            base.labels,
-            [n.spec.taints for n in ready],
-            [n.spec.unschedulable for n in ready],
-        )
-        table.annotations = [n.metadata.annotations for n in ready]
-        if base.withheld is not None:
-            table.withheld = base.withheld
-        table.images = base.images
-        table.static = base.static  # shared with the other sessions on these nodes
+        if base.template is None:
+            ready = base.ready
+            template = NodeTable(
+                space,
+                base.names,
+                base.allocatable,
+                base.labels,
+                [n.spec.taints for n in ready],
+                [n.spec.unschedulable for n in ready],
+            )
+            template.annotations = [n.metadata.annotations for n in ready]
+            if base.withheld is not None:
+                template.withheld = base.withheld
+            template.images = base.images
+            template.static = base.static  # shared with the other sessions on these nodes
+            base.template = template
+        table: NodeTable = base.template.fresh()
         self.node_index = table.index
         return table
 

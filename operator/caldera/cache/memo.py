@@ -154,6 +154,9 @@ class NodeBase:
     """(node, message) to report at every build."""
     static: dict[object, Any] = field(default_factory=dict)
     """What plugins derived from these nodes' static columns (:meth:`NodeTable.derived`)."""
+    template: Any = None
+    """A :class:`~caldera.api.node.NodeTable` of these nodes with nothing on it, whose
+    :meth:`~caldera.api.node.NodeTable.fresh` copies each build's table starts from."""
 
 
 class BuildMemo:

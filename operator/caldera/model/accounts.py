@@ -56,14 +56,22 @@ class Accounts:
         """Forget task ``uid`` (nothing if it holds no room)."""
         row = self.where.pop(uid, None)
         if row is not None:
+            self._own(row)
             del self.tasks[row][uid]
             self.affine.pop(uid, None)
             self._dirty.add(row)
 
     def put_in(self, row: int, task: Task) -> None:
+        self._own(row)
         self.tasks[row][task.uid] = task
         self.where[task.uid] = row
         self._dirty.add(row)
+
+    def _own(self, row: int) -> None:
+        """Copy row ``row`` before changing it: the last session's table may still hold it."""
+        if row not in self._dirty:
+            self.tasks[row] = dict(self.tasks[row])
+            self._dirty.add(row)
 
     def _settle(self) -> None:
         """Work out again the rows that changed, their tasks in pod order."""
@@ -117,5 +125,5 @@ class Accounts:
         table.pipelined = self.pipelined.copy()
         table.future_idle = self.future_idle.copy()
         table.nonzero_used = self.nonzero_used.copy()
-        table.tasks = [row.copy() for row in self.tasks]
+        table.share_rows(list(self.tasks))  # a row is copied before the session changes it
         table.affine = dict(self.affine)

@@ -52,6 +52,7 @@ from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
 from caldera.model.accounts import Accounts
 from caldera.models.parse import ObjectError
+from caldera.models.volcano import PodGroup
 
 __all__ = ["Model"]
 
@@ -62,10 +63,13 @@ class _Kept:
 
     world: tuple[object, ...]
     context: object
-    groups: dict[str, Group]
-    """The in-memory groups of bare pods (key → the group its first pod describes)."""
-    specs: dict[str, object]
-    """The other jobs' specs (PodGroups, Kubernetes PodGroups' groups) the jobs were made of."""
+    known: dict[str, PodGroup | Group]
+    """Every job's spec: its PodGroup, or the group its first pod or Kubernetes PodGroup
+    describes."""
+    implicit: set[str]
+    """The jobs of in-memory groups of bare pods (their spec comes from their pods)."""
+    others: set[str]
+    """The other jobs: of PodGroups and Kubernetes PodGroups."""
     members: dict[str, Members]
     jobs: dict[str, Job]
     active: dict[str, Job]
@@ -156,13 +160,14 @@ class Model:
             managed_resources=managed,
         )
         pre = parts.pre
-        groups = {k: g for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
         active, settled = partition(pre.space, snapshot.jobs)
+        implicit = {k for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
         self._kept = _Kept(
             world=pre.world,
             context=pre.context,
-            groups=groups,
-            specs={k: v for k, v in pre.known.items() if k not in groups},
+            known=dict(pre.known),
+            implicit=implicit,
+            others=set(pre.known) - implicit,
             members=parts.members,
             jobs=snapshot.jobs,
             active=active,
@@ -212,25 +217,33 @@ class Model:
             return None
         self.last_build = "changes"
         b = pre.builder
-        known = pre.known
+        known = kept.known
         affected: set[str] = set()
-        for key, spec in known.items():  # a Kubernetes PodGroup's queue may follow its namespace
-            if kept.specs.get(key) is not spec:
+        # the PodGroups are the same objects (the context says so), but a Kubernetes
+        # PodGroup's group follows its namespace's queue annotation
+        for key, spec in pre.known.items():
+            if known.get(key) is not spec:
+                known[key] = spec
                 affected.add(key)
-        kept.specs = dict(known)
-        known.update(kept.groups)
+        for key in kept.others - pre.known.keys():
+            del known[key]
+            affected.add(key)
+        kept.others = set(pre.known)
+        pre.known = known
         prelude_problems = list(b.problems)
         for key, out in before.items():
             self._take_out(kept, key, out, affected)
         present = sorted(k for k in changed if k in state.pods)
         outcomes = {key: self._outcome(pre, key) for key in present}
         # an in-memory group any changed pod was or is in: all its pods again, in pod order
-        replay = {o.group for o in [*before.values(), *outcomes.values()] if o.group} & (
-            kept.groups.keys() | {o.job_key for o in outcomes.values() if o.first}
-        )
+        firsts = {o.job_key for o in outcomes.values() if o.first is not None}
+        replay = {
+            o.group
+            for o in [*before.values(), *outcomes.values()]
+            if o.group and (o.group in kept.implicit or o.group in firsts)
+        }
         for group in sorted(replay):
-            if group in kept.groups:
-                del kept.groups[group]
+            kept.implicit.discard(group)
             known.pop(group, None)
             old = kept.members.pop(group, None)
             members = set(old.keys if old is not None else ())
@@ -311,7 +324,7 @@ class Model:
         elif kind is MEMBER:
             job_key = out.job_key
             if out.first is not None:
-                kept.groups[job_key] = out.first
+                kept.implicit.add(job_key)
             members = kept.members.get(job_key)
             if members is None:
                 members = kept.members[job_key] = Members()
@@ -343,7 +356,7 @@ class Model:
         if job is None:
             kept.jobs.pop(key, None)
             kept.members.pop(key, None)
-            kept.groups.pop(key, None)
+            kept.implicit.discard(key)
             self.memo.kept.drop(key)
             return
         kept.jobs[key] = job

@@ -37,7 +37,10 @@ def normalized_image_name(name: str) -> str:
     return name
 
 
-def image_locality(table: NodeTable) -> Callable[[Task, IntArray], Vector | float]:
+def _image_columns(table: NodeTable) -> tuple[dict[str, Vector], dict[str, float]]:
+    """(per normalised image name, its size on every node (0: not there); per image, how
+    many nodes hold it: kube's ImageStateSummary). Read only: shared by every session on these
+    nodes."""
     n = len(table)
     sizes: dict[str, Vector] = {}
     holders: dict[str, set[int]] = {}
@@ -49,8 +52,14 @@ def image_locality(table: NodeTable) -> Callable[[Task, IntArray], Vector | floa
                 column = sizes[key] = np.zeros(n, dtype=np.float64)
             column[row] = size
             holders.setdefault(key, set()).add(row)
-    # kube's ImageStateSummary: how many nodes hold each image
-    spread = {name: float(len(rows)) for name, rows in holders.items()}
+    for column in sizes.values():
+        column.flags.writeable = False
+    return sizes, {name: float(len(rows)) for name, rows in holders.items()}
+
+
+def image_locality(table: NodeTable) -> Callable[[Task, IntArray], Vector | float]:
+    n = len(table)
+    sizes, spread = table.derived("image columns", lambda: _image_columns(table))
     cache: dict[tuple[str, ...], Vector] = {}
 
     def all_nodes(images: tuple[str, ...]) -> Vector:

@@ -45,16 +45,23 @@ class _CpuMemory:
     __slots__ = ("facts",)
 
     def __init__(self, table: NodeTable) -> None:
-        alloc = table.allocatable[:, CPU_MEMORY]
-        present = alloc > 0
-        self.facts: Matrix = np.column_stack(
-            (
-                alloc,
-                np.where(present, alloc, 1.0),
-                np.maximum(present.sum(axis=1), 1),
-                np.all(present, axis=1),
-            )
-        ).astype(np.float64)
+        self.facts: Matrix = table.derived("cpu/memory facts", lambda: _cpu_memory_facts(table))
+
+
+def _cpu_memory_facts(table: NodeTable) -> Matrix:
+    """:attr:`_CpuMemory.facts`, worked out once per node set (read only)."""
+    alloc = table.allocatable[:, CPU_MEMORY]
+    present = alloc > 0
+    facts: Matrix = np.column_stack(
+        (
+            alloc,
+            np.where(present, alloc, 1.0),
+            np.maximum(present.sum(axis=1), 1),
+            np.all(present, axis=1),
+        )
+    ).astype(np.float64)
+    facts.flags.writeable = False
+    return facts
 
 
 def _least(m: Math, add_c: Num, add_m: Num, *v: Num) -> Num:

@@ -305,10 +305,11 @@ class _Attachments:
         self.view = view
         n = view.n
         self.limits: dict[str, npt.NDArray[np.float64]] = {}
-        for row, node in enumerate(view.nodes.names):
-            csi_node = view.objects.csi_nodes.get(node)
-            if csi_node is None:
-                continue
+        index = view.nodes.index
+        for node, csi_node in view.objects.csi_nodes.items():
+            row = index.get(node)
+            if row is None:
+                continue  # not a Ready node of the table
             for driver in csi_node.spec.drivers:
                 if driver.allocatable is not None and driver.allocatable.count is not None:
                     limit = self.limits.setdefault(driver.name, np.full(n, np.inf))
