@@ -18,6 +18,7 @@ import multiprocessing as mp
 import queue
 import sys
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,15 +109,20 @@ class Unit:
     pods: tuple[str, ...]
 
 
-def units(run: str, first: int, count: int, gang_size: int) -> list[Unit]:
-    """``count`` pods numbered from ``first``; in gangs of ``gang_size`` unless it is 0."""
+def units(run: str, first: int, count: int, gang_size: int, *, mixed: bool = False) -> list[Unit]:
+    """``count`` pods numbered from ``first``; in gangs of ``gang_size`` unless it is 0, or
+    with ``mixed`` a gang of ``gang_size`` then as many bare pods, in turn."""
     names = [f"{run}-{i:06d}" for i in range(first, first + count)]
     if gang_size <= 0:
         return [Unit(None, (name,)) for name in names]
-    return [
-        Unit(f"{run}-pg-{(first + i) // gang_size:05d}", tuple(names[i : i + gang_size]))
-        for i in range(0, count, gang_size)
-    ]
+    out: list[Unit] = []
+    for i in range(0, count, gang_size):
+        chunk = tuple(names[i : i + gang_size])
+        if mixed and (i // gang_size) % 2:
+            out.extend(Unit(None, (name,)) for name in chunk)
+        else:
+            out.append(Unit(f"{run}-pg-{(first + i) // gang_size:05d}", chunk))
+    return out
 
 
 async def due(load: list[Unit], rate: float) -> AsyncIterator[Unit]:
@@ -139,6 +145,7 @@ class Setup:
     expected: int  # pending pods the benchmark creates in all (backlog included)
     run: str  # name prefix and label value of this run's objects
     gpus: int = 0  # shared GPUs registered per node; pending pods then ask a fraction of one
+    lifetime: float = 0.0  # > 0: a bound pod runs this long, succeeds, and is deleted
 
 
 @dataclass
@@ -149,6 +156,7 @@ class Report:
     after: dict[str, int] | None  # the same, from the window's end to the stop
     failed: dict[str, int] | None  # "verb resource[/sub] status" -> n, window and after
     notes: list[str]
+    gang_pods: frozenset[str] = frozenset()  # the pods that came in PodGroups
 
 
 class Backend(Protocol):
@@ -173,6 +181,13 @@ class _Binds:
         self.expected, self.done = expected, done
         self.created: dict[str, float] = {}
         self.bound: dict[str, float] = {}
+        self.gangs: dict[str, str] = {}
+        """Pod → its PodGroup, for the pods that came in one."""
+        self.sizes: dict[str, int] = {}
+        """PodGroup → its pods."""
+        self.newly_bound: list[str] = []
+        """Bound since the churn last looked (only kept with a lifetime)."""
+        self.churn = False
 
     def deliver(self, event: Any) -> None:
         if event.type != "MODIFIED" or event.rt.plural != "pods":
@@ -180,8 +195,55 @@ class _Binds:
         name = event.obj["metadata"]["name"]
         if name in self.created and name not in self.bound and event.obj["spec"].get("nodeName"):
             self.bound[name] = time.time()
+            if self.churn:
+                self.newly_bound.append(name)
             if len(self.bound) >= self.expected:
                 self.done.set()
+
+
+async def _churn(emulator: Any, binds: _Binds, lifetime: float) -> None:
+    """What a kubelet and a job controller do to the benchmark's pods: Running shortly after
+    the bind, Succeeded after ``lifetime`` seconds, deleted half a second later; a PodGroup is
+    deleted with its last pod."""
+    started: deque[tuple[float, str]] = deque()  # (due, pod) in order
+    finished: deque[tuple[float, str]] = deque()
+    left: dict[str, int] = {}
+    """PodGroup → its pods not deleted yet."""
+
+    def phase(name: str, value: str) -> None:
+        with contextlib.suppress(Exception):  # deleted meanwhile
+            emulator.patch(
+                "pods",
+                name,
+                {"status": {"phase": value}},
+                namespace=NAMESPACE,
+                subresource="status",
+            )
+
+    while True:
+        await asyncio.sleep(0.05)
+        now = time.time()
+        started.extend((now + 0.2, name) for name in binds.newly_bound)
+        binds.newly_bound.clear()
+        while started and started[0][0] <= now:
+            _, name = started.popleft()
+            phase(name, "Running")
+            finished.append((now + lifetime, name))
+        while finished and finished[0][0] <= now:
+            _, name = finished.popleft()
+            phase(name, "Succeeded")
+            asyncio.get_running_loop().call_later(0.5, _delete, emulator, binds, left, name)
+
+
+def _delete(emulator: Any, binds: _Binds, left: dict[str, int], name: str) -> None:
+    with contextlib.suppress(Exception):
+        emulator.delete("pods", name, NAMESPACE)
+    group = binds.gangs.get(name)
+    if group is not None:
+        left[group] = left.get(group, binds.sizes[group]) - 1
+        if left[group] <= 0:
+            with contextlib.suppress(Exception):
+                emulator.delete("podgroups", group, NAMESPACE)
 
 
 def _count(records: list[Any], failed: dict[str, int]) -> dict[str, int]:
@@ -230,6 +292,10 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
                 body = pod(name, setup.run, group=unit.group, gpu=bool(setup.gpus))
                 emulator.create("pods", body, namespace=NAMESPACE)
                 binds.created[name] = time.time()
+                if unit.group:
+                    binds.gangs[name] = unit.group
+            if unit.group:
+                binds.sizes[unit.group] = len(unit.pods)
             since_yield += len(unit.pods)
             if since_yield >= 100:  # keep serving the operator during a burst
                 since_yield = 0
@@ -239,6 +305,9 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
     replies.put(emulator.url)
     loop = asyncio.get_running_loop()
     tasks: list[asyncio.Task[None]] = []
+    if setup.lifetime > 0:
+        binds.churn = True
+        tasks.append(asyncio.create_task(_churn(emulator, binds, setup.lifetime)))
     while True:
         command, *args = await loop.run_in_executor(None, commands.get)
         if command == "load":
@@ -251,7 +320,9 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
             window = _count(log[args[0] : args[1]], failed)
             after = _count(log[args[1] : args[2]], failed)
             notes = [f"emulator error: {exc!r}" for exc in emulator.internal_errors[:5]]
-            replies.put(Report(binds.created, binds.bound, window, after, failed, notes))
+            report = Report(binds.created, binds.bound, window, after, failed, notes)
+            report.gang_pods = frozenset(binds.gangs)
+            replies.put(report)
         else:
             break
     for task in tasks:

@@ -18,9 +18,12 @@ operator's ``caldera_api_requests_total`` counter on a real cluster), in the win
 The window runs from the start of the load to the last bind.
 
 Loads: a burst of ``--pods`` pods once ready (default); ``--rate`` R pods/s; ``--gang-size`` G
-(each G pods with a PodGroup of minMember G); ``--pending-at-start`` N pods created before the
-operator starts; ``--restart``: ``--running`` bound pods exist and one pod arrives as the operator
-starts. In the last two modes the window and the latencies start at the operator's start.
+(each G pods with a PodGroup of minMember G; with ``--mixed-gangs`` a gang of G, then G bare pods,
+in turn, and the latencies of both reported apart); ``--lifetime`` S (churn: each bound pod turns
+Running, succeeds after S seconds and is deleted, its PodGroup with its last pod, so the steady
+state has deletions, gang decisions and queue shares moving); ``--pending-at-start`` N pods
+created before the operator starts; ``--restart``: ``--running`` bound pods exist and one pod
+arrives as the operator starts. In the last two modes the window and the latencies start at the operator's start.
 ``--nodes`` and ``--running`` (bound, Running pods, in any mode) shape the emulator; a real cluster
 is used as it is. The peak resident memory of the operator's processes together is sampled every
 0.1 s (``peak_rss_mib``), and the same as proportional set size (``peak_pss_mib``: a page shared
@@ -31,6 +34,8 @@ change) and prints both figures side by side.
     python benchmarks/operator_throughput.py --nodes 1000 --pods 5000 [--rate 500]
         [--gang-size 10] [--operator-arg=--schedule-period=500ms] [--json]
     python benchmarks/operator_throughput.py --restart --nodes 5000 --running 50000
+    python benchmarks/operator_throughput.py --nodes 5000 --running 50000 --rate 100 \
+        --pods 3000 --gang-size 8 --mixed-gangs --lifetime 10
     python benchmarks/operator_throughput.py --nodes 1000 --running 3000 --rate 100 --pods 1000 \
         --compare ../the-commit-before
 """
@@ -260,7 +265,12 @@ def _mode(args: argparse.Namespace) -> str:
         return "restart"
     if args.pending_at_start:
         return "pending-at-start"
-    return "+".join(m for m, on in (("gang", args.gang_size), ("rate", args.rate)) if on) or "burst"
+    modes = (
+        ("mixed-gang" if args.mixed_gangs else "gang", args.gang_size),
+        ("rate", args.rate),
+        ("churn", args.lifetime),
+    )
+    return "+".join(m for m, on in modes if on) or "burst"
 
 
 async def bench(
@@ -269,7 +279,11 @@ async def bench(
     run = f"bench-{secrets.token_hex(3)}" if args.kubeconfig else "bench"
     gang = args.gang_size or 0
     backlog = api.units(run, 0, args.pending_at_start, gang)
-    after = [] if args.restart else api.units(run, args.pending_at_start, args.pods, gang)
+    after = (
+        []
+        if args.restart
+        else api.units(run, args.pending_at_start, args.pods, gang, mixed=args.mixed_gangs)
+    )
     pods = 1 if args.restart else args.pending_at_start + args.pods
     setup = api.Setup(
         args.nodes,
@@ -279,6 +293,7 @@ async def bench(
         pods,
         run,
         args.gpus_per_node,
+        args.lifetime,
     )
     extra = list(args.operator_arg)
     if args.gpus_per_node:
@@ -357,7 +372,8 @@ def _results(
     """Fill ``out`` in; latencies count from creation, or from ``origin`` if that is later."""
     names = [name for name in report.bound if name in report.created]
     since = {name: max(report.created[name], origin) for name in names}
-    lat = sorted(max(report.bound[n] - since[n], 0.0) for n in names)
+    latency = {n: max(report.bound[n] - since[n], 0.0) for n in names}
+    lat = sorted(latency.values())
     first = min((max(t, origin) for t in report.created.values()), default=0.0)
     last = max((report.bound[n] for n in names), default=first)
     bound = len(names)
@@ -409,6 +425,13 @@ def _results(
         "failed_requests": ranked(report.failed),
         "notes": report.notes or None,
     }
+    gangs = report.gang_pods
+    if gangs and len(gangs) < bound:  # bare pods and gangs mixed: each on its own
+        for what, picked in (("bare", [n for n in names if n not in gangs]), ("gang", gangs)):
+            values = sorted(latency[n] for n in picked if n in latency)
+            for q in (0.5, 0.99):
+                key = f"p{round(q * 100)}_{what}_latency_seconds"
+                out[key] = round(values[min(len(values) - 1, int(q * len(values)))], 3)
 
 
 ORDER = [
@@ -421,6 +444,10 @@ ORDER = [
     "p50_latency_seconds",
     "p99_latency_seconds",
     "max_latency_seconds",
+    "p50_bare_latency_seconds",
+    "p99_bare_latency_seconds",
+    "p50_gang_latency_seconds",
+    "p99_gang_latency_seconds",
     "ready_seconds",
     "first_bind_seconds",
     "cpu_seconds",
@@ -458,6 +485,20 @@ def main() -> None:
     )
     add("--rate", type=float, help="create them at R pods/s (default: all at once)")
     add("--gang-size", type=int, help="pods come in PodGroups of G (minMember G)")
+    add(
+        "--mixed-gangs",
+        action="store_true",
+        help="with --gang-size G: a PodGroup of G pods, then G bare pods, in turn; the "
+        "latencies of both are reported apart",
+    )
+    add(
+        "--lifetime",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="churn (emulator): a bound pod turns Running, succeeds after SECONDS and is "
+        "deleted; a PodGroup goes with its last pod",
+    )
     add(
         "--pending-at-start", type=int, default=0, metavar="N", help="pods created before it starts"
     )
@@ -508,6 +549,12 @@ def main() -> None:
     )
     add("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
+    if args.mixed_gangs and not args.gang_size:
+        parser.error("--mixed-gangs needs --gang-size")
+    if args.lifetime and (args.kubeconfig or args.restart):
+        parser.error(
+            "--lifetime is a churn of the emulator's new pods: not with --kubeconfig or --restart"
+        )
     if args.gpus_per_node and args.kubeconfig:
         parser.error("--gpus-per-node shapes emulated nodes; a real cluster has its own")
     if args.restart and (args.rate or args.gang_size or args.pending_at_start):
