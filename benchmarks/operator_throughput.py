@@ -23,7 +23,8 @@ in turn, and the latencies of both reported apart); ``--lifetime`` S (churn: eac
 Running, succeeds after S seconds and is deleted, its PodGroup with its last pod, so the steady
 state has deletions, gang decisions and queue shares moving); ``--pending-at-start`` N pods
 created before the operator starts; ``--restart``: ``--running`` bound pods exist and one pod
-arrives as the operator starts. In the last two modes the window and the latencies start at the operator's start.
+arrives as the operator starts. In the last two modes the window and the latencies start at the
+operator's start.
 ``--nodes`` and ``--running`` (bound, Running pods, in any mode) shape the emulator; a real cluster
 is used as it is. The peak resident memory of the operator's processes together is sampled every
 0.1 s (``peak_rss_mib``), and the same as proportional set size (``peak_pss_mib``: a page shared
