@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import pytest
 
-from builders import REGISTRY, Obj, node, pod, policy, queue, state_of
+from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
 from caldera.api.jobtable import partition
 from caldera.api.snapshot import Snapshot
 from caldera.cache.snapshot import BuildMemo, build_snapshot
@@ -72,7 +72,7 @@ def new_model(bare: bool, every: int = 0) -> Model:
 
 
 @pytest.mark.parametrize("bare", [True, False], ids=["bare pods in memory", "PodGroups only"])
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(12))
 def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session(
     seed: int, bare: bool
 ) -> None:
@@ -141,6 +141,27 @@ def test_a_pod_arriving_on_a_busy_cluster_visits_only_that_pod_and_its_job() -> 
     assert [b.name for b in result.binds] == ["new"]
     # the running jobs were taken over as they were: the same objects
     assert all(second.jobs[k] is first.jobs[k] for k in first.jobs)
+
+
+def test_a_podgroup_arriving_or_changing_reclassifies_only_the_pods_that_name_it() -> None:
+    objs: list[Obj] = [node("n1", cpu="8", memory="16Gi"), queue("default", weight=1)]
+    objs += [
+        pod(f"run-{i}", cpu="100m", memory="100Mi", node_name="n1", phase="Running", uid=f"u{i}")
+        for i in range(20)
+    ]
+    objs += [pod(f"g-{i}", group="gang", cpu="1", uid=f"g{i}") for i in range(2)]
+    state = state_of(objs)
+    model = new_model(bare=True)
+    first, _ = model.snapshot(state, now=1.0, session_id="s1")
+    assert first.held.keys() == {"default/g-0", "default/g-1"}  # the PodGroup is not there yet
+    state.add(podgroup("gang", min_member=2))
+    second, _ = model.snapshot(state, now=2.0, session_id="s2", changed=[])
+    assert model.last_build == "changes"  # a PodGroup is news for its pods, not for all
+    assert not second.held
+    assert second.active is not None and list(second.active) == ["default/gang"]
+    assert snapshot_view(second) == snapshot_view(fresh(state, bare=True))
+    result = run_cycle(second, POLICIES[1], REGISTRY)
+    assert sorted(b.name for b in result.binds) == ["g-0", "g-1"]
 
 
 def test_the_worker_tells_the_model_which_pods_its_changes_touch() -> None:

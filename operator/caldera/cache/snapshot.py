@@ -141,12 +141,20 @@ def build_with_parts(
     memo: BuildMemo,
     bare_pods_in_memory: bool,
     managed_resources: frozenset[str],
+    podgroups_in_context: bool = True,
 ) -> tuple[Snapshot, list[ObjectError], Parts]:
-    """:func:`build_snapshot`, with what it made on the way."""
+    """:func:`build_snapshot`, with what it made on the way (``podgroups_in_context``: see
+    :func:`prelude`)."""
     for key, pod in state.pods.items():
         memo.entry(key, pod)
     pre = prelude(
-        state, scheduler_names, default_queue, memo, bare_pods_in_memory, managed_resources
+        state,
+        scheduler_names,
+        default_queue,
+        memo,
+        bare_pods_in_memory,
+        managed_resources,
+        podgroups_in_context=podgroups_in_context,
     )
     b, space, known, context = pre.builder, pre.space, pre.known, pre.context
     held: dict[str, str] = {}
@@ -254,8 +262,13 @@ def prelude(
     memo: BuildMemo,
     bare_pods_in_memory: bool,
     managed_resources: frozenset[str],
+    *,
+    podgroups_in_context: bool = True,
 ) -> Prelude:
-    """Everything of a build but the pods (whose memo entries must be current)."""
+    """Everything of a build but the pods (whose memo entries must be current).
+
+    Without ``podgroups_in_context`` the context token ignores Volcano PodGroups: the caller
+    works out again itself the pods of each PodGroup that changed (:mod:`caldera.model`)."""
     names = frozenset(scheduler_names)
     b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
     space = b.space = memo.space(_resource_names(state, memo, managed_resources))
@@ -289,7 +302,7 @@ def prelude(
             dict(state.invalid),
             dict(state.owner_min_members),
         ),
-        _groups(state),
+        _groups(state, volcano=podgroups_in_context),
     )
     return Prelude(b, space, vendors, table, queues, prio, world, context, known)
 
@@ -365,9 +378,11 @@ def finish(
     return snapshot
 
 
-def _groups(state: ClusterState) -> Mapping[str, object]:
-    """Both kinds of PodGroup, apart, for the context a pod's outcome depends on."""
+def _groups(state: ClusterState, *, volcano: bool = True) -> Mapping[str, object]:
+    """Both kinds of PodGroup (Volcano's only with ``volcano``), apart, for the context a
+    pod's outcome depends on."""
+    podgroups = state.podgroups if volcano else {}
     if not state.workload_podgroups:
-        return state.podgroups
+        return podgroups
     workload = {workload_key(k): v for k, v in state.workload_podgroups.items()}
-    return {**state.podgroups, **workload}
+    return {**podgroups, **workload}

@@ -52,10 +52,13 @@ class Accounts:
         """Task UID → its row."""
         self._dirty: set[int] = set()
 
-    def take_out(self, uid: str) -> None:
-        """Forget task ``uid`` (nothing if it holds no room)."""
-        row = self.where.pop(uid, None)
-        if row is not None:
+    def take_out(self, task: Task) -> None:
+        """Forget ``task`` (nothing if it holds no room, or another task of the same pod does:
+        a pod may leave its job's task for a task of its own in the same build)."""
+        uid = task.uid
+        row = self.where.get(uid)
+        if row is not None and self.tasks[row].get(uid) is task:
+            del self.where[uid]
             self._own(row)
             del self.tasks[row][uid]
             self.affine.pop(uid, None)

@@ -51,8 +51,9 @@ from caldera.cache.snapshot import (
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
 from caldera.model.accounts import Accounts
+from caldera.models.core import Pod
 from caldera.models.parse import ObjectError
-from caldera.models.volcano import PodGroup
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
 
 __all__ = ["Model"]
 
@@ -81,6 +82,18 @@ class _Kept:
     """Pod key → the problems its outcome reports (only pods with some)."""
     claims: dict[str, dict[str, str | None]]
     accounts: Accounts
+    podgroups: dict[str, PodGroup]
+    """The PodGroups as the last session saw them."""
+    refs: dict[str, set[str]]
+    """PodGroup key → the pods that name it (whether it exists or not)."""
+    ref_of: dict[str, str]
+    """Pod → the PodGroup it names."""
+
+
+def _names(key: str, pod: Pod) -> str:
+    """The key of the PodGroup pod ``key`` names in its annotation ("" if none)."""
+    name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+    return f"{pod.metadata.namespace}/{name}" if name else ""
 
 
 class Model:
@@ -139,6 +152,8 @@ class Model:
         self._managed = managed_resources
         if out is None:
             out = self._full(state, managed_resources)
+        assert self._kept is not None
+        self._kept.podgroups = dict(state.podgroups)
         snapshot, problems = out
         snapshot.now, snapshot.session_id = now, session_id
         return snapshot, problems
@@ -149,6 +164,11 @@ class Model:
         self, state: ClusterState, managed: frozenset[str]
     ) -> tuple[Snapshot, list[ObjectError]]:
         self.last_build = "full"
+        if self._kept is not None:  # outcomes are kept whatever their PodGroup says
+            for key in self._named_by_changed_podgroups(self._kept, state):
+                entry = self.memo.entries.get(key)
+                if entry is not None:
+                    entry.outcome = None
         snapshot, problems, parts = build_with_parts(
             state,
             scheduler_names=self.scheduler_names,
@@ -158,8 +178,13 @@ class Model:
             memo=self.memo,
             bare_pods_in_memory=self.bare_pods_in_memory,
             managed_resources=managed,
+            podgroups_in_context=False,
         )
         pre = parts.pre
+        ref_of = {key: ref for key, pod in state.pods.items() if (ref := _names(key, pod))}
+        refs: dict[str, set[str]] = {}
+        for key, ref in ref_of.items():
+            refs.setdefault(ref, set()).add(key)
         active, settled = partition(pre.space, snapshot.jobs)
         implicit = {k for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
         self._kept = _Kept(
@@ -182,6 +207,9 @@ class Model:
             },
             claims=dict(parts.claims),
             accounts=Accounts(snapshot.nodes),
+            podgroups=dict(state.podgroups),
+            refs=refs,
+            ref_of=ref_of,
         )
         snapshot.active, snapshot.settled = dict(active), settled
         return snapshot, problems
@@ -196,6 +224,8 @@ class Model:
         memo = self.memo
         entries = memo.entries
         before: dict[str, Outcome] = {}
+        named = self._named_by_changed_podgroups(kept, state)
+        changed |= named
         for key in changed:
             entry = entries.get(key)
             if entry is not None and isinstance(entry.outcome, Outcome):
@@ -205,6 +235,8 @@ class Model:
                 memo.forget(key)
             else:
                 memo.entry(key, pod)
+        for key in named & entries.keys():
+            entries[key].outcome = None  # what its PodGroup says changed
         pre = prelude(
             state,
             self.scheduler_names,
@@ -212,10 +244,21 @@ class Model:
             memo,
             self.bare_pods_in_memory,
             self._managed or frozenset(),
+            podgroups_in_context=False,
         )
         if pre.context is not kept.context or not same_parts(kept.world, pre.world):
             return None
         self.last_build = "changes"
+        for key in changed:
+            old_ref = kept.ref_of.pop(key, "")
+            if old_ref:
+                kept.refs[old_ref].discard(key)
+                if not kept.refs[old_ref]:
+                    del kept.refs[old_ref]
+            pod = state.pods.get(key)
+            if pod is not None and (ref := _names(key, pod)):
+                kept.ref_of[key] = ref
+                kept.refs.setdefault(ref, set()).add(key)
         b = pre.builder
         known = kept.known
         affected: set[str] = set()
@@ -269,6 +312,18 @@ class Model:
         snapshot.active, snapshot.settled = dict(kept.active), kept.settled
         return snapshot, b.problems
 
+    @staticmethod
+    def _named_by_changed_podgroups(kept: _Kept, state: ClusterState) -> set[str]:
+        """The pods that name a PodGroup added, changed or deleted since the last session."""
+        old, new = kept.podgroups, state.podgroups
+        if old == new:  # compared in C, identity first
+            return set()
+        out: set[str] = set()
+        for key in old.keys() | new.keys():
+            if old.get(key) is not new.get(key):
+                out.update(kept.refs.get(key, ()))
+        return out
+
     def _outcome(self, pre: Prelude, key: str) -> Outcome:
         """What the build makes of pod ``key`` now (its last outcome while still valid)."""
         entry = self.memo.entries[key]
@@ -303,7 +358,7 @@ class Model:
         elif out.kind is JOBLESS:
             task = kept.jobless.pop(key, None)
             if task is not None:
-                kept.accounts.take_out(task.uid)
+                kept.accounts.take_out(task)
 
     def _put_in(
         self, kept: _Kept, pre: Prelude, key: str, out: Outcome, affected: set[str]
@@ -351,8 +406,8 @@ class Model:
                 kept.settled.remove(old)
             kept.active.pop(key, None)
             if old is not job:
-                for uid in old.tasks:
-                    kept.accounts.take_out(uid)
+                for task in old.tasks.values():
+                    kept.accounts.take_out(task)
         if job is None:
             kept.jobs.pop(key, None)
             kept.members.pop(key, None)
