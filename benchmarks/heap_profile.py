@@ -2,7 +2,7 @@
 
 Why: peak RSS says how much, not what. This builds the state of ``--pods`` running bare pods on
 ``--nodes`` nodes the way the operator receives them (validated from the API's JSON), then one
-snapshot with a kept :class:`~caldera.cache.memo.BuildMemo`, and reports with tracemalloc the
+snapshot from the :class:`~caldera.model.Model` the session process keeps, and reports with tracemalloc the
 bytes per pod of each part and the source lines that allocate most.
 
     python benchmarks/heap_profile.py [--nodes 1000] [--pods 10000] [--top 8]
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _api_server as api
-from caldera.cache.snapshot import BuildMemo, build_snapshot
+from caldera.model import Model
 from caldera.cache.state import ClusterState
 from caldera.models.core import Node, Pod
 from caldera.models.volcano import Queue
@@ -50,15 +50,8 @@ def main() -> None:
         state.add(Pod.model_validate_json(text))
     gc.collect()
     models = tracemalloc.take_snapshot()
-    memo = BuildMemo()
-    snapshot, _ = build_snapshot(
-        state,
-        scheduler_names=["volcano"],
-        now=time.time(),
-        session_id="heap",
-        memo=memo,
-        bare_pods_in_memory=True,
-    )
+    model = Model(scheduler_names=["volcano"], default_queue="default", bare_pods_in_memory=True)
+    snapshot, _ = model.snapshot(state, now=time.time(), session_id="heap")
     del snapshot
     gc.collect()
     kept = tracemalloc.take_snapshot()

@@ -130,11 +130,12 @@ def memory_mib(pids: list[int]) -> tuple[float, float]:
 
 
 async def sample_peak_memory(root: int | None, peak: list[float], every: float = 0.1) -> None:
-    """Keep ``peak`` at the largest summed RSS and PSS of ``root`` and its descendants."""
+    """Keep ``peak`` at the largest summed RSS and PSS of ``root`` and its descendants, and its
+    third entry at the PSS of the last sample."""
     while root is not None:
         pids = [pid for pid, _start in cpu_tree(root)]
         rss, pss = memory_mib(pids)
-        peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
+        peak[0], peak[1], peak[2] = max(peak[0], rss), max(peak[1], pss), pss
         await asyncio.sleep(every)
 
 
@@ -305,7 +306,7 @@ async def bench(
         api.Cluster(args.kubeconfig, setup) if args.kubeconfig else api.Emulated(setup, workdir)
     )
     op = Operator(extra, Path(args.operator_log or workdir / "operator.log"), source)
-    peak = [0.0, 0.0]
+    peak = [0.0, 0.0, 0.0]
     sampler: asyncio.Task[None] | None = None
     prestart = bool(args.restart or args.pending_at_start)  # the window starts with the process
     out: dict[str, Any] = {"mode": _mode(args), "pods": pods}
@@ -348,10 +349,16 @@ async def bench(
                 await sampler
         out["peak_rss_mib"] = round(peak[0], 1)
         out["peak_pss_mib"] = round(peak[1], 1)
+        out["pss_at_end_mib"] = round(peak[2], 1)
         out["stopped_within_seconds"], out["leftover_processes"] = op.stop()
         out["operator_exit_code"] = op.exit_code
         await backend.close()
     out["operator_processes"] = len(cpu[1])
+    main = [sum(v for (pid, _), v in tree.items() if pid == op.pid) for tree in cpu[:2]]
+    bound = report.bound.keys() & report.created.keys()
+    out["main_process_cpu_ms_per_pod"] = (
+        round((main[1] - main[0]) * 1000 / len(bound), 3) if bound and len(cpu) > 1 else None
+    )
     _results(out, report, op.started if prestart else 0.0, cpu, api_cpu if backend.api_pid else [])
     # CPU up to the end of the settle time too: events and statuses sent after the last bind
     # cost as much as those sent before it
@@ -453,6 +460,7 @@ ORDER = [
     "first_bind_seconds",
     "cpu_seconds",
     "cpu_ms_per_pod",
+    "main_process_cpu_ms_per_pod",
     "api_server_cpu_seconds",
     "api_server_cpu_ms_per_pod",
     "writes_per_pod",
@@ -467,6 +475,7 @@ ORDER = [
     "operator_processes",
     "peak_rss_mib",
     "peak_pss_mib",
+    "pss_at_end_mib",
     "operator_exit_code",
     "stopped_within_seconds",
     "leftover_processes",
