@@ -69,8 +69,9 @@ class Settings:
     verbose: bool = False
     """Debug logging."""
     full_rebuild_every: int = 1000
-    """Build every Nth session's snapshot from nothing instead of reusing what earlier sessions
-    derived from the objects that did not change (1: every session)."""
+    """Build the scheduler's model of the cluster from nothing every Nth session, a check on the
+    model kept between sessions, which otherwise applies only what changed (1: every session;
+    0: only when nodes, queues, priority classes or resource names change)."""
     session_process: bool = True
     """Run sessions in a process of their own, off the event loop's interpreter (false: in a
     thread)."""
