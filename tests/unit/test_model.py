@@ -35,6 +35,14 @@ tiers:
 """
 POLICIES = [
     policy('actions: "enqueue, allocate, backfill, preempt, reclaim"' + TIERS),
+    policy(
+        """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf}, {name: predicates}, {name: capacity}, {name: nodeorder}]
+"""
+    ),
     policy('actions: "allocate, backfill"' + TIERS),
 ]
 
@@ -112,7 +120,7 @@ def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session
         assert problems == fresh_problems, (step, what)
         assert ours.active is not None
         assert set(ours.active) == set(partition(theirs.space, theirs.jobs)[0]), (step, what)
-        pol = POLICIES[step // 20 % 2]  # the policy is reloaded now and then
+        pol = POLICIES[step // 20 % len(POLICIES)]  # the policy is reloaded now and then
         a = run_cycle(ours, pol, REGISTRY)
         b = run_cycle(theirs, pol, REGISTRY)
         assert decisions(a) == decisions(b), (step, what, model.last_build)
@@ -160,7 +168,7 @@ def test_a_podgroup_arriving_or_changing_reclassifies_only_the_pods_that_name_it
     assert not second.held
     assert second.active is not None and list(second.active) == ["default/gang"]
     assert snapshot_view(second) == snapshot_view(fresh(state, bare=True))
-    result = run_cycle(second, POLICIES[1], REGISTRY)
+    result = run_cycle(second, POLICIES[2], REGISTRY)
     assert sorted(b.name for b in result.binds) == ["g-0", "g-1"]
 
 

@@ -279,6 +279,10 @@ class JobTable:
             elastic + self.sum_by(names, np.maximum(self.allocated - self.minimum, 0.0)),
         )
 
+    def allocated_by_queue(self, names: Sequence[str]) -> Matrix:
+        """Per name of ``names``, what every job of that queue holds, settled ones included."""
+        return self.settled.by_queue(names)[0] + self.sum_by(names, self.allocated)
+
     def total_admitted(self) -> Vector:
         """What admission counts every job with ``minResources`` as holding (overcommit)."""
         active: Vector = self.total(self.admitted(), self.has_min) + self.settled.admitted_total

@@ -121,13 +121,15 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         hierarchy = self.option.hierarchy
         level = self.args.ancestor_reclaim_level
         attrs = self._build(ssn, hierarchy)
-        for job in ssn.jobs.values():
+        names = sorted(attrs)
+        # what every job holds, per queue (the settled jobs' sums included), up each chain
+        for name, held in zip(names, ssn.job_table.allocated_by_queue(names), strict=True):
+            for up in attrs[name].chain:
+                attrs[up].allocated += held
+        for job in ssn.active_jobs():  # a settled job is Running, never Inqueue
             home = attrs.get(job.queue)
-            if home is None:
-                continue
-            for up in home.chain:
-                attrs[up].allocated += job.allocated
-                if job.phase == "Inqueue" and job.min_resources is not None:
+            if home is not None and job.phase == "Inqueue" and job.min_resources is not None:
+                for up in home.chain:
                     attrs[up].inqueue += job.min_resources
 
         def chain(queue: str) -> list[_Attr]:
