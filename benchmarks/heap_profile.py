@@ -2,8 +2,8 @@
 
 Why: peak RSS says how much, not what. This builds the state of ``--pods`` running bare pods on
 ``--nodes`` nodes the way the operator receives them (validated from the API's JSON), then one
-snapshot from the :class:`~caldera.model.Model` the session process keeps, and reports with tracemalloc the
-bytes per pod of each part and the source lines that allocate most.
+snapshot from the :class:`~caldera.model.Model` the session process keeps, and reports with
+tracemalloc the bytes per pod of each part and the source lines that allocate most.
 
     python benchmarks/heap_profile.py [--nodes 1000] [--pods 10000] [--top 8]
 """
@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _api_server as api
-from caldera.model import Model
 from caldera.cache.state import ClusterState
+from caldera.model import Model
 from caldera.models.core import Node, Pod
 from caldera.models.volcano import Queue
 
