@@ -10,6 +10,7 @@ and ``node_table()`` build engine objects directly, for scorer tests that need n
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from caldera.framework.policy import DEFAULT_POLICY_YAML, Policy, default_policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import Session
 from caldera.models.core import (
+    Container,
     Node,
     Pod,
     PriorityClass,
@@ -613,3 +615,85 @@ def node_scores(ssn: Session, name: str) -> dict[str, float]:
     rows = np.arange(len(ssn.nodes), dtype=np.intp)
     totals = ssn.node_order(task_named(ssn, name), rows).tolist()
     return dict(zip(ssn.nodes.names, totals, strict=True))
+
+
+# -- shared GPUs (HAMi) --------------------------------------------------------------------------
+
+T4 = "NVIDIA-Tesla T4"
+REGISTER = "hami.io/node-nvidia-register"
+"""HAMi's NVIDIA registration annotation on a node."""
+
+
+def card(
+    uuid: str,
+    devmem: int = 16000,
+    *,
+    count: int = 10,
+    devcore: int = 100,
+    model: str = T4,
+    health: bool = True,
+    numa: int = 0,
+) -> dict[str, Any]:
+    """One card as the device plugin registers it (§2.2)."""
+    return {
+        "id": uuid,
+        "count": count,
+        "devmem": devmem,
+        "devcore": devcore,
+        "type": model,
+        "numa": numa,
+        "mode": "hami-core",
+        "health": health,
+    }
+
+
+def register(*cards: Mapping[str, Any]) -> str:
+    """The JSON registration, indexes in listing order, Go's compact form."""
+    return json.dumps([{**c, "index": i} for i, c in enumerate(cards)], separators=(",", ":"))
+
+
+def gpu_node(
+    name: str,
+    *cards: Mapping[str, Any],
+    annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Node:
+    """A node registering ``cards`` (HAMi's JSON form), labelled ``host=<name>``."""
+    return node(
+        name,
+        annotations={REGISTER: register(*cards), **(annotations or {})},
+        labels={"host": name, **(labels or {})},
+    )
+
+
+def gpu(
+    mem: int | None = None,
+    *,
+    n: int = 1,
+    cores: int | None = None,
+    percentage: int | None = None,
+) -> dict[str, str]:
+    """A container's HAMi resources (§1.1)."""
+    out = {"nvidia.com/gpu": str(n)}
+    if mem is not None:
+        out["nvidia.com/gpumem"] = str(mem)
+    if cores is not None:
+        out["nvidia.com/gpucores"] = str(cores)
+    if percentage is not None:
+        out["nvidia.com/gpumem-percentage"] = str(percentage)
+    return out
+
+
+def with_containers(p: Pod, *resources: Mapping[str, str]) -> Pod:
+    """``p`` with one app container per entry of ``resources`` (its requests, and 100m cpu)."""
+    containers = tuple(
+        Container.model_validate(
+            {
+                "name": f"c{i}",
+                "image": "busybox",
+                "resources": {"requests": {"cpu": "100m", **r}},
+            }
+        )
+        for i, r in enumerate(resources)
+    )
+    return p.model_copy(update={"spec": p.spec.model_copy(update={"containers": containers})})

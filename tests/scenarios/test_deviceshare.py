@@ -20,29 +20,33 @@ from typing import Any
 import pytest
 
 from builders import (
+    REGISTER,
     REGISTRY,
     Obj,
     binds,
+    card,
+    gpu,
+    gpu_node,
     node,
     pod,
     podgroup,
     policy,
     policy_text,
     priority_class,
+    register,
     state_of,
+    with_containers,
 )
 from caldera.api.task import NodeLock
 from caldera.errors import ConfigError
-from caldera.models.core import Container, Node, Pod, ResourceQuota
+from caldera.models.core import Pod, ResourceQuota
 from caldera.plugins.deviceshare import DeviceShareArgs
 from caldera.simulate.runner import Simulation, simulate
 
-T4 = "NVIDIA-Tesla T4"
 A100 = "NVIDIA A100-SXM4-40GB"
 NODE_ANN = "hami.io/vgpu-node"
 ALLOCATED = "hami.io/vgpu-devices-allocated"
 TO_ALLOCATE = "hami.io/vgpu-devices-to-allocate"
-REGISTER = "hami.io/node-nvidia-register"
 VOLCANO_REGISTER = "volcano.sh/node-vgpu-register"
 VOLCANO_CARDS = (
     "GPU-v0,10,16000,NVIDIA-Tesla T4,true,hami-core:GPU-v1,10,16000,NVIDIA-Tesla T4,true,hami-core:"
@@ -53,66 +57,6 @@ NO_HEALTH = '[{"id":"GPU-a","count":10,"devmem":16000,"devcore":100,"type":"NVID
 
 
 # -- builders ----------------------------------------------------------------------------------
-
-
-def card(
-    uuid: str,
-    devmem: int = 16000,
-    *,
-    count: int = 10,
-    devcore: int = 100,
-    model: str = T4,
-    health: bool = True,
-    numa: int = 0,
-) -> dict[str, Any]:
-    """One card as the device plugin registers it (§2.2)."""
-    return {
-        "id": uuid,
-        "count": count,
-        "devmem": devmem,
-        "devcore": devcore,
-        "type": model,
-        "numa": numa,
-        "mode": "hami-core",
-        "health": health,
-    }
-
-
-def register(*cards: Mapping[str, Any]) -> str:
-    """The JSON registration, indexes in listing order, Go's compact form."""
-    return json.dumps([{**c, "index": i} for i, c in enumerate(cards)], separators=(",", ":"))
-
-
-def gpu_node(
-    name: str,
-    *cards: Mapping[str, Any],
-    annotations: Mapping[str, str] | None = None,
-    labels: Mapping[str, str] | None = None,
-) -> Node:
-    """A node registering ``cards`` (HAMi's JSON form), labelled ``host=<name>``."""
-    return node(
-        name,
-        annotations={REGISTER: register(*cards), **(annotations or {})},
-        labels={"host": name, **(labels or {})},
-    )
-
-
-def gpu(
-    mem: int | None = None,
-    *,
-    n: int = 1,
-    cores: int | None = None,
-    percentage: int | None = None,
-) -> dict[str, str]:
-    """A container's HAMi resources (§1.1)."""
-    out = {"nvidia.com/gpu": str(n)}
-    if mem is not None:
-        out["nvidia.com/gpumem"] = str(mem)
-    if cores is not None:
-        out["nvidia.com/gpucores"] = str(cores)
-    if percentage is not None:
-        out["nvidia.com/gpumem-percentage"] = str(percentage)
-    return out
 
 
 def holder(
@@ -139,21 +83,6 @@ def holder(
         annotations=notes,
         init_containers=init_containers,
     )
-
-
-def with_containers(p: Pod, *resources: Mapping[str, str]) -> Pod:
-    """``p`` with one app container per entry of ``resources`` (its requests, and 100m cpu)."""
-    containers = tuple(
-        Container.model_validate(
-            {
-                "name": f"c{i}",
-                "image": "busybox",
-                "resources": {"requests": {"cpu": "100m", **r}},
-            }
-        )
-        for i, r in enumerate(resources)
-    )
-    return p.model_copy(update={"spec": p.spec.model_copy(update={"containers": containers})})
 
 
 def quota(namespace: str, hard: Mapping[str, str]) -> ResourceQuota:

@@ -16,7 +16,20 @@ from dataclasses import replace
 
 import pytest
 
-from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
+from builders import (
+    REGISTRY,
+    Obj,
+    card,
+    gpu,
+    gpu_node,
+    node,
+    pod,
+    podgroup,
+    policy,
+    queue,
+    state_of,
+    with_containers,
+)
 from caldera.api.jobtable import partition
 from caldera.api.snapshot import Snapshot
 from caldera.cache.snapshot import BuildMemo, build_snapshot
@@ -47,7 +60,7 @@ tiers:
 ]
 
 
-def fresh(state: ClusterState, bare: bool) -> Snapshot:
+def fresh(state: ClusterState, bare: bool, managed: frozenset[str] = frozenset()) -> Snapshot:
     snapshot, _ = build_snapshot(
         state,
         scheduler_names=["volcano"],
@@ -55,6 +68,7 @@ def fresh(state: ClusterState, bare: bool) -> Snapshot:
         session_id="s",
         memo=BuildMemo(),
         bare_pods_in_memory=bare,
+        managed_resources=managed,
     )
     return snapshot
 
@@ -194,3 +208,71 @@ def test_every_nth_session_builds_from_nothing_and_zero_means_never() -> None:
     for i in range(5):
         never.snapshot(state, now=float(i), session_id=str(i))
     assert never.last_build == "changes"
+
+
+GPU_POLICY = policy(
+    """
+actions: "enqueue, allocate, backfill, preempt"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins:
+  - {name: predicates}
+  - {name: proportion}
+  - {name: nodeorder}
+  - {name: deviceshare, arguments: {deviceshare.VGPUEnable: true}}
+"""
+)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shared_gpus_counted_from_rows_kept_across_sessions_equal_a_fresh_count(seed: int) -> None:
+    # deviceshare keeps each node row's card usage while the row's pods are the same objects;
+    # GPU pods arrive, are bound with HAMi's annotations, finish and go
+    rng = random.Random(seed)
+    objs: list[Obj] = [queue("default", weight=1)]
+    objs += [
+        gpu_node(f"g{i}", card(f"GPU-{i}a", 16000), card(f"GPU-{i}b", 16000)) for i in range(4)
+    ]
+    state = state_of(objs)
+    model = new_model(bare=True)
+    serial = 0
+    for step in range(40):
+        for _ in range(rng.choice([0, 1, 2])):
+            serial += 1
+            priority = rng.choice([None, 1000])
+            state.add(
+                with_containers(
+                    pod(f"p{serial}", uid=f"u{serial}", priority=priority),
+                    gpu(rng.choice([4000, 8000, 12000])),
+                )
+            )
+        running = sorted(k for k, p in state.pods.items() if p.spec.node_name)
+        for key in rng.sample(running, min(len(running), rng.choice([0, 0, 1]))):
+            if rng.random() < 0.5:
+                del state.pods[key]
+            else:
+                old = state.pods[key]
+                status = old.status.model_copy(update={"phase": "Succeeded"})
+                state.pods[key] = old.model_copy(update={"status": status})
+        managed = GPU_POLICY.managed_resources
+        ours, _ = model.snapshot(state, now=1.8e9, session_id="s", managed_resources=managed)
+        theirs = fresh(state, True, managed)
+        mine, built = snapshot_view(ours), snapshot_view(theirs)
+        assert mine == built, (step, differences(mine, built))
+        a = run_cycle(ours, GPU_POLICY, REGISTRY)
+        b = run_cycle(theirs, GPU_POLICY, REGISTRY)
+        assert [(x.name, x.node, x.annotations) for x in a.binds] == [
+            (x.name, x.node, x.annotations) for x in b.binds
+        ], step
+        assert decisions(a) == decisions(b), step
+        for bind in a.binds:  # the binder writes the annotations, then binds
+            old = state.pods[f"{bind.namespace}/{bind.name}"]
+            meta = old.metadata.model_copy(
+                update={"annotations": {**old.metadata.annotations, **bind.annotations}}
+            )
+            spec = old.spec.model_copy(update={"node_name": bind.node})
+            status = old.status.model_copy(update={"phase": "Running"})
+            state.add(old.model_copy(update={"metadata": meta, "spec": spec, "status": status}))
+        for evict in a.evictions:
+            state.pods.pop(f"{evict.namespace}/{evict.name}", None)
+    assert any(p.spec.node_name for p in state.pods.values())

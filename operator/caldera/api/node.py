@@ -212,6 +212,15 @@ class NodeTable:
             hit = self.static[key] = make()
         return cast(T, hit)
 
+    def lasting(self, key: object, make: Callable[[], T]) -> T:
+        """A store a plugin keeps from session to session while the nodes stay the same (made by
+        ``make()`` the first time), which its owner keeps current itself. Rows of
+        :attr:`tasks` that are the same object as in an earlier session hold the same tasks in
+        the same states (a session copies a row before changing it; the model makes a new row
+        object when one of its pods changes), so what a plugin worked out from a row can be
+        kept by the row's identity."""
+        return self.derived(("lasting", key), make)
+
     def label_column(self, key: str) -> npt.NDArray[np.object_]:
         """The value of label ``key`` on every node (None where absent), built once per snapshot."""
         return self.derived(("label column", key), lambda: _column(self.labels, key))

@@ -217,6 +217,7 @@ def build_with_parts(
         placed_rows.append(row)
         placed.append(task)
     pre.table.add_tasks(placed_rows, placed)
+    pre.table.share_rows(pre.table.tasks)  # the session copies a row before changing it
     report_gone(b, gone)
     for key, pg in state.podgroups.items():
         if pg.spec.sub_group_policy and key in jobs:

@@ -109,6 +109,17 @@ class DeviceTable:
         self.usedmem: IntArray = np.zeros(shape, dtype=np.int64)
         self.usedcores: IntArray = np.zeros(shape, dtype=np.int64)
 
+    def fresh(self) -> DeviceTable:
+        """A table of the same cards with nothing used, sharing this one's card columns (a
+        session changes only the usage)."""
+        out = object.__new__(DeviceTable)
+        for slot in DeviceTable.__slots__:
+            setattr(out, slot, getattr(self, slot))
+        out.used = np.zeros_like(self.used)
+        out.usedmem = np.zeros_like(self.usedmem)
+        out.usedcores = np.zeros_like(self.usedcores)
+        return out
+
     def __len__(self) -> int:
         return len(self.cards)
 

@@ -30,11 +30,12 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.devices.fit import CardUse, FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
 from caldera.devices.hami import cordoned
-from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
+from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS, decoded, node_cards
 from caldera.models.core import ContainerResources
+from caldera.plugins.deviceshare.kept import Grants, Row, RowUsage, device_tables
 
 __all__ = ["DeviceState", "PodNeed"]
 
@@ -87,24 +88,14 @@ class DeviceState:
         self.defaults = defaults
         self.gpu_policy = gpu_policy
         self.vendors: list[Vendor] = list(VENDORS)
-        self.tables: list[DeviceTable] = []
-        for vendor in VENDORS:
-            rows = [node_cards(vendor, a) for a in nodes.annotations]
-            if not any(rows):
-                # no node registers this vendor's cards: its pods fit nowhere
-                self.tables.append(DeviceTable(vendor.name, [()] * len(rows), []))
-                continue
-            cards = [
-                _stale(r, withheld.get(vendor.count_resource)) if isinstance(r, tuple) else ()
-                for r, withheld in zip(rows, nodes.withheld, strict=True)
-            ]
-            cordon = [cordoned(a, vendor.cordon_annotation) for a in nodes.annotations]
-            self.tables.append(DeviceTable(vendor.name, cards, cordon))
+        # the cards change only with the nodes: worked out once per node set
+        templates = nodes.derived("device tables", lambda: device_tables(nodes))
+        self.tables: list[DeviceTable] = [t.fresh() for t in templates]
         self.quota_limits = {
             ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
         }
         self.quota_used: dict[tuple[int, str], list[int]] = {}
-        self.grants: dict[str, list[tuple[int, int, tuple[tuple[Grant, ...], ...]]]] = {}
+        self.grants = Grants()
         """Pod uid → (vendor, row, grants per container) it holds."""
         self._needs: dict[str, list[PodNeed] | str] = {}
         self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
@@ -122,42 +113,61 @@ class DeviceState:
     # -- usage rebuild -----------------------------------------------------------------------
 
     def _rebuild(self) -> None:
-        """Usage from the pods on the nodes, summed with numpy; a pod's per-card usage is
-        computed once per distinct allocation (the same pod is seen every session)."""
+        """Usage from the pods on the nodes. Each node row's is worked out once per version of
+        its pods (:meth:`NodeTable.lasting`: a row that is the same object as in an earlier
+        session holds the same pods), and the sums over all rows are kept up to date with it,
+        so a session pays for the rows whose pods changed."""
+        nodes = self.nodes
         for v, vendor in enumerate(self.vendors):
             table = self.tables[v]
             if not table.width:
                 continue
-            keys = vendor.keys
-            at: list[tuple[int, int, int, int, int]] = []
-            for row, tasks in enumerate(self.nodes.tasks):
-                where = table.at[row]
-                if not where:
-                    continue  # no cards: its pods hold none of them
-                for task in tasks.values():
-                    notes = task.annotations
-                    text = notes.get(keys.allocated)
-                    if text is None or keys.node not in notes:
-                        continue
-                    if notes.get(keys.phase) == "failed":
-                        continue  # the device plugin handed nothing over
-                    usage = _usage(vendor, len(task.spec.init_containers), text)
-                    if usage is None:
-                        continue  # reported with the snapshot's problems
-                    self.grants.setdefault(task.uid, []).append((v, row, usage[0]))
-                    quota = self.quota_used.setdefault((v, task.namespace), [0, 0])
-                    for uuid, used, mem, cores in usage[1]:
-                        quota[0] += mem
-                        quota[1] += cores
-                        col = where.get(uuid)
-                        if col is not None:
-                            at.append((row, col, used, mem, cores))
-            if at:
-                cells = np.array(at, dtype=np.int64)
-                where_at = (cells[:, 0], cells[:, 1])
-                np.add.at(table.used, where_at, cells[:, 2])
-                np.add.at(table.usedmem, where_at, cells[:, 3])
-                np.add.at(table.usedcores, where_at, cells[:, 4])
+            kept = nodes.lasting(("device usage", vendor.name), functools.partial(RowUsage, table))
+            for row in kept.rows_with_cards:
+                tasks = nodes.tasks[row]
+                hit = kept.rows.get(row)
+                if hit is not None and hit.tasks is tasks:
+                    continue
+                if hit is not None:
+                    kept.apply(row, hit, -1)
+                entry = self._row_usage(vendor, table.at[row], tasks)
+                kept.apply(row, entry, 1)
+                kept.rows[row] = entry
+            table.used = kept.used.copy()
+            table.usedmem = kept.usedmem.copy()
+            table.usedcores = kept.usedcores.copy()
+            for namespace, (mem, cores) in kept.quota.items():
+                self.quota_used[(v, namespace)] = [mem, cores]
+            self.grants.kept.append((v, kept))
+
+    @staticmethod
+    def _row_usage(vendor: Vendor, where: dict[str, int], tasks: dict[str, Task]) -> Row:
+        """What the pods of one node row (``where``: its cards' columns by id) hold of the
+        vendor's cards (§3.5)."""
+        keys = vendor.keys
+        cells: list[tuple[int, int, int, int]] = []
+        grants: dict[str, tuple[tuple[Grant, ...], ...]] = {}
+        quota: list[tuple[str, int, int]] = []
+        for task in tasks.values():
+            notes = task.annotations
+            text = notes.get(keys.allocated)
+            if text is None or keys.node not in notes:
+                continue
+            if notes.get(keys.phase) == "failed":
+                continue  # the device plugin handed nothing over
+            usage = _usage(vendor, len(task.spec.init_containers), text)
+            if usage is None:
+                continue  # reported with the snapshot's problems
+            grants[task.uid] = usage[0]
+            mem = cores = 0
+            for uuid, used, m, c in usage[1]:
+                mem += m
+                cores += c
+                col = where.get(uuid)
+                if col is not None:
+                    cells.append((col, used, m, c))
+            quota.append((task.namespace, mem, cores))
+        return Row(tasks, cells, grants, quota)
 
     def _hold(
         self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
@@ -455,14 +465,6 @@ def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
     """The vendor's main resources a container names (count, memory, cores)."""
     names = {vendor.count_resource, vendor.quota_memory, vendor.quota_cores}
     return sorted(names & (resources.limits.keys() | resources.requests.keys()))
-
-
-def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card, ...]:
-    """A node whose kubelet reports 0 of the vendor's devices has lost its device plugin: its
-    registration is stale and no card is healthy (HAMi's register loop drops such a node)."""
-    if plugin_devices != 0:
-        return cards
-    return tuple(dataclasses.replace(c, health=False) for c in cards)
 
 
 @functools.lru_cache(maxsize=1024)
