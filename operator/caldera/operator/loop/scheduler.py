@@ -157,6 +157,7 @@ class Scheduler:
                     self.cache, in_flight, policy, session_id, evicting, lifting, self.node_usage()
                 )
             else:
+                changed = self.cache.changed_pods()
                 self.cache.forget_changes()  # the thread reads a copy of the whole state
                 loop = asyncio.get_running_loop()
                 stream = BindStream(
@@ -175,6 +176,7 @@ class Scheduler:
                     evicting=evicting,
                     lifting=lifting,
                     node_usage=self.node_usage()[1],
+                    changed=changed,
                 )
         finally:
             self._running = ""

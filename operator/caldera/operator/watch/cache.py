@@ -318,6 +318,10 @@ class Cache:
         self.forget_changes()
         return Changes(tables, bound=bound, annotated=annotated)
 
+    def changed_pods(self) -> set[str]:
+        """The pods changed since changes were last taken or forgotten (their keys only)."""
+        return {*self._dirty.get("pods", ()), *self._bound, *self._annotated}
+
     def forget_changes(self) -> None:
         """Start recording changes afresh (whoever reads the state has all of it)."""
         self._dirty = {}
