@@ -37,6 +37,7 @@ from caldera.cache.state import Changes, ClusterState
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult
 from caldera.model import Model
+from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, apply
 from changes import Stream, differences, snapshot_view
 
@@ -60,8 +61,10 @@ tiers:
 ]
 
 
-def fresh(state: ClusterState, bare: bool, managed: frozenset[str] = frozenset()) -> Snapshot:
-    snapshot, _ = build_snapshot(
+def fresh(
+    state: ClusterState, bare: bool, managed: frozenset[str] = frozenset()
+) -> tuple[Snapshot, list[ObjectError]]:
+    return build_snapshot(
         state,
         scheduler_names=["volcano"],
         now=1_800_000_000.0,
@@ -70,7 +73,6 @@ def fresh(state: ClusterState, bare: bool, managed: frozenset[str] = frozenset()
         bare_pods_in_memory=bare,
         managed_resources=managed,
     )
-    return snapshot
 
 
 def decisions(result: CycleResult) -> dict[str, object]:
@@ -120,17 +122,9 @@ def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session
             view, now=1_800_000_000.0, session_id="s", overlay=[*in_flight, *evicting]
         )
         by_changes += model.last_build == "changes"
-        theirs = fresh(view, bare)
+        theirs, fresh_problems = fresh(view, bare)
         mine, built = snapshot_view(ours), snapshot_view(theirs)
         assert mine == built, (step, what, model.last_build, differences(mine, built))
-        _, fresh_problems = build_snapshot(
-            view,
-            scheduler_names=["volcano"],
-            now=0.0,
-            session_id="s",
-            memo=BuildMemo(),
-            bare_pods_in_memory=bare,
-        )
         assert problems == fresh_problems, (step, what)
         assert ours.active is not None
         assert set(ours.active) == set(partition(theirs.space, theirs.jobs)[0]), (step, what)
@@ -181,7 +175,7 @@ def test_a_podgroup_arriving_or_changing_reclassifies_only_the_pods_that_name_it
     assert model.last_build == "changes"  # a PodGroup is news for its pods, not for all
     assert not second.held
     assert second.active is not None and list(second.active) == ["default/gang"]
-    assert snapshot_view(second) == snapshot_view(fresh(state, bare=True))
+    assert snapshot_view(second) == snapshot_view(fresh(state, bare=True)[0])
     result = run_cycle(second, POLICIES[2], REGISTRY)
     assert sorted(b.name for b in result.binds) == ["g-0", "g-1"]
 
@@ -256,7 +250,7 @@ def test_shared_gpus_counted_from_rows_kept_across_sessions_equal_a_fresh_count(
                 state.pods[key] = old.model_copy(update={"status": status})
         managed = GPU_POLICY.managed_resources
         ours, _ = model.snapshot(state, now=1.8e9, session_id="s", managed_resources=managed)
-        theirs = fresh(state, True, managed)
+        theirs, _ = fresh(state, True, managed)
         mine, built = snapshot_view(ours), snapshot_view(theirs)
         assert mine == built, (step, differences(mine, built))
         a = run_cycle(ours, GPU_POLICY, REGISTRY)

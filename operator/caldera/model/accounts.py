@@ -16,6 +16,9 @@ from caldera.api.task import Task, TaskStatus
 
 __all__ = ["Accounts"]
 
+_COLUMNS = ("used", "idle", "releasing", "pipelined", "future_idle", "nonzero_used")
+"""The node table's accounting columns (:class:`~caldera.api.node.NodeTable`)."""
+
 
 class Accounts:
     """The accounting columns of a node table and its tasks per row, as built (before any
@@ -35,15 +38,18 @@ class Accounts:
         "where",
     )
 
+    used: Matrix
+    idle: Matrix
+    releasing: Matrix
+    pipelined: Matrix
+    future_idle: Matrix
+    nonzero_used: Matrix
+
     def __init__(self, table: NodeTable) -> None:
         """The accounting of ``table``, freshly built (no session has run on it yet)."""
         self.allocatable: Matrix = table.allocatable
-        self.used = table.used.copy()
-        self.idle = table.idle.copy()
-        self.releasing = table.releasing.copy()
-        self.pipelined = table.pipelined.copy()
-        self.future_idle = table.future_idle.copy()
-        self.nonzero_used = table.nonzero_used.copy()
+        for column in _COLUMNS:
+            setattr(self, column, getattr(table, column).copy())
         self.tasks: list[dict[str, Task]] = [dict(row) for row in table.tasks]
         self.affine: dict[str, int] = dict(table.affine)
         self.where: dict[str, int] = {
@@ -122,11 +128,7 @@ class Accounts:
     def fill(self, table: NodeTable) -> None:
         """Give ``table`` (fresh, nothing on it, the same nodes) copies of the accounting."""
         self._settle()
-        table.used = self.used.copy()
-        table.idle = self.idle.copy()
-        table.releasing = self.releasing.copy()
-        table.pipelined = self.pipelined.copy()
-        table.future_idle = self.future_idle.copy()
-        table.nonzero_used = self.nonzero_used.copy()
+        for column in _COLUMNS:
+            setattr(table, column, getattr(self, column).copy())
         table.share_rows(list(self.tasks))  # a row is copied before the session changes it
         table.affine = dict(self.affine)
