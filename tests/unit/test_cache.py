@@ -286,3 +286,34 @@ def test_a_selector_kind_keeps_its_selector_current_and_is_never_news() -> None:
     assert selector is not None and selector.match_labels == (("app", "shop"),)
     cache.apply(rs, "DELETED", _replica_set("shop"))
     assert cache.state.replica_sets == {} and r.news == 0
+
+
+def test_a_cache_feeding_a_forked_session_process_keeps_json_only_for_what_it_has_not_sent() -> (
+    None
+):
+    cache = Cache(["volcano"], kinds=[POD, NODE])
+    cache.keep_json = "sent"
+    cache.replace(NODE, [node("n1")])
+    cache.replace(POD, [_uid(pod("a"), "ua"), _uid(pod("b"), "ub")])
+    assert cache.synced.is_set()
+    assert cache._json["pods"] == {}  # the listing: the forked process starts with it
+    cache.forget_changes()  # the fork
+    changed = _uid(pod("b"), "ub")
+    changed["metadata"]["labels"] = {"new": "label"}
+    cache.apply(POD, "MODIFIED", changed)
+    cache.apply(POD, "ADDED", _uid(pod("c"), "uc"))
+    cache.apply(POD, "DELETED", _uid(pod("a"), "ua"))
+    stored, dropped = cache.take_changes().tables["pods"]
+    assert sorted(stored) == ["default/b", "default/c"] and dropped == ["default/a"]
+    assert b'"new":"label"' in stored["default/b"]
+    assert cache._json["pods"] == {}  # sent: not kept
+
+
+def test_a_cache_read_by_a_session_thread_keeps_no_json() -> None:
+    cache = Cache(["volcano"], kinds=[POD, NODE])
+    cache.keep_json = "none"
+    cache.replace(NODE, [node("n1")])
+    cache.replace(POD, [_uid(pod("a"), "ua")])
+    cache.apply(POD, "ADDED", _uid(pod("c"), "uc"))
+    assert cache._json["pods"] == {}
+    assert cache.changed_pods() == {"default/a", "default/c"}

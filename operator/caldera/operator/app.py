@@ -255,6 +255,10 @@ async def _start(runtime: Runtime) -> None:
     config = SessionConfig(
         s.scheduler_names, s.default_queue, not s.create_podgroups, s.full_rebuild_every
     )
+    # the worker process loads the plugins from entry points, so a registry built in code
+    # (tests, embedding) keeps sessions in a thread of this process
+    worker = SessionWorker(config) if s.session_process and not runtime.own_registry else None
+    cache.keep_json = "none" if worker is None else "sent" if worker.fork else "all"
     runtime.scheduler = Scheduler(
         config=config,
         cache=cache,
@@ -265,9 +269,7 @@ async def _start(runtime: Runtime) -> None:
         writers=writers,
         leader=runtime.leader,
         metrics=m,
-        # the worker process loads the plugins from entry points, so a registry built in code
-        # (tests, embedding) keeps sessions in a thread of this process
-        worker=SessionWorker(config) if s.session_process and not runtime.own_registry else None,
+        worker=worker,
         served_version=lambda kind: next(
             (i.version for i in runtime.informers if i.kind.name == kind), KINDS[kind].version
         ),
