@@ -58,6 +58,14 @@ tiers:
 """
     ),
     policy('actions: "allocate, backfill"' + TIERS),
+    policy(
+        """
+actions: "enqueue, allocate, backfill, reclaim"
+tiers:
+- plugins: [{name: priority}, {name: gang}, {name: conformance}]
+- plugins: [{name: drf, enableHierarchy: true}, {name: predicates}, {name: nodeorder}]
+"""
+    ),
 ]
 
 
@@ -107,7 +115,7 @@ def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session
     by_changes = 0
     for step in range(80):
         what = stream.step()
-        if step == 40:
+        if step == 50:
             model = new_model(bare)  # the session process restarted
         state = stream.state
         pending = sorted(k for k, p in state.pods.items() if not p.spec.node_name)

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from caldera.api.compare import ShareMeter
 from caldera.api.resources import Vector
-from caldera.api.task import Task, TaskStatus
+from caldera.api.task import Task
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
 from caldera.framework.session import EventHandler, Session
@@ -102,11 +102,12 @@ class DrfPlugin(Plugin[NoArgs]):
             queues,
             {n: q.annotations for n, q in queues.items()},
         )
-        for job in ssn.jobs.values():
-            request = job.allocated.copy()
-            for task in job.by_status.get(TaskStatus.PENDING, {}).values():
-                request += task.resreq
-            tree.add(job.queue, job.allocated, request)
+        # per queue, what its jobs hold and hold plus ask (the settled jobs' sums included)
+        table = ssn.job_table
+        names = sorted(table.queue_names())
+        allocated, request, _, _ = table.queue_sums(names)
+        for i, name in enumerate(names):
+            tree.add(name, allocated[i], request[i])
 
         def reclaimable(reclaimer: Task, reclaimees: Sequence[Task]) -> tuple[list[Task], int]:
             mine = ssn.jobs[reclaimer.job].queue
