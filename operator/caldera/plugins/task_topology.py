@@ -212,7 +212,7 @@ class TaskTopologyPlugin(Plugin[TaskTopologyArgs]):
         weights[space.index["pods"]] = 0.0
         managers: dict[str, JobManager] = {}
         scores: dict[str, float] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.active_jobs():  # a settled job is an in-memory group: no annotation
             manager = self._manager(job)
             if manager is None:
                 continue

@@ -303,7 +303,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if queue.name in self._told:
             return
         self._told.add(queue.name)
-        for job in self.ssn.jobs.values():
+        for job in self.ssn.active_jobs():  # a settled job has nothing to be told
             if job.queue == queue.name and not job.fit_error:
                 job.fit_error = why
 
