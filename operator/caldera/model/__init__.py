@@ -9,6 +9,6 @@ active. A change that every pod or job reads (a node, a queue, a PodGroup, a pri
 new resource name) builds the model again from the state, as does every Nth session.
 """
 
-from caldera.model.resident import Model
+from caldera.model.resident import FULL_REBUILD_EVERY, Model
 
-__all__ = ["Model"]
+__all__ = ["FULL_REBUILD_EVERY", "Model"]

@@ -55,7 +55,13 @@ from caldera.models.core import Pod
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
 
-__all__ = ["Model"]
+__all__ = ["FULL_REBUILD_EVERY", "Model"]
+
+FULL_REBUILD_EVERY = 0
+"""Sessions between builds of the model from nothing, as a check (0: none but those a change of
+nodes, queues, priority classes or resource names makes). Off by default: at 50,000 pods a build
+from nothing takes seconds, during which nothing is decided; every 1,000 sessions (about every
+25 s at 100 pods/s) it put a p99 of 2.8 s on a steady flow."""
 
 
 @dataclass(slots=True, eq=False)
@@ -105,7 +111,7 @@ class Model:
         scheduler_names: Iterable[str],
         default_queue: str,
         bare_pods_in_memory: bool,
-        full_rebuild_every: int = 1000,
+        full_rebuild_every: int = FULL_REBUILD_EVERY,
     ) -> None:
         self.scheduler_names = frozenset(scheduler_names)
         self.default_queue = default_queue

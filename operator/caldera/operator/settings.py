@@ -13,6 +13,8 @@ import itertools
 from dataclasses import dataclass, field
 from functools import cache
 
+from caldera.model import FULL_REBUILD_EVERY
+
 __all__ = ["FLAG_NAMES", "Settings", "help_of"]
 
 
@@ -68,10 +70,11 @@ class Settings:
     """plain, full, or json (one object per line, with an object reference)."""
     verbose: bool = False
     """Debug logging."""
-    full_rebuild_every: int = 1000
+    full_rebuild_every: int = FULL_REBUILD_EVERY
     """Build the scheduler's model of the cluster from nothing every Nth session, a check on the
     model kept between sessions, which otherwise applies only what changed (1: every session;
-    0: only when nodes, queues, priority classes or resource names change)."""
+    0, the default: only when nodes, queues, priority classes or resource names change). A build
+    from nothing takes seconds on a cluster of 50,000 pods, and no pod is placed meanwhile."""
     session_process: bool = True
     """Run sessions in a process of their own, off the event loop's interpreter (false: in a
     thread)."""

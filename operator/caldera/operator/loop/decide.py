@@ -26,7 +26,7 @@ from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
-from caldera.model import Model
+from caldera.model import FULL_REBUILD_EVERY, Model
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, apply
 from caldera.outside.http import HttpCaller
@@ -53,7 +53,7 @@ class SessionConfig:
     scheduler_names: list[str]
     default_queue: str
     bare_pods_in_memory: bool
-    full_rebuild_every: int = 1000
+    full_rebuild_every: int = FULL_REBUILD_EVERY
     """Every Nth session builds its snapshot from nothing (0: never)."""
 
 
