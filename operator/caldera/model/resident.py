@@ -1,13 +1,14 @@
 """The model kept between sessions, and the snapshot it hands each one.
 
 :class:`Model` builds from nothing (:func:`~caldera.cache.snapshot.build_with_parts`) the first
-time, every ``full_rebuild_every`` sessions and whenever something every pod or job reads
-changed (the build's world and context tokens: the nodes, the resource space, the queues, the
-PodGroups, the priority classes...). Otherwise it visits only:
+time, every ``full_rebuild_every`` sessions (if set) and whenever something every pod or job
+reads changed (the build's world and context tokens: the nodes, the resource space, the queue
+names, the priority classes, Kubernetes PodGroups, invalid objects...). Otherwise it visits only:
 
 - the pods that changed (the watch's news, the binds in flight and the pods being evicted or
-  lifted, this session's and the last's): each is classified again, as the build would, and
-  taken out of and put into the jobs, the waiting and gone lists and the node accounting;
+  lifted, this session's and the last's) and the pods that name a PodGroup that was added,
+  changed or deleted: each is classified again, as the build would, and taken out of and put
+  into the jobs, the waiting and gone lists and the node accounting;
 - the in-memory groups those pods belong to, all of whose members are classified again in pod
   order (the first pod describes the group);
 - the jobs those pods belong to, the active jobs (a session may have changed them; taking one
@@ -268,8 +269,8 @@ class Model:
         b = pre.builder
         known = kept.known
         affected: set[str] = set()
-        # the PodGroups are the same objects (the context says so), but a Kubernetes
-        # PodGroup's group follows its namespace's queue annotation
+        # jobs whose spec is new: a PodGroup added or changed (its pods were invalidated above),
+        # a Kubernetes PodGroup's group that follows its namespace's queue annotation
         for key, spec in pre.known.items():
             if known.get(key) is not spec:
                 known[key] = spec
@@ -297,7 +298,9 @@ class Model:
             old = kept.members.pop(group, None)
             members = set(old.keys if old is not None else ())
             for key in members - changed:
-                self._take_out(kept, key, entries[key].outcome, affected)  # type: ignore[arg-type]
+                last = entries[key].outcome
+                assert isinstance(last, Outcome)  # a member: its outcome made it one
+                self._take_out(kept, key, last, affected)
             members.update(k for k, o in outcomes.items() if o.group == group)
             for key in sorted(members):
                 outcomes[key] = self._outcome(pre, key)
