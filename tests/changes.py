@@ -69,10 +69,12 @@ def snapshot_view(snap: Snapshot) -> dict[str, Any]:
 class Stream:
     """Random changes to a cluster state, each a new object version as a watch delivers it."""
 
-    def __init__(self, seed: int, *, uids: bool = False) -> None:
+    def __init__(self, seed: int, *, uids: bool = False, in_place: bool = False) -> None:
         self.rng = random.Random(seed)
         self.uids = uids
         """Give half the new pods a UID (a bare pod with one is a group of its own)."""
+        self.in_place = in_place
+        """Also change nodes in place: cordoned, relabelled, tainted, resized (no row moves)."""
         self.state: ClusterState = state_of(
             [
                 *(node(f"n{i}", cpu="4", memory="8Gi") for i in range(6)),
@@ -121,6 +123,8 @@ class Stream:
             ],
             weights=[8, 6, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1],
         )[0]
+        if self.in_place and rng.random() < 0.1:
+            what = "cordon"
         if what == "pod":
             groups = sorted(k for k in state.podgroups if k != "default/base")
             group = rng.choice(groups) if groups and rng.random() < 0.6 else None
@@ -210,6 +214,22 @@ class Stream:
                         min_member=rng.choice([1, 2]),
                         queue=rng.choice(["default", "q1", "gone"]),
                         created=1_700_000_000.0,
+                    )
+                )
+        elif what == "cordon":  # the same node, changed where it stands: no row moves
+            picked = self._pick({k: n for k, n in state.nodes.items() if n.ready})
+            if picked is not None:
+                state.add(
+                    node(
+                        picked,
+                        cpu=rng.choice(["2", "4", "8"]),
+                        unschedulable=rng.random() < 0.5,
+                        labels={"zone": rng.choice(["a", "b"])},
+                        taints=(
+                            [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+                            if rng.random() < 0.3
+                            else []
+                        ),
                     )
                 )
         elif what == "controller":  # rs-a's group-min-member read (or changed); rs-b's never

@@ -108,7 +108,7 @@ def new_model(bare: bool, every: int = 0) -> Model:
 def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session(
     seed: int, bare: bool
 ) -> None:
-    stream = Stream(seed, uids=True)
+    stream = Stream(seed, uids=True, in_place=True)
     rng = random.Random(seed)
     model = new_model(bare)
     evicting: list[str] = []
@@ -278,3 +278,28 @@ def test_shared_gpus_counted_from_rows_kept_across_sessions_equal_a_fresh_count(
         for evict in a.evictions:
             state.pods.pop(f"{evict.namespace}/{evict.name}", None)
     assert any(p.spec.node_name for p in state.pods.values())
+
+
+def test_a_node_cordoned_or_resized_in_place_keeps_the_model_and_its_rows() -> None:
+    objs: list[Obj] = [node(f"n{i}", cpu="4", memory="8Gi") for i in range(3)]
+    objs += [queue("default", weight=1)]
+    # n0 and n2 keep 2.5 cpu free; n1 grows to 8 cpu (6.5 free) but is cordoned
+    objs += [
+        pod(f"run-{i}", cpu="500m", memory="1Gi", node_name=f"n{i % 3}", uid=f"u{i}")
+        for i in range(9)
+    ]
+    state = state_of(objs)
+    model = new_model(bare=True)
+    model.snapshot(state, now=1.0, session_id="s1")
+    state.add(node("n1", cpu="8", memory="8Gi", unschedulable=True, labels={"zone": "b"}))
+    state.add(pod("new", cpu="2", uid="u-new"))
+    ours, _ = model.snapshot(state, now=2.0, session_id="s2")
+    assert model.last_build == "changes"  # no row moved: the model stands
+    assert snapshot_view(ours) == snapshot_view(fresh(state, bare=True)[0])
+    assert ours.nodes.idle[ours.nodes.index["n1"]][0] == 8000 - 1500  # resized, recounted
+    result = run_cycle(ours, POLICIES[0], REGISTRY)
+    assert [b.name for b in result.binds] == ["new"]
+    assert result.binds[0].node != "n1"  # the emptiest node, but cordoned
+    state.add(node("n3"))  # a new node moves rows: built from nothing
+    model.snapshot(state, now=3.0, session_id="s3")
+    assert model.last_build == "full"

@@ -97,7 +97,10 @@ class Builder:
     ) -> NodeTable:
         state, memo = self.state, self.memo
         if not memo.same_nodes(state.nodes, space, managed):
+            last = memo.nodes
             memo.nodes = node_base(state.nodes, space, vendors, managed)
+            rows = (tuple(memo.nodes.names), tuple(sorted(state.nodes)))
+            memo.nodes.rows = last.rows if last is not None and last.rows == rows else rows
         base = memo.nodes
         assert base is not None
         for name, message in base.problems:

@@ -154,6 +154,10 @@ class NodeBase:
     """(node, message) to report at every build."""
     static: dict[object, Any] = field(default_factory=dict)
     """What plugins derived from these nodes' static columns (:meth:`NodeTable.derived`)."""
+    rows: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    """The Ready nodes' names in row order, and every node's name: the same object as the last
+    node set's while they are the same names (a cordon, a label or an allocatable changes no
+    row, and no pod comes to be bound to a node that is gone)."""
     template: Any = None
     """A :class:`~caldera.api.node.NodeTable` of these nodes with nothing on it, whose
     :meth:`~caldera.api.node.NodeTable.fresh` copies each build's table starts from."""

@@ -281,7 +281,10 @@ def prelude(
         {n: pc.value for n, pc in state.priority_classes.items()},
         default_class[0].value if default_class else 0,
     )
-    world = (space, memo.nodes, prio.key(), default_queue, names, managed_resources)
+    assert memo.nodes is not None
+    # the node rows, not the node objects: what a job or a pod's outcome reads of the nodes is
+    # which row each is on (a cordon, a label, an allocatable changes no job)
+    world = (space, memo.nodes.rows, prio.key(), default_queue, names, managed_resources)
     memo.kept.start(world)
     known: dict[str, PodGroup | Group] = {}
     for key, pg in sorted(state.podgroups.items()):

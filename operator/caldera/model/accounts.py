@@ -76,6 +76,15 @@ class Accounts:
         self.where[task.uid] = row
         self._dirty.add(row)
 
+    def reallocate(self, allocatable: Matrix) -> None:
+        """The same nodes in the same rows with new allocatable (a node changed, but not which
+        nodes there are): the rows whose allocatable differs are summed again."""
+        if allocatable is self.allocatable:
+            return
+        differ = np.flatnonzero((allocatable != self.allocatable).any(axis=1))
+        self.allocatable = allocatable
+        self._dirty.update(differ.tolist())  # _settle makes each a new row object
+
     def _own(self, row: int) -> None:
         """Copy row ``row`` before changing it: the last session's table may still hold it."""
         if row not in self._dirty:

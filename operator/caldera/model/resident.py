@@ -256,6 +256,7 @@ class Model:
         if pre.context is not kept.context or not same_parts(kept.world, pre.world):
             return None
         self.last_build = "changes"
+        kept.accounts.reallocate(pre.table.allocatable)  # a node changed in place, maybe
         for key in changed:
             old_ref = kept.ref_of.pop(key, "")
             if old_ref:
