@@ -36,6 +36,7 @@ __all__ = [
     "is_settled",
     "partition",
     "sum_by_queue",
+    "unsettle",
 ]
 
 Matrix = npt.NDArray[np.float64]
@@ -45,6 +46,16 @@ SETTLED_STATUSES = frozenset(
     {TaskStatus.RUNNING, TaskStatus.BOUND, TaskStatus.SUCCEEDED, TaskStatus.FAILED}
 )
 """Task states that leave nothing to decide."""
+
+
+def _owed(minimum: Matrix, allocated: Matrix) -> Matrix:
+    """What of its ``minResources`` a job does not hold yet (admission counts it as held)."""
+    return np.maximum(minimum - allocated, 0.0)
+
+
+def _beyond(allocated: Matrix, minimum: Matrix | float) -> Matrix:
+    """What a job holds past its ``minResources``."""
+    return np.maximum(allocated - minimum, 0.0)
 
 
 def is_settled(job: Job) -> bool:
@@ -95,20 +106,17 @@ class SettledJobs:
         alloc = job.allocated_at_open()
         minimum = job.min_resources
         if minimum is None:
-            return alloc, np.zeros_like(alloc), np.maximum(alloc, 0.0)
+            return alloc, np.zeros_like(alloc), _beyond(alloc, 0.0)
         owed = (
-            np.maximum(minimum - alloc, 0.0)
-            if allocated_tasks >= job.min_available
-            else np.zeros_like(alloc)
+            _owed(minimum, alloc) if allocated_tasks >= job.min_available else np.zeros_like(alloc)
         )
-        return alloc, owed, np.maximum(alloc - minimum, 0.0)
+        return alloc, owed, _beyond(alloc, minimum)
 
     def add(self, job: Job) -> None:
         count = job.allocated_task_num()
         self._members[job.uid] = (job.queue, count)
         self._apply(job, job.queue, count, 1)
-        job.allocated.flags.writeable = False
-        job.settled = self.woken
+        self._mark(job)
 
     def remove(self, job: Job) -> None:
         """Take back what :meth:`add` counted for ``job``."""
@@ -143,25 +151,26 @@ class SettledJobs:
         names = sorted(set(table.queues))
         allocated = table.sum_by(names, table.allocated)
         admitted = table.sum_by(names, table.admitted())
-        elastic = table.sum_by(names, np.maximum(table.allocated - table.minimum, 0.0))
+        elastic = table.sum_by(names, table.elastic())
         counts = dict.fromkeys(names, 0)
         for job, count in zip(jobs, table.allocated_tasks.tolist(), strict=True):
             out._members[job.uid] = (job.queue, count)
             counts[job.queue] += 1
-            job.allocated.flags.writeable = False
-            job.settled = out.woken
+            out._mark(job)
         for i, name in enumerate(names):
             out._sums[name] = (counts[name], allocated[i], admitted[i], elastic[i])
         out.admitted_total = table.total(table.admitted(), table.has_min)
         return out
 
+    def _mark(self, job: Job) -> None:
+        """``job`` is counted here: its allocation is what the sums hold (read only), and its
+        first state change in a session wakes it (:meth:`Job.set_status`)."""
+        job.allocated.flags.writeable = False
+        job.settled = self.woken
+
     def queues(self) -> set[str]:
         """Queues with at least one settled job."""
         return set(self._sums)
-
-    def allocated(self, queue: str) -> Vector | None:
-        kept = self._sums.get(queue)
-        return None if kept is None else kept[1]
 
     def by_queue(self, names: Sequence[str]) -> tuple[Matrix, Matrix, Matrix]:
         """(allocated, admitted, elastic) per name of ``names``."""
@@ -182,10 +191,16 @@ def partition(space: ResourceSpace, jobs: dict[str, Job]) -> tuple[dict[str, Job
             settled.append(job)
         else:
             active[key] = job
-            job.settled = job.at_open = None
-            if not job.allocated.flags.writeable:  # it was settled in an earlier session
-                job.allocated = job.allocated.copy()
+            unsettle(job)
     return active, SettledJobs.of(space, settled)
+
+
+def unsettle(job: Job) -> None:
+    """``job`` is active: forget that an earlier session counted it settled (its allocation
+    becomes its own again)."""
+    job.settled = job.at_open = None
+    if not job.allocated.flags.writeable:
+        job.allocated = job.allocated.copy()
 
 
 class JobTable:
@@ -257,10 +272,14 @@ class JobTable:
         of its ``minResources`` it does not hold yet."""
         owed = np.where(
             (self.running & self.has_min & (self.allocated_tasks >= self.min_available))[:, None],
-            np.maximum(self.minimum - self.allocated, 0.0),
+            _owed(self.minimum, self.allocated),
             0.0,
         )
         return np.where((self.inqueue & self.has_min)[:, None], self.minimum, owed)
+
+    def elastic(self) -> Matrix:
+        """Per job, what it holds past its ``minResources`` (proportion's ``elastic`` sums)."""
+        return _beyond(self.allocated, self.minimum)
 
     def queue_names(self) -> set[str]:
         """Every queue with a job, active or settled."""
@@ -276,7 +295,7 @@ class JobTable:
             allocated + allocated_active,
             allocated + self.sum_by(names, self.pending_requests()),
             admitted + self.sum_by(names, self.admitted()),
-            elastic + self.sum_by(names, np.maximum(self.allocated - self.minimum, 0.0)),
+            elastic + self.sum_by(names, self.elastic()),
         )
 
     def allocated_by_queue(self, names: Sequence[str]) -> Matrix:
