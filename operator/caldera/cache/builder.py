@@ -8,6 +8,7 @@ earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -478,6 +479,19 @@ class Members:
     def __init__(self) -> None:
         self.keys: list[str] = []
         self.pods: list[Pod] = []
+
+    def insert(self, key: str, pod: Pod) -> None:
+        """Add pod ``key`` in its place in pod order."""
+        i = bisect.bisect_left(self.keys, key)
+        self.keys.insert(i, key)
+        self.pods.insert(i, pod)
+
+    def remove(self, key: str) -> None:
+        """Take pod ``key`` out (nothing if it is not a member)."""
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            del self.keys[i]
+            del self.pods[i]
 
 
 NO_MEMBERS = Members()

@@ -39,11 +39,12 @@ from caldera.cache.builder import (
 )
 from caldera.cache.derived import quota_statuses, quotas, spread_owners
 from caldera.cache.groups import workload_key
-from caldera.cache.memo import BuildMemo, stable_uid
+from caldera.cache.memo import BuildMemo, PodEntry, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import enabled_vendors
+from caldera.models.core import Pod
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
@@ -55,6 +56,7 @@ __all__ = [
     "Prelude",
     "build_snapshot",
     "build_with_parts",
+    "claim_statuses_of",
     "finish",
     "prelude",
     "report_gone",
@@ -168,14 +170,9 @@ def build_with_parts(
     problems = b.problems
     for key, pod in sorted(state.pods.items()):
         entry = entries[key]
-        out = entry.outcome
-        if (
-            isinstance(out, Outcome)
-            and out.context is context
-            and (not out.group or (out.group in known) == out.joins)
-        ):
-            if out.problems:
-                problems.extend(out.problems)
+        out = pre.kept_outcome(entry)
+        if out is not None:
+            problems.extend(out.problems)
         else:  # worked out again (reporting its problems): the pod, or what it reads, changed
             out = entry.outcome = b.classify(
                 key, entry, known, pre.queues, pre.prio, context, pre.vendors
@@ -225,7 +222,7 @@ def build_with_parts(
     for key in b.implicit:
         set_implicit_phase(jobs[key])
     claims = {
-        key: {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
+        key: claim_statuses_of(pod)
         for key, pod in state.pods.items()
         if pod.status.resource_claim_statuses
     }
@@ -254,6 +251,19 @@ class Prelude:
     known: dict[str, PodGroup | Group]
     """The jobs of this snapshot, in order: PodGroups whose queue exists (by key), then
     Kubernetes PodGroups; the build adds the in-memory groups of bare pods."""
+
+    def kept_outcome(self, entry: PodEntry) -> Outcome | None:
+        """What an earlier build made of ``entry``'s pod version, while nothing it read has
+        changed: the context, and for a bare pod whether its group is described yet (by a pod
+        before it); None when it must be classified again."""
+        out = entry.outcome
+        if (
+            isinstance(out, Outcome)
+            and out.context is self.context
+            and (not out.group or (out.group in self.known) == out.joins)
+        ):
+            return out
+        return None
 
 
 def prelude(
@@ -325,6 +335,11 @@ def report_gone(b: Builder, gone: Mapping[str, str]) -> None:
         f"spec.nodeName: {len(keys)} pods are bound to nodes that do not exist ({named}); "
         "they hold nothing until the pod garbage collector deletes them",
     )
+
+
+def claim_statuses_of(pod: Pod) -> dict[str, str | None]:
+    """The pod's ResourceClaim of each of its claim names (DynamicResources)."""
+    return {s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses}
 
 
 def set_implicit_phase(job: Job) -> None:

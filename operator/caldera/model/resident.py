@@ -21,12 +21,11 @@ orders them itself).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from caldera.api.job import Job
-from caldera.api.jobtable import SettledJobs, is_settled, partition
+from caldera.api.jobtable import SettledJobs, is_settled, partition, unsettle
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.cache.builder import (
@@ -44,6 +43,7 @@ from caldera.cache.memo import BuildMemo
 from caldera.cache.snapshot import (
     Prelude,
     build_with_parts,
+    claim_statuses_of,
     finish,
     prelude,
     report_gone,
@@ -337,12 +337,8 @@ class Model:
     def _outcome(self, pre: Prelude, key: str) -> Outcome:
         """What the build makes of pod ``key`` now (its last outcome while still valid)."""
         entry = self.memo.entries[key]
-        out = entry.outcome
-        if not (
-            isinstance(out, Outcome)
-            and out.context is pre.context
-            and (not out.group or (out.group in pre.known) == out.joins)
-        ):
+        out = pre.kept_outcome(entry)
+        if out is None:
             out = entry.outcome = pre.builder.classify(
                 key, entry, pre.known, pre.queues, pre.prio, pre.context, pre.vendors
             )
@@ -360,10 +356,7 @@ class Model:
         if out.kind is MEMBER and out.job_key:
             members = kept.members.get(out.job_key)
             if members is not None:
-                i = bisect.bisect_left(members.keys, key)
-                if i < len(members.keys) and members.keys[i] == key:
-                    del members.keys[i]
-                    del members.pods[i]
+                members.remove(key)
             affected.add(out.job_key)
         elif out.kind is JOBLESS:
             task = kept.jobless.pop(key, None)
@@ -378,9 +371,7 @@ class Model:
         if out.problems:
             kept.problems[key] = out.problems
         if pod.status.resource_claim_statuses:
-            kept.claims[key] = {
-                s.name: s.resource_claim_name for s in pod.status.resource_claim_statuses
-            }
+            kept.claims[key] = claim_statuses_of(pod)
         kind = out.kind
         if kind is GONE:
             kept.gone[key] = pod.spec.node_name
@@ -393,9 +384,7 @@ class Model:
             members = kept.members.get(job_key)
             if members is None:
                 members = kept.members[job_key] = Members()
-            i = bisect.bisect_left(members.keys, key)
-            members.keys.insert(i, key)
-            members.pods.insert(i, pod)
+            members.insert(key, pod)
             affected.add(job_key)
         elif kind is JOBLESS:
             task = kept.jobless[key] = pre.builder.task(pre.space, key, pod, "", pre.prio)
@@ -444,6 +433,4 @@ class Model:
             kept.settled.add(job)
         else:
             kept.active[key] = job
-            job.settled = job.at_open = None
-            if not job.allocated.flags.writeable:
-                job.allocated = job.allocated.copy()
+            unsettle(job)
