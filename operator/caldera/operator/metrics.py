@@ -141,7 +141,8 @@ class Metrics:
         self.snapshots = Counter(
             "caldera_snapshots",
             "Session snapshots by how the model made them: from the changes since the last "
-            "session, or from nothing (a node, queue or PodGroup changed; the periodic check)",
+            "session, or from nothing (a node added, gone or not Ready, queue names or resource "
+            "names changed; the periodic check, if set)",
             ("build",),
             registry=registry,
         )

@@ -73,7 +73,8 @@ class Settings:
     full_rebuild_every: int = FULL_REBUILD_EVERY
     """Build the scheduler's model of the cluster from nothing every Nth session, a check on the
     model kept between sessions, which otherwise applies only what changed (1: every session;
-    0, the default: only when nodes, queues, priority classes or resource names change). A build
+    0, the default: only when a node is added, gone or not Ready, or queue names, priority
+    classes or resource names change). A build
     from nothing takes seconds on a cluster of 50,000 pods, and no pod is placed meanwhile."""
     session_process: bool = True
     """Run sessions in a process of their own, off the event loop's interpreter (false: in a

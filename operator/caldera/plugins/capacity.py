@@ -122,7 +122,8 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         level = self.args.ancestor_reclaim_level
         attrs = self._build(ssn, hierarchy)
         names = sorted(attrs)
-        # what every job holds, per queue (the settled jobs' sums included), up each chain
+        # capacity.go's OnSessionOpen: what every job holds, per queue (the settled jobs' sums
+        # included), added up each queue's chain of ancestors; an Inqueue job's minResources too
         for name, held in zip(names, ssn.job_table.allocated_by_queue(names), strict=True):
             for up in attrs[name].chain:
                 attrs[up].allocated += held

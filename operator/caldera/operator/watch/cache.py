@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -127,7 +127,7 @@ class Cache:
         self._json: dict[str, dict[str, bytes]] = {k.table: {} for k in self.kinds.values()}
         """Stored objects as JSON, for the session process (see :meth:`take_changes` and
         :attr:`keep_json`)."""
-        self.keep_json = "all"
+        self.keep_json: Literal["all", "sent", "none"] = "all"
         """Which objects are kept as JSON: ``all`` (a spawned session process is sent the whole
         state), ``sent`` (a forked one starts with the state in memory: only what changes after
         the listing, until it is taken), ``none`` (sessions in a thread read the state).
