@@ -50,7 +50,9 @@ class Accounts:
         self.allocatable: Matrix = table.allocatable
         for column in _COLUMNS:
             setattr(self, column, getattr(table, column).copy())
-        self.tasks: list[dict[str, Task]] = [dict(row) for row in table.tasks]
+        # the rows themselves: the freshly built table shares them and copies one before its
+        # session changes it, as these accounts copy one before they change it (``_own``)
+        self.tasks: list[dict[str, Task]] = list(table.tasks)
         self.affine: dict[str, int] = dict(table.affine)
         self.where: dict[str, int] = {
             uid: row for row, tasks in enumerate(self.tasks) for uid in tasks
@@ -83,7 +85,8 @@ class Accounts:
             return
         differ = np.flatnonzero((allocatable != self.allocatable).any(axis=1))
         self.allocatable = allocatable
-        self._dirty.update(differ.tolist())  # _settle makes each a new row object
+        for row in differ.tolist():
+            self._own(row)
 
     def _own(self, row: int) -> None:
         """Copy row ``row`` before changing it: the last session's table may still hold it."""
