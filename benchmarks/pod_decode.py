@@ -1,19 +1,19 @@
-"""How fast and how small: a pod's JSON decoded with pydantic, with msgspec, and as plain dicts.
+"""How fast and how small: a pod's JSON decoded into Caldera's pod record, and as plain dicts.
 
-Why: at 50,000 running pods each process holds a validated pydantic model per pod (about 5 KB,
-more for a real pod with managed fields, env and volumes), and a restart validates all of them
-before the first session. This measures, for the pod JSON a real API server sends (managed
-fields, env, volume mounts, a projected token volume, container statuses) and for the thin pods
-the operator benchmark creates, per pod:
+Why: at 50,000 running pods each process holds a decoded pod per pod, and a restart decodes all
+of them before the first session. This measures, for the pod JSON a real API server sends
+(managed fields, env, volume mounts, a projected token volume, container statuses) and for the
+thin pods the operator benchmark creates, per pod:
 
-- ``pydantic``: :class:`caldera.models.core.Pod` (``model_validate_json``), what the cache holds;
-- ``msgspec``: typed structs of only what scheduling and the writers read (requests, limits,
-  ports, images, affinity, tolerations, spread constraints, selectors, owner, group, node, phase,
-  priority, the PodScheduled condition), decoded straight from the bytes, everything else
-  skipped;
+- ``record``: :class:`caldera.models.core.Pod`, a msgspec struct of what scheduling and the
+  writers read, decoded straight from the bytes (what the session process does);
+- ``record from dict``: the same from the dicts orjson gives (what the operator's cache does
+  with a watch event, whose fields it compares first);
 - ``orjson``: plain dicts and lists (no types, every field kept).
 
-It reports microseconds to decode, and bytes held (tracemalloc, after a collection).
+It reports microseconds to decode, and bytes held (tracemalloc, after a collection). The pydantic
+models the pod was before measured 99 µs and 10.9 KB (real pod), 37 µs and 4.8 KB (benchmark pod)
+on the same machine: docs/performance.md.
 
     python benchmarks/pod_decode.py [--pods 20000]
 """
@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
@@ -37,75 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _api_server as api
 from caldera.models.core import Pod
-
-# -- the slim records: what the scheduler reads of a pod ------------------------------------------
-
-
-class Meta(msgspec.Struct, rename="camel", omit_defaults=True):
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    labels: dict[str, str] = {}
-    annotations: dict[str, str] = {}
-    owner_references: list[dict[str, Any]] = []
-    creation_timestamp: str = ""
-    deletion_timestamp: str | None = None
-    resource_version: str = ""
-
-
-class Resources(msgspec.Struct, omit_defaults=True):
-    requests: dict[str, str] = {}
-    limits: dict[str, str] = {}
-
-
-class Port(msgspec.Struct, rename="camel", omit_defaults=True):
-    container_port: int = 0
-    host_port: int = 0
-    protocol: str = "TCP"
-    host_ip: str = ""
-
-
-class Container(msgspec.Struct, omit_defaults=True):
-    name: str = ""
-    image: str = ""
-    resources: Resources = msgspec.field(default_factory=Resources)
-    ports: list[Port] = []
-
-
-class Spec(msgspec.Struct, rename="camel", omit_defaults=True):
-    scheduler_name: str = "default-scheduler"
-    node_name: str = ""
-    priority: int | None = None
-    priority_class_name: str = ""
-    containers: list[Container] = []
-    init_containers: list[Container] = []
-    node_selector: dict[str, str] = {}
-    affinity: dict[str, Any] | None = None
-    tolerations: list[dict[str, Any]] = []
-    topology_spread_constraints: list[dict[str, Any]] = []
-    overhead: dict[str, str] = {}
-    scheduling_gates: list[dict[str, str]] = []
-    preemption_policy: str = ""
-
-
-class Condition(msgspec.Struct, omit_defaults=True):
-    type: str = ""
-    status: str = ""
-    reason: str = ""
-    message: str = ""
-
-
-class Status(msgspec.Struct, rename="camel", omit_defaults=True):
-    phase: str = ""
-    conditions: list[Condition] = []
-    start_time: str = ""
-
-
-class SlimPod(msgspec.Struct, omit_defaults=True):
-    metadata: Meta = msgspec.field(default_factory=Meta)
-    spec: Spec = msgspec.field(default_factory=Spec)
-    status: Status = msgspec.field(default_factory=Status)
-
 
 # -- pod JSON as an API server sends it ----------------------------------------------------------
 
@@ -260,8 +190,8 @@ def thin_pod(i: int) -> dict[str, Any]:
 # -- measuring ----------------------------------------------------------------------------------
 
 DECODERS: dict[str, Callable[[bytes], object]] = {
-    "pydantic": Pod.model_validate_json,
-    "msgspec": msgspec.json.Decoder(SlimPod).decode,
+    "record": Pod.model_validate_json,
+    "record from dict": lambda raw: Pod.model_validate(orjson.loads(raw)),
     "orjson": orjson.loads,
 }
 
@@ -296,7 +226,7 @@ def main() -> None:
         print(f"{shape} ({size:,.0f} bytes of JSON), {args.pods:,} pods:")
         for name, decode in DECODERS.items():
             micros, held = measure(raw, decode)
-            print(f"  {name:>9}: {micros:6.1f} µs to decode, {held:8,.0f} bytes held per pod")
+            print(f"  {name:>16}: {micros:6.1f} µs to decode, {held:8,.0f} bytes held per pod")
 
 
 if __name__ == "__main__":

@@ -246,7 +246,7 @@ class Stream:
 
 
 def _resized(old: Pod, cpu: str) -> Pod:
-    raw = old.model_dump(by_alias=True, exclude_none=True)
+    raw = old.model_dump()
     for container in raw["spec"]["containers"]:
         container.setdefault("resources", {})["requests"] = {"cpu": cpu}
     return Pod.model_validate(raw)

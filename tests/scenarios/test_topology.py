@@ -273,7 +273,10 @@ def test_a_membership_cycle_is_reported_on_each_hypernode_and_ignored() -> None:
                     "labelMatch": {"matchExpressions": [{"key": "z", "operator": "Near"}]}
                 },
             },
-            "labelMatch.matchExpressions.0.operator: Input should be 'In', 'NotIn'",
+            (
+                "labelMatch.matchExpressions[0].operator: Invalid enum value 'Near' (expected "
+                "'DoesNotExist' or 'Exists' or 'In' or 'NotIn')"
+            ),
         ),
     ],
 )

@@ -283,7 +283,7 @@ def test_a_selector_kind_keeps_its_selector_current_and_is_never_news() -> None:
     assert (cache.parsed, len(cache.take_changes())) == (parsed, 0)
     cache.apply(rs, "MODIFIED", _replica_set("shop"))
     selector = cache.state.replica_sets["default/web"].spec.selector
-    assert selector is not None and selector.match_labels == (("app", "shop"),)
+    assert selector is not None and selector.match_labels == {"app": "shop"}
     cache.apply(rs, "DELETED", _replica_set("shop"))
     assert cache.state.replica_sets == {} and r.news == 0
 

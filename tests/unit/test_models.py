@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from builders import snapshot_of
 from caldera.models.core import Node, NodeSelectorRequirement, Pod, Taint, Toleration
 from caldera.models.parse import ObjectError, describe, parse_object
+from caldera.models.record import RecordError
 from caldera.models.volcano import PodGroup, Queue
 
 GI = 1024.0**3
@@ -107,7 +107,7 @@ def error(kind: str, raw: dict[str, Any]) -> ObjectError:
         pytest.param(
             "Pod",
             pod_raw(creationTimestamp="yesterday"),
-            "Pod default/x: metadata.creationTimestamp: invalid RFC 3339 time 'yesterday'",
+            "Pod default/x: metadata: creationTimestamp: invalid RFC 3339 time 'yesterday'",
             id="a creation time that is not RFC 3339 is rejected",
         ),
         pytest.param(
@@ -119,8 +119,8 @@ def error(kind: str, raw: dict[str, Any]) -> ObjectError:
         pytest.param(
             "Node",
             node_raw(spec={"taints": [{"key": "k", "effect": "Sometimes"}]}),
-            "Node n1: spec.taints[0].effect: Input should be 'NoSchedule', 'PreferNoSchedule' "
-            "or 'NoExecute'",
+            "Node n1: spec.taints[0].effect: Invalid enum value 'Sometimes' "
+            "(expected 'NoExecute' or 'NoSchedule' or 'PreferNoSchedule')",
             id="a node names no namespace and reports the bad taint effect",
         ),
         pytest.param(
@@ -189,17 +189,27 @@ def test_a_failing_only_container_is_not_also_reported_as_a_missing_container() 
 
 def test_an_empty_container_list_is_reported() -> None:
     err = error("Pod", pod_raw(spec={"containers": []}))
-    assert str(err).startswith("Pod default/x: spec.containers: ")
-    assert "at least 1 item" in str(err)
+    assert str(err) == "Pod default/x: spec.containers: Expected `array` of length >= 1"
 
 
-def test_at_most_three_errors_are_spelled_out() -> None:
+def test_the_first_field_at_fault_of_a_slim_kind_is_spelled_out() -> None:
+    # Pods and nodes are decoded by msgspec, which stops at the first error.
     bad = [{"resources": {"requests": {"cpu": f"{i}x"}}} for i in range(5)]
     text = str(error("Pod", pod_raw(spec={"containers": bad})))
-    assert text.count("invalid quantity") == 3
-    assert text.endswith(" (and 2 more)")
-    assert "spec.containers[0].resources.requests: cpu: invalid quantity '0x'" in text
-    assert "'3x'" not in text
+    assert text == (
+        "Pod default/x: spec.containers[0].resources.requests: cpu: invalid quantity '0x': "
+        "unknown suffix 'x'"
+    )
+
+
+def test_at_most_three_errors_of_a_volcano_kind_are_spelled_out() -> None:
+    raw = {
+        "metadata": {"name": "q"},
+        "spec": {"weight": -1, "capability": {"cpu": "1x"}, "reclaimable": "maybe", "parent": 3},
+    }
+    text = str(error("Queue", raw))
+    assert text.startswith("Queue q: spec.")
+    assert text.endswith(" (and 1 more)")
 
 
 def test_parsing_does_not_modify_the_raw_object() -> None:
@@ -470,7 +480,7 @@ def test_toleration_matches_kubernetes_tolerates_taint(
     ],
 )
 def test_invalid_tolerations_are_rejected(fields: dict[str, str]) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(RecordError):
         Toleration.model_validate(fields)
 
 
@@ -505,11 +515,11 @@ def test_valid_node_selector_requirements(operator: str, values: list[str]) -> N
         pytest.param("DoesNotExist", ["a"], "takes no values", id="DoesNotExist with a value"),
         pytest.param("Gt", [], "exactly one value", id="Gt without a value"),
         pytest.param("Lt", ["1", "2"], "exactly one value", id="Lt with two values"),
-        pytest.param("Like", ["a"], "Input should be", id="an unknown operator"),
+        pytest.param("Like", ["a"], "Invalid enum value", id="an unknown operator"),
     ],
 )
 def test_invalid_node_selector_requirements(operator: str, values: list[str], message: str) -> None:
-    with pytest.raises(ValidationError, match=message):
+    with pytest.raises(RecordError, match=message):
         NodeSelectorRequirement.model_validate({"key": "k", "operator": operator, "values": values})
 
 
@@ -571,7 +581,7 @@ def test_match_fields_take_in_or_not_in_with_one_value(
 
 
 def test_a_node_selector_requirement_needs_a_key() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(RecordError):
         NodeSelectorRequirement.model_validate({"key": "", "operator": "Exists"})
 
 
@@ -664,9 +674,6 @@ JAN_2 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
             "2024-01-02T03:04:05.123456789Z", JAN_2 + 0.123456, id="nanoseconds keep micros"
         ),
         pytest.param("2024-01-02T03:04:05", JAN_2, id="a time without offset is taken as UTC"),
-        pytest.param(
-            datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC), JAN_2, id="a datetime as YAML loads it"
-        ),
         pytest.param(JAN_2, JAN_2, id="seconds since the epoch pass through"),
         pytest.param(None, None, id="no time"),
         pytest.param("", None, id="an empty time is no time"),
@@ -691,7 +698,9 @@ def test_creation_timestamps(stamp: Any, expected: float | None) -> None:
 )
 def test_invalid_timestamps_are_rejected(stamp: Any) -> None:
     err = error("Pod", pod_raw(creationTimestamp=stamp))
-    assert err.message.startswith("metadata.creationTimestamp: invalid")
+    assert err.message.startswith(
+        ("metadata.creationTimestamp: Expected", "metadata: creationTimestamp: invalid")
+    )
 
 
 def test_deletion_timestamp_and_condition_times_are_parsed() -> None:

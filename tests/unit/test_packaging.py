@@ -28,7 +28,7 @@ from caldera.framework.policy import load_policy
 from caldera.framework.policy_source import CONFIGMAP_KEY, INSTALLED_POLICY, installed_policy_text
 from caldera.framework.registry import Registry
 from caldera.models.kinds import KINDS
-from caldera.models.selectors import LabelSelector
+from caldera.models.record import Record
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.operator.settings import Settings
@@ -530,8 +530,6 @@ def model_paths(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str,
             item = _unwrap(get_args(annotation)[0])
             if isinstance(item, type) and issubclass(item, BaseModel):
                 yield from model_paths(item, f"{path}[]")
-        elif annotation is LabelSelector:
-            continue  # metav1.LabelSelector: matchLabels is held as pairs, the CRD's is a map
         elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
             yield from model_paths(annotation, path)
 
@@ -554,8 +552,8 @@ def check_type(path: str, annotation: Any, node: Obj) -> None:
             assert (
                 node["additionalProperties"]["type"] == {int: "integer", str: "string"}[value_type]
             ), path
-    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        assert node["type"] == "object", path
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel | Record):
+        assert node["type"] == "object", path  # a Record (metav1.LabelSelector) is not walked
     elif annotation is bool:
         assert node["type"] == "boolean", path
     elif annotation is int:

@@ -72,7 +72,9 @@ COLUMN = np.array(["1", "5", None, "abc", "10", "+7", "1_0", " 7", "-3"], dtype=
     ],
 )
 def test_requirement_mask(operator: str, values: tuple[str, ...], expected: list[int]) -> None:
-    req = NodeSelectorRequirement(key="k", operator=operator, values=values)
+    req = NodeSelectorRequirement.model_validate(
+        {"key": "k", "operator": operator, "values": values}
+    )
     assert list(np.flatnonzero(requirement_mask(COLUMN, req))) == expected
 
 

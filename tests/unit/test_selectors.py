@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
+from caldera.models.record import RecordError
 from caldera.models.selectors import LabelSelector, matches
 
 APP_WEB = {"app": "web", "tier": "front"}
@@ -91,7 +91,7 @@ def test_a_missing_selector_matches_nothing() -> None:
     ],
 )
 def test_invalid_requirements_are_rejected(expr: dict[str, object]) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(RecordError):
         sel({"matchExpressions": [expr]})
 
 

@@ -44,7 +44,7 @@ def implicit_podgroup_manifest(pod: Pod, *, min_member: int = 1) -> dict[str, An
     }
     owners = [o for o in meta.owner_references if o.controller]
     if owners:
-        owner_refs = [o.model_dump(by_alias=True) for o in owners]
+        owner_refs = [o.model_dump() for o in owners]
     else:
         owner_refs = [
             {

@@ -6,12 +6,14 @@ computed here exactly as kube-scheduler computes them, because every later decis
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+import msgspec
+from msgspec import Meta
 
-from caldera.models.base import ApiModel, ObjectMeta, ResourceList, Timestamp
+from caldera.models.base import ObjectMeta
 from caldera.models.names import is_label_value, is_qualified_name, parse_int64
+from caldera.models.record import Quantities, Record, Time, settle_times
 from caldera.models.selectors import LabelSelector
 
 __all__ = [
@@ -48,7 +50,7 @@ DEFAULT_MILLI_CPU_REQUEST = 100.0
 DEFAULT_MEMORY_REQUEST = 200.0 * 1024 * 1024
 
 
-class Toleration(ApiModel):
+class Toleration(Record, kw_only=True, frozen=True):
     key: str = ""
     operator: Literal["Exists", "Equal", ""] = ""
     value: str = ""
@@ -67,31 +69,29 @@ class Toleration(ApiModel):
         return self.value == taint.value
 
 
-class Taint(ApiModel):
-    key: str = Field(min_length=1)
+class Taint(Record, kw_only=True, frozen=True):
+    key: Annotated[str, Meta(min_length=1)]
     value: str = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
 
 
-class NodeSelectorRequirement(ApiModel):
+class NodeSelectorRequirement(Record, kw_only=True, frozen=True):
     """One node selector requirement. The value counts the API server enforces are checked on
     load; what only kube-scheduler checks (label syntax, a ``Gt``/``Lt`` integer) is answered by
     :attr:`label_ok` and :attr:`field_ok`, and an invalid requirement makes its term match nothing.
     """
 
-    key: str = Field(min_length=1)
+    key: Annotated[str, Meta(min_length=1)]
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
     values: tuple[str, ...] = ()
 
-    @model_validator(mode="after")
-    def _check_values(self) -> NodeSelectorRequirement:
+    def __post_init__(self) -> None:
         if self.operator in ("In", "NotIn") and not self.values:
             raise ValueError(f"operator {self.operator} needs at least one value")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"operator {self.operator} takes no values")
         if self.operator in ("Gt", "Lt") and len(self.values) != 1:
             raise ValueError(f"operator {self.operator} needs exactly one value")
-        return self
 
     @property
     def label_ok(self) -> bool:
@@ -108,7 +108,7 @@ class NodeSelectorRequirement(ApiModel):
         return self.operator in ("In", "NotIn") and len(self.values) == 1
 
 
-class NodeSelectorTerm(ApiModel):
+class NodeSelectorTerm(Record, kw_only=True, frozen=True):
     match_expressions: tuple[NodeSelectorRequirement, ...] = ()
     match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
@@ -126,66 +126,66 @@ class NodeSelectorTerm(ApiModel):
         )
 
 
-class NodeSelector(ApiModel):
+class NodeSelector(Record, kw_only=True, frozen=True):
     node_selector_terms: tuple[NodeSelectorTerm, ...] = ()
 
 
-class PreferredSchedulingTerm(ApiModel):
-    weight: int = Field(ge=1, le=100)
+class PreferredSchedulingTerm(Record, kw_only=True, frozen=True):
+    weight: Annotated[int, Meta(ge=1, le=100)]
     preference: NodeSelectorTerm
 
 
-class NodeAffinity(ApiModel):
+class NodeAffinity(Record, kw_only=True, frozen=True):
     required_during_scheduling_ignored_during_execution: NodeSelector | None = None
     preferred_during_scheduling_ignored_during_execution: tuple[PreferredSchedulingTerm, ...] = ()
 
 
-class PodAffinityTerm(ApiModel):
+class PodAffinityTerm(Record, kw_only=True, frozen=True):
     label_selector: LabelSelector | None = None
     namespaces: tuple[str, ...] = ()
-    topology_key: str = Field(min_length=1)
+    topology_key: Annotated[str, Meta(min_length=1)]
     namespace_selector: LabelSelector | None = None
     match_label_keys: tuple[str, ...] = ()
     mismatch_label_keys: tuple[str, ...] = ()
 
 
-class WeightedPodAffinityTerm(ApiModel):
-    weight: int = Field(ge=1, le=100)
+class WeightedPodAffinityTerm(Record, kw_only=True, frozen=True):
+    weight: Annotated[int, Meta(ge=1, le=100)]
     pod_affinity_term: PodAffinityTerm
 
 
-class PodAffinity(ApiModel):
+class PodAffinity(Record, kw_only=True, frozen=True):
     required_during_scheduling_ignored_during_execution: tuple[PodAffinityTerm, ...] = ()
     preferred_during_scheduling_ignored_during_execution: tuple[WeightedPodAffinityTerm, ...] = ()
 
 
-class Affinity(ApiModel):
+class Affinity(Record, kw_only=True, frozen=True):
     node_affinity: NodeAffinity | None = None
     pod_affinity: PodAffinity | None = None
     pod_anti_affinity: PodAffinity | None = None
 
 
-class TopologySpreadConstraint(ApiModel):
-    max_skew: int = Field(ge=1)
-    topology_key: str = Field(min_length=1)
+class TopologySpreadConstraint(Record, kw_only=True, frozen=True):
+    max_skew: Annotated[int, Meta(ge=1)]
+    topology_key: Annotated[str, Meta(min_length=1)]
     when_unsatisfiable: Literal["DoNotSchedule", "ScheduleAnyway"]
     label_selector: LabelSelector | None = None
-    min_domains: int | None = Field(None, ge=1)
+    min_domains: Annotated[int, Meta(ge=1)] | None = None
     node_affinity_policy: Literal["Honor", "Ignore"] | None = None
     node_taints_policy: Literal["Honor", "Ignore"] | None = None
     match_label_keys: tuple[str, ...] = ()
 
 
-class ContainerPort(ApiModel):
-    container_port: int = Field(ge=1, le=65535)
-    host_port: int = Field(0, ge=0, le=65535)
-    host_ip: str = Field("", alias="hostIP")
+class ContainerPort(Record, kw_only=True, frozen=True):
+    container_port: Annotated[int, Meta(ge=1, le=65535)]
+    host_port: Annotated[int, Meta(ge=0, le=65535)] = 0
+    host_ip: str = msgspec.field(default="", name="hostIP")
     protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
 
 
-class ContainerResources(ApiModel):
-    requests: ResourceList = Field(default_factory=dict)
-    limits: ResourceList = Field(default_factory=dict)
+class ContainerResources(Record, kw_only=True, frozen=True):
+    requests: Quantities = msgspec.field(default_factory=Quantities)
+    limits: Quantities = msgspec.field(default_factory=Quantities)
 
     def effective(self) -> dict[str, float]:
         """Requests, with the API server's defaulting: a resource that has only a limit requests
@@ -193,10 +193,10 @@ class ContainerResources(ApiModel):
         return {**self.limits, **self.requests}
 
 
-class Container(ApiModel):
+class Container(Record, kw_only=True, frozen=True):
     name: str = ""
     image: str = ""
-    resources: ContainerResources = Field(default_factory=ContainerResources)
+    resources: ContainerResources = msgspec.field(default_factory=ContainerResources)
     restart_policy: str | None = None
     ports: tuple[ContainerPort, ...] = ()
 
@@ -205,52 +205,52 @@ class Container(ApiModel):
         return self.restart_policy == "Always"
 
 
-class ClaimVolumeSource(ApiModel):
-    claim_name: str = Field(min_length=1)
+class ClaimVolumeSource(Record, kw_only=True, frozen=True):
+    claim_name: Annotated[str, Meta(min_length=1)]
 
 
-class EphemeralVolumeSource(ApiModel):
+class EphemeralVolumeSource(Record, kw_only=True, frozen=True):
     """A generic ephemeral volume; its claim is named ``<pod name>-<volume name>`` (the claim
     template itself does not matter for scheduling)."""
 
 
-class Volume(ApiModel):
+class Volume(Record, kw_only=True, frozen=True):
     """A pod volume, as far as the volume filters care: backed by a PersistentVolumeClaim (named
     or ephemeral) or not."""
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, Meta(min_length=1)]
     persistent_volume_claim: ClaimVolumeSource | None = None
     ephemeral: EphemeralVolumeSource | None = None
 
 
-class PodResourceClaim(ApiModel):
+class PodResourceClaim(Record, kw_only=True, frozen=True):
     """A pod's ``spec.resourceClaims`` entry: a ResourceClaim by name, or one the ResourceClaim
     controller creates from a template (its name is then in ``status.resourceClaimStatuses``)."""
 
-    name: str = Field(min_length=1)
+    name: Annotated[str, Meta(min_length=1)]
     resource_claim_name: str | None = None
     resource_claim_template_name: str | None = None
 
 
-class PodSchedulingGate(ApiModel):
-    name: str = Field(min_length=1)
+class PodSchedulingGate(Record, kw_only=True, frozen=True):
+    name: Annotated[str, Meta(min_length=1)]
 
 
-class PodSchedulingGroup(ApiModel):
+class PodSchedulingGroup(Record, kw_only=True, frozen=True):
     """The ``scheduling.k8s.io`` PodGroup the pod belongs to (Kubernetes 1.36+)."""
 
     pod_group_name: str | None = None
 
 
-class PodSpec(ApiModel):
+class PodSpec(Record, kw_only=True, frozen=True):
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
-    containers: tuple[Container, ...] = Field(min_length=1)
+    containers: Annotated[tuple[Container, ...], Meta(min_length=1)]
     init_containers: tuple[Container, ...] = ()
-    overhead: ResourceList = Field(default_factory=dict)
+    overhead: Quantities = msgspec.field(default_factory=Quantities)
     resources: ContainerResources | None = None
     """Pod-level resources (PodLevelResources, on by default since Kubernetes 1.34)."""
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, str] = msgspec.field(default_factory=dict)
     affinity: Affinity | None = None
     tolerations: tuple[Toleration, ...] = ()
     priority: int | None = None
@@ -264,15 +264,15 @@ class PodSpec(ApiModel):
     scheduling_group: PodSchedulingGroup | None = None
 
 
-class PodCondition(ApiModel):
+class PodCondition(Record, kw_only=True, frozen=True):
     type: str
     status: str = "Unknown"
     reason: str = ""
     message: str = ""
 
 
-class PodResourceClaimStatus(ApiModel):
-    name: str = Field(min_length=1)
+class PodResourceClaimStatus(Record, kw_only=True, frozen=True):
+    name: Annotated[str, Meta(min_length=1)]
     resource_claim_name: str | None = None
 
 
@@ -280,22 +280,25 @@ FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 """Pod phases after which a pod holds nothing on its node."""
 
 
-class PodStatus(ApiModel):
+class PodStatus(Record, kw_only=True, frozen=True):
     phase: Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"] = "Pending"
     conditions: tuple[PodCondition, ...] = ()
     nominated_node_name: str = ""
     resource_claim_statuses: tuple[PodResourceClaimStatus, ...] = ()
-    start_time: Timestamp = None
+    start_time: Time = None
     """When the kubelet took the pod (cooldown protection counts from it)."""
+
+    def __post_init__(self) -> None:
+        settle_times(self, "start_time")
 
     def condition(self, type_: str) -> PodCondition | None:
         return next((c for c in self.conditions if c.type == type_), None)
 
 
-class Pod(ApiModel):
+class Pod(Record, kw_only=True, frozen=True):
     metadata: ObjectMeta
     spec: PodSpec
-    status: PodStatus = Field(default_factory=PodStatus)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
 
 
 def _add(into: dict[str, float], more: dict[str, float]) -> None:
@@ -372,32 +375,32 @@ def nonzero_requests(spec: PodSpec) -> tuple[float, float]:
     return reqs["cpu"], reqs["memory"]
 
 
-class NodeSpec(ApiModel):
+class NodeSpec(Record, kw_only=True, frozen=True):
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
 
 
-class NodeCondition(ApiModel):
+class NodeCondition(Record, kw_only=True, frozen=True):
     type: str
     status: str = "Unknown"
 
 
-class ContainerImage(ApiModel):
+class ContainerImage(Record, kw_only=True, frozen=True):
     names: tuple[str, ...] = ()
     size_bytes: int = 0
 
 
-class NodeStatus(ApiModel):
-    capacity: ResourceList = Field(default_factory=dict)
-    allocatable: ResourceList = Field(default_factory=dict)
+class NodeStatus(Record, kw_only=True, frozen=True):
+    capacity: Quantities = msgspec.field(default_factory=Quantities)
+    allocatable: Quantities = msgspec.field(default_factory=Quantities)
     conditions: tuple[NodeCondition, ...] = ()
     images: tuple[ContainerImage, ...] = ()
 
 
-class Node(ApiModel):
+class Node(Record, kw_only=True, frozen=True):
     metadata: ObjectMeta
-    spec: NodeSpec = Field(default_factory=NodeSpec)
-    status: NodeStatus = Field(default_factory=NodeStatus)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
 
     @property
     def allocatable(self) -> dict[str, float]:
@@ -413,32 +416,32 @@ class Node(ApiModel):
         return True
 
 
-class Namespace(ApiModel):
+class Namespace(Record, kw_only=True, frozen=True):
     """Namespaces are read for their labels (pod affinity's ``namespaceSelector``)."""
 
     metadata: ObjectMeta
 
 
-class ResourceQuotaSpec(ApiModel):
-    hard: ResourceList = Field(default_factory=dict)
+class ResourceQuotaSpec(Record, kw_only=True, frozen=True):
+    hard: Quantities = msgspec.field(default_factory=Quantities)
 
 
-class ResourceQuotaStatus(ApiModel):
-    hard: ResourceList = Field(default_factory=dict)
+class ResourceQuotaStatus(Record, kw_only=True, frozen=True):
+    hard: Quantities = msgspec.field(default_factory=Quantities)
     """What the quota controller enforces (``spec.hard`` once it has seen the quota)."""
-    used: ResourceList = Field(default_factory=dict)
+    used: Quantities = msgspec.field(default_factory=Quantities)
 
 
-class ResourceQuota(ApiModel):
+class ResourceQuota(Record, kw_only=True, frozen=True):
     """Namespace quotas, read for HAMi's device quota (``limits.nvidia.com/gpumem`` …) and the
     resourcequota plugin's admission gate."""
 
     metadata: ObjectMeta
-    spec: ResourceQuotaSpec = Field(default_factory=ResourceQuotaSpec)
-    status: ResourceQuotaStatus = Field(default_factory=ResourceQuotaStatus)
+    spec: ResourceQuotaSpec = msgspec.field(default_factory=ResourceQuotaSpec)
+    status: ResourceQuotaStatus = msgspec.field(default_factory=ResourceQuotaStatus)
 
 
-class PriorityClass(ApiModel):
+class PriorityClass(Record, kw_only=True, frozen=True):
     metadata: ObjectMeta
     value: int
     global_default: bool = False

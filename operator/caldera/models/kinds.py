@@ -16,13 +16,18 @@ from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuo
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
+from caldera.models.record import Record
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workload import WORKLOAD_GROUP, WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
-__all__ = ["KINDS", "Kind", "kind_for", "kind_label", "kind_of_model"]
+__all__ = ["KINDS", "Kind", "Model", "kind_for", "kind_label", "kind_of_model"]
+
+Model = BaseModel | Record
+"""A parsed object: a pydantic model (Volcano's kinds, whose messages matter) or a slim record
+(the core kinds, read by the tens of thousands)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +36,7 @@ class Kind:
     group: str
     version: str
     plural: str
-    model: type[BaseModel]
+    model: type[Model]
     namespaced: bool
     table: str
     """The ClusterState attribute holding this kind, keyed ``namespace/name`` when namespaced."""

@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from caldera.models.kinds import KINDS as _KINDS
-from caldera.models.kinds import kind_label
+from caldera.models.kinds import Model, kind_label
+from caldera.models.record import Record, RecordError, error_text
 
-KINDS: dict[str, type[BaseModel]] = {name: kind.model for name, kind in _KINDS.items()}
+KINDS: dict[str, type[Model]] = {name: kind.model for name, kind in _KINDS.items()}
 NAMESPACED = frozenset(name for name, kind in _KINDS.items() if kind.namespaced)
 
 
@@ -54,7 +55,7 @@ def _loc(parts: tuple[int | str, ...]) -> str:
     return out
 
 
-def parse_object(kind: str, raw: Mapping[str, Any]) -> BaseModel | ObjectError:
+def parse_object(kind: str, raw: Mapping[str, Any]) -> Model | ObjectError:
     """Validate ``raw`` as ``kind``; namespaced kinds without a namespace get ``default``."""
     model = KINDS[kind]
     data = dict(raw)
@@ -64,6 +65,9 @@ def parse_object(kind: str, raw: Mapping[str, Any]) -> BaseModel | ObjectError:
             data["metadata"] = {**meta, "namespace": "default"}
     try:
         return model.model_validate(data)
+    except RecordError as exc:  # a slim kind: msgspec names the first field at fault
+        slim = model if issubclass(model, Record) else None
+        return ObjectError(kind, describe(kind, raw), error_text(exc, slim))
     except ValidationError as exc:
         errors = _relevant(exc.errors())
         messages = []

@@ -9,27 +9,26 @@ an *empty* one (``{}``) matches everything. ``In``/``NotIn`` need at least one v
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+import msgspec
+from msgspec import Meta
 
-from caldera.models.base import ApiModel
+from caldera.models.record import Record
 
 __all__ = ["LabelSelector", "LabelSelectorRequirement", "matches"]
 
 
-class LabelSelectorRequirement(ApiModel):
-    key: str = Field(min_length=1)
+class LabelSelectorRequirement(Record, kw_only=True, frozen=True):
+    key: Annotated[str, Meta(min_length=1)]
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: tuple[str, ...] = ()
 
-    @model_validator(mode="after")
-    def _values_fit_operator(self) -> LabelSelectorRequirement:
+    def __post_init__(self) -> None:
         if self.operator in ("In", "NotIn") and not self.values:
             raise ValueError(f"values: must be non-empty for operator {self.operator}")
         if self.operator in ("Exists", "DoesNotExist") and self.values:
             raise ValueError(f"values: must be empty for operator {self.operator}")
-        return self
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         value = labels.get(self.key)
@@ -42,27 +41,26 @@ class LabelSelectorRequirement(ApiModel):
         return value is None
 
 
-class LabelSelector(ApiModel):
-    match_labels: tuple[tuple[str, str], ...] = ()
+class LabelSelector(Record, kw_only=True, frozen=True):
+    match_labels: dict[str, str] = msgspec.field(default_factory=dict)
     match_expressions: tuple[LabelSelectorRequirement, ...] = ()
 
-    @model_validator(mode="before")
-    @classmethod
-    def _labels_as_pairs(cls, data: object) -> object:
-        # a frozen, hashable form of matchLabels, so equal selectors share cached results
-        if isinstance(data, dict):
-            labels = data.get("matchLabels", data.get("match_labels"))
-            if isinstance(labels, dict):
-                data = {k: v for k, v in data.items() if k not in ("matchLabels", "match_labels")}
-                data["match_labels"] = tuple(sorted(labels.items()))
-        return data
+    def __hash__(self) -> int:
+        # hashable although it holds a map, so equal selectors share cached results
+        return hash((tuple(sorted(self.match_labels.items())), self.match_expressions))
+
+    @property
+    def first_label(self) -> tuple[str, str] | None:
+        """One ``matchLabels`` pair, the same each time (every pod the selector matches carries
+        it), for looking pods up by label; None without matchLabels."""
+        return min(self.match_labels.items()) if self.match_labels else None
 
     @property
     def empty(self) -> bool:
         return not self.match_labels and not self.match_expressions
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels) and all(
+        return all(labels.get(k) == v for k, v in self.match_labels.items()) and all(
             r.matches(labels) for r in self.match_expressions
         )
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from caldera.models.base import ApiModel, ObjectMeta
+from caldera.models.record import RecordError, error_text
 from caldera.models.selectors import LabelSelector
 
 __all__ = ["HyperNode", "HyperNodeMember", "MemberSelector"]
@@ -46,11 +47,9 @@ class MemberSelector(ApiModel):
             return data
         try:
             LabelSelector.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(step) for step in first["loc"])
+        except RecordError as exc:
             data = {k: v for k, v in data.items() if k != "labelMatch"}
-            data["unusable_label_match"] = f"labelMatch.{where}: {first['msg']}"
+            data["unusable_label_match"] = f"labelMatch.{error_text(exc, LabelSelector)}"
         return data
 
     @model_validator(mode="after")

@@ -173,8 +173,8 @@ class PodIndex:
         """Placed pods that may match ``conj``: those carrying the first ``matchLabels`` pair of
         its first term that has one (every matching pod carries it), else all."""
         for m in conj:
-            if m.selector is not None and m.selector.match_labels:
-                return self.placed.with_label(m.selector.match_labels[0])
+            if m.selector is not None and m.selector.first_label is not None:
+                return self.placed.with_label(m.selector.first_label)
         return self.placed.with_label(None)
 
     def pod_matches(self, conj: Conjunction, task: Task) -> bool:

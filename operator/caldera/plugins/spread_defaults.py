@@ -80,9 +80,7 @@ class DefaultSelectors:
                     _add_requirements(merged, extra, found.spec.selector)
         if not merged and not extra:
             return None
-        return LabelSelector(
-            match_labels=tuple(sorted(merged.items())), match_expressions=tuple(extra)
-        )
+        return LabelSelector(match_labels=merged, match_expressions=tuple(extra))
 
 
 def _add_requirements(
@@ -91,7 +89,7 @@ def _add_requirements(
     """AND ``selector``'s requirements to the ones so far. kube adds them as requirements, so a
     ``key=value`` that contradicts a Service's makes the selector match nothing; it is kept as an
     ``In`` requirement for that reason rather than overwriting the Service's value."""
-    for key, value in selector.match_labels:
+    for key, value in selector.match_labels.items():
         if key not in merged:
             merged[key] = value
         elif merged[key] != value:

@@ -126,8 +126,7 @@ class MatchCounts:
         arr = self._counts.get(key)
         if arr is None:
             arr = self._counts[key] = np.zeros(len(self._nodes), dtype=np.int64)
-            pair = selector.match_labels[0] if selector.match_labels else None
-            for task, row in self.placed.with_label(pair):
+            for task, row in self.placed.with_label(selector.first_label):
                 if task.namespace == namespace and selector.matches(task.labels):
                     arr[row] += 1
             self._watch.setdefault(_watch_key(namespace, selector), []).append((selector, arr))
@@ -153,10 +152,8 @@ class MatchCounts:
 
 
 def _watch_key(namespace: str, selector: LabelSelector) -> _Key:
-    if selector.match_labels:
-        label, value = selector.match_labels[0]
-        return (namespace, label, value)
-    return namespace
+    pair = selector.first_label
+    return namespace if pair is None else (namespace, *pair)
 
 
 class SpreadState:

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from caldera.cache.state import ClusterState, StateObject
 from caldera.models.kinds import kind_for, kind_label
 from caldera.models.parse import ObjectError, describe, parse_object
@@ -142,7 +144,7 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
             )
             continue
         kind = known.name
-        raw = dict(doc)
+        raw = _as_json(doc)
         meta = raw.get("metadata")
         if isinstance(meta, Mapping) and not meta.get("creationTimestamp"):
             raw["metadata"] = {**meta, "creationTimestamp": epoch + order / 1000.0}
@@ -158,4 +160,14 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
                 f"{source}: {kind_label(kind)} {describe(kind, raw)} appears twice; "
                 "the last one is used"
             )
+    return out
+
+
+def _as_json(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """``doc`` as the API server would serve it: PyYAML reads an unquoted time as a datetime,
+    the API (and the slim records' decoder) as its RFC 3339 text."""
+    try:
+        out: dict[str, Any] = msgspec.to_builtins(doc)
+    except (TypeError, ValueError):  # not JSON-like at all: the parser says where
+        return dict(doc)
     return out

@@ -36,6 +36,11 @@ from caldera.quantity import format_resource
 
 __all__ = ["Wire", "body"]
 
+_SPEC_SENT = frozenset(
+    {"schedulerName", "nodeSelector", "affinity", "tolerations", "priority", "priorityClassName"}
+)
+"""The pod spec's fields an extender is sent besides its containers (as Volcano's wire does)."""
+
 _STATUS_BITS = {status: 1 << i for i, status in enumerate(TaskStatus)}
 """Volcano's ``TaskStatus`` values: a bit per state, in declaration order (Pending = 1)."""
 _READY = {"Phase": 1, "Reason": ""}
@@ -142,19 +147,7 @@ class Wire:
     def pod(self, task: Task) -> dict[str, Any]:
         pod = self._pods.get(task.uid)
         if pod is None:
-            spec = task.spec.model_dump(
-                mode="json",
-                by_alias=True,
-                exclude_defaults=True,
-                include={
-                    "scheduler_name",
-                    "node_selector",
-                    "affinity",
-                    "tolerations",
-                    "priority",
-                    "priority_class_name",
-                },
-            )
+            spec = {k: v for k, v in task.spec.model_dump().items() if k in _SPEC_SENT}
             spec["containers"] = [self._container(c) for c in task.spec.containers]
             if task.spec.init_containers:
                 spec["initContainers"] = [self._container(c) for c in task.spec.init_containers]
@@ -244,8 +237,7 @@ class Wire:
                 },
                 "spec": {
                     "unschedulable": bool(nodes.unschedulable[row]) or None,
-                    "taints": [t.model_dump(mode="json", by_alias=True) for t in nodes.taints[row]]
-                    or None,
+                    "taints": [t.model_dump() for t in nodes.taints[row]] or None,
                 },
                 "status": {"allocatable": allocatable, "capacity": allocatable},
             },
