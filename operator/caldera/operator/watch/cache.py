@@ -1,10 +1,10 @@
 """The scheduler's cache: the watched objects as validated models, kept current from watch events.
 
 Each kind's informer hands its listing and then its events here. An object is parsed into its
-model only when something the scheduler reads changed: for pods and nodes — by far the most
-frequent events, mostly kubelet status updates and heartbeats — the fields that matter are
-compared first (:func:`fingerprint`), and an event that changes none of them is dropped before
-any parsing. A malformed object is reported once (log line and callback) and left out.
+model (for pods and nodes a slim record) only when something the scheduler reads changed: for
+pods and nodes — by far the most frequent events, mostly kubelet status updates and heartbeats —
+the fields that matter are compared first (:func:`fingerprint`, as 16-byte digests, so no second
+copy of them is kept), and an event that changes none of them is dropped before any parsing. A malformed object is reported once (log line and callback) and left out.
 
 The cache also decides which changes are *news* for the scheduler — a pending pod of ours
 appearing, capacity freed, a node or a queue changing — and calls ``on_news`` for those, which
@@ -17,6 +17,7 @@ dictionary operations per event.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -30,7 +31,7 @@ from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
 from caldera.operator.logs import about
 
-__all__ = ["Cache", "fingerprint"]
+__all__ = ["Cache", "digest", "fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -55,38 +56,49 @@ ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.k
 """Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 
 
+def digest(value: Any) -> bytes | None:
+    """A 16-byte stand-in for one part of an object (its JSON's BLAKE2b digest), so that the
+    cache can tell whether the part changed without keeping it: a real pod's spec, with its env
+    and volumes, is kilobytes as dicts."""
+    if value is None:
+        return None
+    return hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
+
+
 def fingerprint(kind: Kind, raw: Raw) -> tuple[Any, ...] | None:
-    """What the scheduler reads of a pod, a node or a selector-only kind (None for other kinds:
-    always parsed)."""
+    """What the scheduler reads of a pod, a node or a selector-only kind, as digests (None for
+    other kinds: always parsed)."""
     meta = raw.get("metadata") or {}
     status = raw.get("status") or {}
     if kind.selector_only:  # a ReplicaSet's status churn, a Service's ports: nothing read
-        return (meta.get("uid"), (raw.get("spec") or {}).get("selector"))
+        return (meta.get("uid"), digest((raw.get("spec") or {}).get("selector")))
     if kind.name == "Pod":
+        spec = raw.get("spec") or {}
         return (
             meta.get("uid"),
-            meta.get("labels"),
-            meta.get("annotations"),
+            digest(meta.get("labels")),
+            digest(meta.get("annotations")),
             meta.get("deletionTimestamp"),
-            meta.get("ownerReferences"),
-            raw.get("spec"),
+            digest(meta.get("ownerReferences")),
+            spec.get("nodeName"),
+            digest({k: v for k, v in spec.items() if k != "nodeName"}),
             status.get("phase"),
             _condition(status.get("conditions"), "PodScheduled"),
-            status.get("resourceClaimStatuses"),
+            digest(status.get("resourceClaimStatuses")),
         )
     if kind.name == "Node":
         notes = meta.get("annotations") or {}
         return (
             meta.get("uid"),
-            meta.get("labels"),
+            digest(meta.get("labels")),
             # only the device registrations: a node lock or a heartbeat changes nothing read
-            {k: notes[k] for k in NODE_ANNOTATIONS if k in notes}
+            digest({k: notes[k] for k in NODE_ANNOTATIONS if k in notes})
             if isinstance(notes, dict)
-            else notes,
-            raw.get("spec"),
-            status.get("allocatable"),
+            else digest(notes),
+            digest(raw.get("spec")),
+            digest(status.get("allocatable")),
             (_condition(status.get("conditions"), "Ready") or (None,))[0],
-            status.get("images"),
+            digest(status.get("images")),
         )
     return None
 
@@ -96,10 +108,10 @@ def _wakes(raw: Raw) -> tuple[Any, ...]:
     but its status (the scheduler writes PodGroup and Queue status itself)."""
     meta = raw.get("metadata") or {}
     return (
-        meta.get("labels"),
-        meta.get("annotations"),
+        digest(meta.get("labels")),
+        digest(meta.get("annotations")),
         meta.get("deletionTimestamp"),
-        raw.get("spec"),
+        digest(raw.get("spec")),
     )
 
 
@@ -179,7 +191,7 @@ class Cache:
         old = table.get(key)
         pod_kind = kind.name == "Pod"
         node = _bound_only(prints.get(key), mark) if pod_kind else None
-        notes = _annotated_only(prints.get(key), mark) if pod_kind and node is None else None
+        notes = _annotated_only(prints.get(key), mark, raw) if pod_kind and node is None else None
         if node is not None and old is not None:
             # a pod's bind coming back, nothing else changed: the pod we have, on its node (a
             # copy instead of a validation; the session process gets just the node, too)
@@ -359,21 +371,24 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     return orjson.dumps(raw)
 
 
-_ANNOTATIONS, _SPEC, _VERDICT = 2, 5, 7
-"""Where the annotations, the spec and the PodScheduled condition stand in a pod's
+_ANNOTATIONS, _NODE, _VERDICT = 2, 5, 8
+"""Where the annotations, the node name and the PodScheduled condition stand in a pod's
 fingerprint."""
 
 
 def _annotated_only(
-    previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None
+    previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None, raw: Raw
 ) -> dict[str, str] | None:
-    """The new annotations, when they are all that changed from ``previous`` to ``mark``."""
+    """The new annotations (read from ``raw``), when they are all that changed from
+    ``previous`` to ``mark``."""
     if previous is None or mark is None or previous[_ANNOTATIONS] == mark[_ANNOTATIONS]:
         return None
     if any(previous[i] != mark[i] for i in range(len(mark)) if i != _ANNOTATIONS):
         return None
-    notes = mark[_ANNOTATIONS] or {}
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in notes.items()):
+    notes = (raw.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(notes, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in notes.items()
+    ):
         return None  # let validation say what is wrong
     return dict(notes)
 
@@ -383,15 +398,11 @@ def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None) 
     name set where there was none (and the PodScheduled condition the binding sets)."""
     if previous is None or mark is None:
         return None
-    old_spec, new_spec = previous[_SPEC] or {}, mark[_SPEC] or {}
-    node = new_spec.get("nodeName")
-    if not node or old_spec.get("nodeName"):
+    node = mark[_NODE]
+    if not node or previous[_NODE]:
         return None
-    rest_same = all(previous[i] == mark[i] for i in range(len(mark)) if i not in (_SPEC, _VERDICT))
-    spec_same = len(new_spec) == len(old_spec) + 1 and all(
-        new_spec.get(k) == v for k, v in old_spec.items()
-    )
-    return str(node) if rest_same and spec_same else None
+    rest_same = all(previous[i] == mark[i] for i in range(len(mark)) if i not in (_NODE, _VERDICT))
+    return str(node) if rest_same else None
 
 
 def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
