@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
+import orjson
+import pytest
+
+from caldera.k8s.listing import list_json
+from caldera.k8s.resources import resource_of
+from caldera.models.core import Pod
 from caldera.models.kinds import KINDS
 from caldera.operator.watch.cache import Cache
 from integration.harness import node, pod, podgroup
@@ -317,3 +324,71 @@ def test_a_cache_read_by_a_session_thread_keeps_no_json() -> None:
     cache.apply(POD, "ADDED", _uid(pod("c"), "uc"))
     assert cache._json["pods"] == {}
     assert cache.changed_pods() == {"default/a", "default/c"}
+
+
+# -- JSON straight into records -------------------------------------------------------------------
+
+
+def test_a_listed_pods_json_is_decoded_into_its_record_and_kept_as_it_came() -> None:
+    r = Recorder()
+    cache = r.cache()
+    cache.keep_json = "all"
+    text = orjson.dumps({"items": [_uid(pod("p")), _uid(pod("q"), "u2")]})
+    items, _ = asyncio.run(
+        list_json(_Reply(text), resource_of(POD), page=500, resource_version="0")
+    )
+    cache.replace(POD, items)
+    held = cache.state.pods["default/p"]
+    assert isinstance(held, Pod) and held.spec.scheduler_name == "volcano"
+    stored, dropped = cache.take_changes().tables["pods"]
+    assert orjson.loads(stored["default/q"]) == orjson.loads(bytes(items[1])) and not dropped
+
+
+def test_a_malformed_pods_json_is_reported_with_the_field_and_left_out() -> None:
+    r = Recorder()
+    cache = r.cache()
+    bad = _uid(pod("p"))
+    bad["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    cache.apply(POD, "ADDED", memoryview(orjson.dumps(bad)))
+    assert "default/p" not in cache.state.pods
+    assert r.malformed == ["spec.containers[0].resources.requests: cpu: invalid quantity 'lots'"]
+
+
+@pytest.mark.parametrize("kind", ["PriorityClass", "Namespace"])
+def test_a_small_record_kind_is_news_only_when_more_than_its_version_changes(kind: str) -> None:
+    r = Recorder()
+    cache = r.cache()
+    raw: dict[str, Any] = {"metadata": {"name": "x", "uid": "u", "resourceVersion": "1"}}
+    if kind == "PriorityClass":
+        raw["value"] = 10
+    cache.apply(KINDS[kind], "ADDED", raw)
+    news = r.news
+    cache.apply(
+        KINDS[kind], "MODIFIED", {**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"}}
+    )
+    assert r.news == news
+    raw["metadata"]["labels"] = {"team": "a"}
+    cache.apply(KINDS[kind], "MODIFIED", raw)
+    assert r.news == news + 1
+    assert getattr(cache.state, KINDS[kind].table)["x"].metadata.labels == {"team": "a"}
+
+
+def test_an_event_the_cache_cannot_take_is_logged_and_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    r = Recorder()
+    cache = r.cache()
+    assert cache.apply(POD, "ADDED", b"[1, 2]") is None  # JSON, but no object at all
+    assert "skipping a Pod that is not an object" in caplog.text
+    cache.apply(POD, "ADDED", _uid(pod("p")))
+    assert "default/p" in cache.state.pods
+
+
+class _Reply:
+    """A reader that answers every list with one page."""
+
+    def __init__(self, text: bytes) -> None:
+        self.text = text
+
+    async def call_json(self, verb: str, resource: Any, **kw: Any) -> bytes:
+        return self.text

@@ -54,8 +54,9 @@ class LiveError(Exception):
 class ReadOnly:
     """A :class:`~caldera.k8s.rest.Rest` that can only read.
 
-    It offers ``call`` for ``get`` and ``list`` and ``get_path`` for non-resource paths; it keeps
-    the client it wraps to itself, so code holding one cannot reach a writing method."""
+    It offers ``call`` and ``call_json`` for ``get`` and ``list``, and ``get_path`` for
+    non-resource paths; it keeps the client it wraps to itself, so code holding one cannot reach
+    a writing method."""
 
     def __init__(self, rest: Rest) -> None:
         self._rest = rest
@@ -75,6 +76,18 @@ class ReadOnly:
         return await self._rest.call(
             verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
         )
+
+    async def call_json(
+        self,
+        verb: str,
+        resource: Resource,
+        *,
+        query: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> bytes:
+        if verb not in READ_VERBS:
+            raise ReadOnlyError(f"refused to {verb} {resource.plural}: this client only reads")
+        return await self._rest.call_json(verb, resource, query=query, timeout=timeout)
 
     async def get_path(self, path: str) -> Any:
         return await self._rest.get_path(path)

@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+import msgspec
 import orjson
 from kubernetes_asyncio import client
 
@@ -34,6 +35,7 @@ __all__ = [
     "ApiTimeout",
     "Resource",
     "Rest",
+    "WatchEvent",
     "status_message",
 ]
 
@@ -169,6 +171,34 @@ class Rest:
         timeout: float | None = None,
     ) -> Any:
         """Send one request; returns the decoded JSON reply (None when it has no body)."""
+        raw = await self.call_json(
+            verb,
+            resource,
+            namespace=namespace,
+            name=name,
+            subresource=subresource,
+            body=body,
+            content_type=content_type,
+            query=query,
+            timeout=timeout,
+        )
+        return orjson.loads(raw) if raw else None
+
+    async def call_json(
+        self,
+        verb: str,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str = "",
+        body: Mapping[str, Any] | None = None,
+        content_type: str = JSON,
+        query: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> bytes:
+        """Send one request; returns the reply's JSON as it came (empty when it has none), for a
+        caller that decodes it into records itself."""
         path = resource.path(namespace, name, subresource)
         self._count(verb, f"{resource.plural}/{subresource}" if subresource else resource.plural)
         data = None if body is None else orjson.dumps(body)
@@ -176,7 +206,8 @@ class Rest:
 
     async def get_path(self, path: str) -> Any:
         """GET a path that is not a resource (``/version``, ``/readyz``)."""
-        return await self._send("get", path, None, JSON, None, self._timeout)
+        raw = await self._send("get", path, None, JSON, None, self._timeout)
+        return orjson.loads(raw) if raw else None
 
     async def _send(
         self,
@@ -186,7 +217,7 @@ class Rest:
         content_type: str,
         query: Mapping[str, str] | None,
         wait: float,
-    ) -> Any:
+    ) -> bytes:
         try:
             async with asyncio.timeout(wait):
                 async with self._session.request(
@@ -207,7 +238,7 @@ class Rest:
         self.reach.answered()
         if status >= 300:
             raise _error(status, raw)
-        return orjson.loads(raw) if raw else None
+        return raw
 
     async def watch(
         self,
@@ -215,8 +246,9 @@ class Rest:
         *,
         resource_version: str,
         timeout_seconds: int,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """The events of one watch request, decoded, until the server ends it.
+    ) -> AsyncIterator[WatchEvent]:
+        """The events of one watch request, until the server ends it: each event's type, and
+        its object as the JSON it came in (the caller decodes it as its kind needs).
 
         An ``ERROR`` event raises :class:`ApiError` with the Status it carries (``410`` when the
         version has expired).
@@ -262,10 +294,24 @@ class Rest:
                 yield _event(buffer)
 
 
-def _event(line: bytes) -> dict[str, Any]:
-    event: dict[str, Any] = orjson.loads(line)
-    if event.get("type") == "ERROR":
-        obj = event.get("object") or {}
+class WatchEvent(msgspec.Struct, frozen=True):
+    """One event of a watch stream; ``object`` is its object's JSON, not decoded."""
+
+    type: str
+    object: msgspec.Raw = msgspec.Raw(b"{}")
+
+
+_EVENT = msgspec.json.Decoder(WatchEvent)
+
+
+def _event(line: bytes) -> WatchEvent:
+    try:
+        event = _EVENT.decode(line)
+    except msgspec.DecodeError as exc:  # not JSON, or not an event
+        raise ValueError(f"a watch event that is not one: {exc}") from None
+    if event.type == "ERROR":
+        obj = orjson.loads(memoryview(event.object))
+        obj = obj if isinstance(obj, dict) else {}
         raise ApiError(
             int(obj.get("code") or 500), str(obj.get("message") or ""), obj.get("reason") or ""
         )

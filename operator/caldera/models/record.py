@@ -175,7 +175,7 @@ class Record(
         return msgspec.convert(data, cls, dec_hook=_decode_hook)
 
     @classmethod
-    def model_validate_json(cls, raw: bytes | str) -> Self:
+    def model_validate_json(cls, raw: bytes | memoryview | str) -> Self:
         record: Self = _decoder(cls).decode(raw)
         return record
 

@@ -1,10 +1,12 @@
 """The scheduler's cache: the watched objects as validated models, kept current from watch events.
 
-Each kind's informer hands its listing and then its events here. An object is parsed into its
-model (for pods and nodes a slim record) only when something the scheduler reads changed: for
-pods and nodes — by far the most frequent events, mostly kubelet status updates and heartbeats —
-the fields that matter are compared first (:func:`fingerprint`, as 16-byte digests, so no second
-copy of them is kept), and an event that changes none of them is dropped before any parsing. A malformed object is reported once (log line and callback) and left out.
+Each kind's informer hands its listing and then its events here, as the JSON they came in. A pod
+or a node is decoded straight into its slim record (``models/record.py``), and what the
+scheduler reads of it is compared with the record held (:func:`record_print`, references, no
+copy): an event that changes none of it — most pod and node events are kubelet status updates and
+heartbeats — is dropped, and the record held is the only copy of the object in this process.
+Other kinds are compared by digests of their parts first (:func:`fingerprint`) and parsed only
+when those changed. A malformed object is reported once (log line and callback) and left out.
 
 The cache also decides which changes are *news* for the scheduler — a pending pod of ours
 appearing, capacity freed, a node or a queue changing — and calls ``on_news`` for those, which
@@ -26,9 +28,10 @@ import orjson
 
 from caldera.cache.state import Changes, ClusterState
 from caldera.devices.vendors import VENDORS
-from caldera.models.core import FINISHED_PHASES, Pod
+from caldera.models.core import FINISHED_PHASES, Node, Pod
 from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
+from caldera.models.record import Record, RecordError
 from caldera.operator.logs import about
 
 __all__ = ["Cache", "digest", "fingerprint"]
@@ -36,6 +39,8 @@ __all__ = ["Cache", "digest", "fingerprint"]
 log = logging.getLogger(__name__)
 
 Raw = Mapping[str, Any]
+Json = bytes | memoryview
+"""An object's JSON as it came (a slice of a list reply or a watch event)."""
 
 
 def _condition(conditions: Any, kind: str) -> tuple[Any, ...] | None:
@@ -65,47 +70,57 @@ def digest(value: Any) -> bytes | None:
     return hashlib.blake2b(orjson.dumps(value), digest_size=16).digest()
 
 
-def fingerprint(kind: Kind, raw: Raw) -> tuple[Any, ...] | None:
-    """What the scheduler reads of a pod, a node or a selector-only kind, as digests (None for
-    other kinds: always parsed)."""
+def fingerprint(kind: Kind, raw: Raw) -> tuple[Any, ...]:
+    """What the scheduler reads of an object of a kind that is not a record, as digests: for a
+    selector-only kind its selector, for the others anything but their status."""
     meta = raw.get("metadata") or {}
-    status = raw.get("status") or {}
     if kind.selector_only:  # a ReplicaSet's status churn, a Service's ports: nothing read
         return (meta.get("uid"), digest((raw.get("spec") or {}).get("selector")))
-    if kind.name == "Pod":
-        spec = raw.get("spec") or {}
+    return _wakes(raw)
+
+
+def record_print(obj: Any) -> tuple[Any, ...]:
+    """What the scheduler reads of a pod or a node, as references into its record (no copy), or
+    the whole of a smaller record but its resource version: an event whose record gives an
+    equal print changes nothing read."""
+    meta = obj.metadata
+    if isinstance(obj, Pod):
+        spec, status = obj.spec, obj.status
+        verdict = status.condition("PodScheduled")
         return (
-            meta.get("uid"),
-            digest(meta.get("labels")),
-            digest(meta.get("annotations")),
-            meta.get("deletionTimestamp"),
-            digest(meta.get("ownerReferences")),
-            spec.get("nodeName"),
-            digest({k: v for k, v in spec.items() if k != "nodeName"}),
-            status.get("phase"),
-            _condition(status.get("conditions"), "PodScheduled"),
-            digest(status.get("resourceClaimStatuses")),
+            meta.uid,
+            meta.labels,
+            meta.annotations,
+            meta.deletion_timestamp,
+            meta.owner_references,
+            spec.node_name,
+            spec,
+            status.phase,
+            None if verdict is None else (verdict.status, verdict.reason, verdict.message),
+            status.resource_claim_statuses,
+            status.start_time,
         )
-    if kind.name == "Node":
-        notes = meta.get("annotations") or {}
+    if not isinstance(obj, Node):  # a namespace, a priority class, a quota: all of it
         return (
-            meta.get("uid"),
-            digest(meta.get("labels")),
-            # only the device registrations: a node lock or a heartbeat changes nothing read
-            digest({k: notes[k] for k in NODE_ANNOTATIONS if k in notes})
-            if isinstance(notes, dict)
-            else digest(notes),
-            digest(raw.get("spec")),
-            digest(status.get("allocatable")),
-            (_condition(status.get("conditions"), "Ready") or (None,))[0],
-            digest(status.get("images")),
+            obj.model_copy(update={"metadata": meta.model_copy(update={"resource_version": ""})}),
         )
-    return None
+    notes = meta.annotations
+    return (
+        meta.uid,
+        meta.labels,
+        # only the device registrations: a node lock or a heartbeat changes nothing read
+        {k: notes[k] for k in NODE_ANNOTATIONS if k in notes},
+        obj.spec,
+        obj.status.capacity,
+        obj.status.allocatable,
+        obj.ready,
+        obj.status.images,
+    )
 
 
 def _wakes(raw: Raw) -> tuple[Any, ...]:
-    """What must change in an object of a kind other than Pod for a session to care: anything
-    but its status (the scheduler writes PodGroup and Queue status itself)."""
+    """What must change in an object for a session to care: anything but its status (the
+    scheduler writes PodGroup and Queue status itself)."""
     meta = raw.get("metadata") or {}
     return (
         digest(meta.get("labels")),
@@ -158,17 +173,22 @@ class Cache:
         self.synced = asyncio.Event()
         """Set once every kind has been listed: the first session may run."""
         self.parsed = 0
-        """How many objects were validated (the rest of the events changed nothing read)."""
+        """How many objects were stored as changed whole (parsed, for kinds that are not
+        records): the other events changed nothing the scheduler reads, or only a pod's node or
+        annotations (sent alone to a session process)."""
 
     # -- what the informers call -------------------------------------------------------------
 
-    def replace(self, kind: Kind, items: Iterable[Raw]) -> None:
-        """A full listing: what it has is stored, what it lacks is gone."""
+    def replace(self, kind: Kind, items: Iterable[Raw | Json]) -> None:
+        """A full listing (objects, or their JSON): what it has is stored, what it lacks is
+        gone."""
         listed: set[str] = set()
-        for raw in items:
-            listed.add(self._key(kind, raw))
-            self.apply(kind, "ADDED", raw)
-        for key in list(self._prints[kind.name].keys() - listed):
+        for item in items:
+            key = self.apply(kind, "ADDED", item)
+            if key is not None:
+                listed.add(key)
+        table: dict[str, Any] = getattr(self.state, kind.table)
+        for key in list((self._prints[kind.name].keys() | table.keys()) - listed):
             self._drop(kind, key)
         self.mark_synced(kind)
 
@@ -178,80 +198,126 @@ class Cache:
             self.synced.set()
             self._on_news()
 
-    def apply(self, kind: Kind, event: str, raw: Raw) -> None:
+    def apply(self, kind: Kind, event: str, item: Raw | Json) -> str | None:
+        """One event's object, as it came (JSON) or decoded; returns its key (None when it has
+        no name to be known by).
+
+        A slim kind (a :class:`~caldera.models.record.Record`: pods, nodes) is decoded straight
+        from its JSON into its record, and what the scheduler reads is compared with the record
+        held; other kinds are compared by digests first and parsed only when they changed. An object
+        that cannot be taken at all is logged and skipped: the informer goes on.
+        """
+        try:
+            return self._apply(kind, event, item)
+        except Exception:
+            log.exception("could not take a %s %s event; skipped", kind.name, event)
+            return None
+
+    def _apply(self, kind: Kind, event: str, item: Raw | Json) -> str | None:
+        if issubclass(kind.model, Record):
+            return self._apply_record(kind.model, kind, event, item)
+        raw = item if isinstance(item, Mapping) else orjson.loads(item)
         key = self._key(kind, raw)
         if event == "DELETED":
             self._drop(kind, key)
-            return
+            return key
         prints = self._prints[kind.name]
         mark = fingerprint(kind, raw)
-        if mark is not None and key in prints and prints[key] == mark:
-            return  # nothing the scheduler reads changed
+        if kind.selector_only and prints.get(key) == mark:
+            return key  # its selector, all that is read, is the same
+        self.parsed += 1
+        parsed = parse_object(kind.name, raw)
+        if isinstance(parsed, ObjectError):
+            self._malformed_object(kind, key, raw, parsed)
+            return key
+        previous = prints.get(key)
+        prints[key] = mark
+        self._store(kind, key, parsed, lambda: _encode(kind, raw))
+        if not kind.selector_only and previous != mark:
+            self._on_news()
+        return key
+
+    def _apply_record(
+        self, model: type[Record], kind: Kind, event: str, item: Raw | Json
+    ) -> str | None:
+        text = orjson.dumps(item) if isinstance(item, Mapping) else item
+        try:
+            obj: Any = model.model_validate_json(text)
+        except RecordError:
+            raw = item if isinstance(item, Mapping) else orjson.loads(text)
+            if not isinstance(raw, Mapping):
+                log.warning("skipping a %s that is not an object", kind.name)
+                return None
+            key = self._key(kind, raw)
+            if event == "DELETED":
+                self._drop(kind, key)
+            else:
+                parsed = parse_object(kind.name, raw)
+                assert isinstance(parsed, ObjectError)  # the record's decoder refused it
+                self._malformed_object(kind, key, raw, parsed)
+            return key
+        meta = obj.metadata
+        if kind.namespaced and not meta.namespace:  # a manifest's: the API always sets one
+            meta = meta.model_copy(update={"namespace": "default"})
+            obj = obj.model_copy(update={"metadata": meta})
+            text = _encode(kind, orjson.loads(text))
+        key = kind.key(meta.namespace, meta.name)
+        if event == "DELETED":
+            self._drop(kind, key)
+            return key
         table: dict[str, Any] = getattr(self.state, kind.table)
         old = table.get(key)
-        pod_kind = kind.name == "Pod"
-        node = _bound_only(prints.get(key), mark) if pod_kind else None
-        notes = _annotated_only(prints.get(key), mark, raw) if pod_kind and node is None else None
-        if node is not None and old is not None:
-            # a pod's bind coming back, nothing else changed: the pod we have, on its node (a
-            # copy instead of a validation; the session process gets just the node, too)
-            obj: Any = old.model_copy(
-                update={"spec": old.spec.model_copy(update={"node_name": node})}
-            )
-            if key not in self._whole:
-                self._bound[key] = node
-        elif notes is not None and old is not None:
-            # only annotations changed (a card assignment patched on): the same, for them
-            obj = old.model_copy(
-                update={"metadata": old.metadata.model_copy(update={"annotations": notes})}
-            )
-            if key not in self._whole:
-                self._annotated[key] = notes
-        else:
+        previous = None if old is None else record_print(old)
+        mark = record_print(obj)
+        if previous == mark:
+            return key  # nothing the scheduler reads changed
+        if kind.name != "Pod":
             self.parsed += 1
-            parsed = parse_object(kind.name, raw)
-            if isinstance(parsed, ObjectError):
-                self._malformed_object(kind, key, raw, parsed)
-                return
-            obj = parsed
-        if self._malformed.pop(f"{kind.name}/{key}", None) is not None:
-            log.info("%s %s is valid again", kind.name, key, extra=self._about(kind, raw))
-            self._set_invalid(f"{kind.name}/{key}", None)
-        previous = prints.get(key)
-        prints[key] = mark if mark is not None else _wakes(raw)
-        table[key] = obj
-        keep = self.keep_json
-        if keep == "all" or (keep == "sent" and self.synced.is_set()):
-            self._json[kind.table][key] = _encode(kind, raw)
-        self._dirty.setdefault(kind.table, set()).add(key)
-        if pod_kind and node is None and notes is None:
+            self._store(kind, key, obj, lambda: text)
+            self._on_news()
+            return key
+        node = _bound_only(previous, mark)
+        notes = _annotated_only(previous, mark) if node is None else None
+        self._store(kind, key, obj, lambda: text)
+        if node is None and notes is None:
+            self.parsed += 1
             self._whole.add(key)
             self._bound.pop(key, None)
             self._annotated.pop(key, None)
-        if kind.name == "Pod":
-            ours = (
-                notes is not None and old is not None and _only(old, notes, ASSIGNMENT_ANNOTATIONS)
-            )
-            self._pod_news(raw, obj, old, previous, prints[key], quiet=ours)
-        elif not kind.selector_only and (previous is None or previous != prints[key]):
-            self._on_news()
+        elif key not in self._whole:  # a session process is sent just the node, or the notes
+            if node is not None:
+                self._bound[key] = node
+            elif notes is not None:
+                self._annotated[key] = notes
+        ours = notes is not None and old is not None and _only(old, notes, ASSIGNMENT_ANNOTATIONS)
+        self._pod_news(obj, old, previous, mark, quiet=ours)
+        return key
+
+    def _store(self, kind: Kind, key: str, obj: Any, text: Callable[[], Json]) -> None:
+        """Hold ``obj`` as the object at ``key`` (and its JSON, when a session process will be
+        sent it)."""
+        if self._malformed.pop(f"{kind.name}/{key}", None) is not None:
+            log.info("%s %s is valid again", kind.name, key, extra=self._about_key(kind, key))
+            self._set_invalid(f"{kind.name}/{key}", None)
+        table: dict[str, Any] = getattr(self.state, kind.table)
+        table[key] = obj
+        keep = self.keep_json
+        if keep == "all" or (keep == "sent" and self.synced.is_set()):
+            self._json[kind.table][key] = bytes(text())
+        self._dirty.setdefault(kind.table, set()).add(key)
 
     def _pod_news(
         self,
-        raw: Raw,
         pod: Pod,
         old: Pod | None,
         previous: tuple[Any, ...] | None,
-        mark: tuple[Any, ...] | None,
+        mark: tuple[Any, ...],
         *,
         quiet: bool = False,
     ) -> None:
-        spec = raw.get("spec") or {}
-        meta = raw.get("metadata") or {}
-        phase = (raw.get("status") or {}).get("phase")
-        done = phase in FINISHED_PHASES or bool(meta.get("deletionTimestamp"))
-        if not spec.get("nodeName"):
-            if spec.get("schedulerName") in self._names and not done:
+        done = _done(pod)
+        if not pod.spec.node_name:
+            if pod.spec.scheduler_name in self._names and not done:
                 # new or changed pending work; the PodScheduled condition alone is our own
                 # verdict coming back, not news
                 if not quiet and (
@@ -261,7 +327,7 @@ class Cache:
                 self.on_bare_pod(pod)
         elif done and (old is None or not _done(old)):
             self._on_news()  # capacity freed
-        elif not done and spec.get("schedulerName") in self._names:
+        elif not done and pod.spec.scheduler_name in self._names:
             self.on_bound_pod(pod)
 
     def _forget(self, kind: Kind, key: str) -> Any:
@@ -307,6 +373,11 @@ class Cache:
     def _about(kind: Kind, raw: Raw) -> dict[str, object]:
         meta = raw.get("metadata") or {}
         return about(kind.name, str(meta.get("name", "")), meta.get("namespace"))
+
+    @staticmethod
+    def _about_key(kind: Kind, key: str) -> dict[str, object]:
+        namespace, _, name = key.rpartition("/")
+        return about(kind.name, name, namespace or None)
 
     # -- what the rest of the operator calls ---------------------------------------------------
 
@@ -371,38 +442,36 @@ def _encode(kind: Kind, raw: Raw) -> bytes:
     return orjson.dumps(raw)
 
 
-_ANNOTATIONS, _NODE, _VERDICT = 2, 5, 8
-"""Where the annotations, the node name and the PodScheduled condition stand in a pod's
-fingerprint."""
+_ANNOTATIONS, _NODE, _SPEC, _VERDICT = 2, 5, 6, 8
+"""Where the annotations, the node name, the spec and the PodScheduled condition stand in a
+pod's print."""
 
 
 def _annotated_only(
-    previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None, raw: Raw
+    previous: tuple[Any, ...] | None, mark: tuple[Any, ...]
 ) -> dict[str, str] | None:
-    """The new annotations (read from ``raw``), when they are all that changed from
-    ``previous`` to ``mark``."""
-    if previous is None or mark is None or previous[_ANNOTATIONS] == mark[_ANNOTATIONS]:
+    """The new annotations, when they are all that changed from ``previous`` to ``mark``."""
+    if previous is None or previous[_ANNOTATIONS] == mark[_ANNOTATIONS]:
         return None
     if any(previous[i] != mark[i] for i in range(len(mark)) if i != _ANNOTATIONS):
         return None
-    notes = (raw.get("metadata") or {}).get("annotations") or {}
-    if not isinstance(notes, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in notes.items()
-    ):
-        return None  # let validation say what is wrong
-    return dict(notes)
+    notes: dict[str, str] = mark[_ANNOTATIONS]
+    return notes
 
 
-def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...] | None) -> str | None:
+def _bound_only(previous: tuple[Any, ...] | None, mark: tuple[Any, ...]) -> str | None:
     """The node, when the only change from ``previous`` to ``mark`` is the pod's bind: a node
     name set where there was none (and the PodScheduled condition the binding sets)."""
-    if previous is None or mark is None:
+    if previous is None:
         return None
     node = mark[_NODE]
     if not node or previous[_NODE]:
         return None
-    rest_same = all(previous[i] == mark[i] for i in range(len(mark)) if i not in (_NODE, _VERDICT))
-    return str(node) if rest_same else None
+    skip = (_NODE, _SPEC, _VERDICT)
+    if any(previous[i] != mark[i] for i in range(len(mark)) if i not in skip):
+        return None
+    bound = previous[_SPEC].model_copy(update={"node_name": node})
+    return str(node) if bound == mark[_SPEC] else None
 
 
 def _without_verdict(mark: tuple[Any, ...] | None) -> tuple[Any, ...] | None:

@@ -9,8 +9,9 @@ objects wholesale, so nothing deleted while the watch was away lingers. A kind t
 not serve (no DRA on this cluster, no HyperNode CRD) or may not be read counts as listed and
 empty, is said once, and is tried again every minute.
 
-The events are decoded and handed to the cache in the order they arrive; the informer itself
-never parses an object.
+The events are handed to the cache in the order they arrive, each object as its JSON (the cache
+decodes pods and nodes straight into records); the informer itself reads only an object's
+resource version.
 """
 
 from __future__ import annotations
@@ -19,14 +20,29 @@ import asyncio
 import logging
 import random
 
+import msgspec
+
 from caldera.k8s.errors import API_ERRORS, describe
-from caldera.k8s.listing import list_objects
+from caldera.k8s.listing import list_json
 from caldera.k8s.resources import resource_of
 from caldera.k8s.rest import ApiError, Rest
 from caldera.models.kinds import Kind
 from caldera.operator.watch.cache import Cache
 
 __all__ = ["Informer"]
+
+
+class _Meta(msgspec.Struct, frozen=True):
+    resource_version: str = msgspec.field(default="", name="resourceVersion")
+
+
+class _Versioned(msgspec.Struct, frozen=True):
+    """Just an object's resource version (a bookmark has nothing else)."""
+
+    metadata: _Meta = _Meta()
+
+
+_VERSIONED = msgspec.json.Decoder(_Versioned)
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +124,7 @@ class Informer:
         for i, served in enumerate(versions):
             self._resource = resource_of(self.kind.at(served))
             try:
-                items, version = await list_objects(
+                items, version = await list_json(
                     self._rest, self._resource, page=self._page, resource_version="0"
                 )
             except ApiError as exc:
@@ -127,7 +143,7 @@ class Informer:
         async for event in self._rest.watch(
             self._resource, resource_version=version, timeout_seconds=seconds
         ):
-            kind, obj = event.get("type"), event.get("object") or {}
-            self._version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-            if kind in ("ADDED", "MODIFIED", "DELETED"):
-                self._cache.apply(self.kind, kind, obj)
+            text = memoryview(event.object)
+            self._version = _VERSIONED.decode(text).metadata.resource_version or version
+            if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                self._cache.apply(self.kind, event.type, text)
