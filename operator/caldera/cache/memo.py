@@ -257,8 +257,8 @@ class BuildMemo:
         entry.after = (
             meta.creation_timestamp or 0.0,
             spec,
-            dict(meta.labels),
-            dict(meta.annotations),
+            meta.labels,  # the record's own: nothing changes a task's labels or annotations
+            meta.annotations,
             not any(v for n, v in requests.items() if n != PODS),
             preemptable != "false",
             meta.annotations.get(TASK_SPEC_KEY, meta.labels.get(TASK_SPEC_KEY, "")),

@@ -350,7 +350,12 @@ async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
         await runtime.cache.synced.wait()
     if runtime.scheduler is not None and runtime.scheduler.worker is not None:
         managed = runtime.scheduler.policy.policy.managed_resources
+        since = asyncio.get_running_loop().time()
         await runtime.scheduler.worker.warm(runtime.cache, managed)
+        log.info(
+            "session process ready in %.1fs (a forked one has built its model of the cluster)",
+            asyncio.get_running_loop().time() - since,
+        )
     ready.set()
 
 
