@@ -16,7 +16,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from caldera.api.usage import NodeUsage
@@ -28,7 +28,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.model import FULL_REBUILD_EVERY, Model
 from caldera.models.parse import ObjectError
-from caldera.operator.watch.assume import InFlight, apply
+from caldera.operator.watch.assume import InFlight, overlaid
 from caldera.outside.http import HttpCaller
 
 __all__ = [
@@ -82,23 +82,24 @@ def decide(
     node_usage: Mapping[str, NodeUsage] | None = None,
     changed: Collection[str] | None = None,
 ) -> Outcome:
-    """One session: the binds still in flight overlaid on ``state``, the snapshot from the
-    model, the cycle. The same in the worker process and (``--session-process=false``) in a
+    """One session: the binds still in flight overlaid on ``state`` (the session's own: the
+    overlay is made in it, and undone once the snapshot is built), the snapshot from the model,
+    the cycle. The same in the worker process and (``--session-process=false``) in a
     thread; ``on_bind`` hears of each bind the moment the session decides it; ``evicting`` pods
     are terminating; ``lifting`` pods have lost their queue-allocation gate; ``node_usage`` is
     the nodes' real load as the metrics source last gave it; ``changed`` are the pods that may
     have changed since the last session (None: not known)."""
     now = time.time()
     start = time.perf_counter()
-    view = replace(state, pods=apply(state.pods, in_flight, evicting, now, lifting))
-    snapshot, problems = model.snapshot(
-        view,
-        now=now,
-        session_id=session_id,
-        managed_resources=policy.managed_resources,
-        changed=changed,
-        overlay=[*in_flight, *evicting, *lifting],
-    )
+    with overlaid(state.pods, in_flight, evicting, now, lifting):
+        snapshot, problems = model.snapshot(
+            state,
+            now=now,
+            session_id=session_id,
+            managed_resources=policy.managed_resources,
+            changed=changed,
+            overlay=[*in_flight, *evicting, *lifting],
+        )
     built = (model.last_build, time.perf_counter() - start)
     if node_usage:
         snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it

@@ -11,7 +11,8 @@ make is forgotten by the binder, which knows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.api.task import has_queue_gate, without_queue_gate
@@ -131,18 +132,49 @@ def apply(
     """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations, each
     pod being evicted is terminating (since ``now``), and each pod whose gate is being lifted has
     lost it."""
-    out = dict(pods)
+    return {**pods, **changed_pods(pods, assumed, evicting, now, lifting)}
+
+
+@contextlib.contextmanager
+def overlaid(
+    pods: dict[str, Pod],
+    assumed: InFlight,
+    evicting: Sequence[str] = (),
+    now: float = 0.0,
+    lifting: Sequence[str] = (),
+) -> Iterator[dict[str, Pod]]:
+    """:func:`apply`'s view made in ``pods`` itself for the length of the block, and undone
+    after it: a session costs the pods in flight, not a copy of every pod in the cluster.
+    ``pods`` must be the session's own (nothing else may read it meanwhile)."""
+    changes = changed_pods(pods, assumed, evicting, now, lifting)
+    saved = {key: pods[key] for key in changes}
+    pods.update(changes)
+    try:
+        yield pods
+    finally:
+        pods.update(saved)
+
+
+def changed_pods(
+    pods: Mapping[str, Pod],
+    assumed: InFlight,
+    evicting: Sequence[str] = (),
+    now: float = 0.0,
+    lifting: Sequence[str] = (),
+) -> dict[str, Pod]:
+    """The pods :func:`apply` changes, as they are in its view."""
+    out: dict[str, Pod] = {}
     for key in lifting:
-        pod = out.get(key)
+        pod = pods.get(key)
         if pod is not None:
             out[key] = without_queue_gate(pod)
     for key in evicting:
-        pod = out.get(key)
+        pod = out.get(key) or pods.get(key)
         if pod is not None and pod.metadata.deletion_timestamp is None:
             meta = pod.metadata.model_copy(update={"deletion_timestamp": now})
             out[key] = pod.model_copy(update={"metadata": meta})
     for key, (node, written) in assumed.items():
-        pod = out[key]
+        pod = out.get(key) or pods[key]
         update: dict[str, object] = {"spec": pod.spec.model_copy(update={"node_name": node})}
         if written:
             merged = {**pod.metadata.annotations, **written}
