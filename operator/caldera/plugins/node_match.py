@@ -101,7 +101,8 @@ class RequiredAffinity:
 
     def __init__(self, nodes: NodeTable) -> None:
         self._nodes = nodes
-        self._names = np.array(nodes.names, dtype=object)
+        self._names: npt.NDArray[np.object_] | None = None
+        """The node names as an array, made only when a ``matchFields`` term asks for them."""
         self._reqs: dict[tuple[str, NodeSelectorRequirement], BoolArray] = {}
         self._pods: dict[AffinityKey, BoolArray] = {}
 
@@ -126,7 +127,12 @@ class RequiredAffinity:
         if mask is None:
             if field:
                 n = len(self._nodes)
-                column = self._names if req.key == "metadata.name" else np.full(n, None)
+                if req.key == "metadata.name":
+                    if self._names is None:
+                        self._names = np.array(self._nodes.names, dtype=object)
+                    column = self._names
+                else:
+                    column = np.full(n, None)
             else:
                 column = self._nodes.label_column(req.key)
             mask = self._reqs[key] = requirement_mask(column, req)
