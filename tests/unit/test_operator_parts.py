@@ -15,7 +15,7 @@ import builders
 from caldera.framework.policy import DEFAULT_POLICY_YAML
 from caldera.k8s.endpoints import parse_address, serve_health, serve_metrics
 from caldera.operator.metrics import Metrics, exponential_range
-from caldera.operator.watch.assume import Assumptions, overlaid
+from caldera.operator.watch.assume import Assumptions, changed_pods, overlaid
 from caldera.operator.watch.policy import PolicyHolder
 from caldera.operator.writers.retry import RetryPolicy, TokenBucket, WorkQueue
 
@@ -139,7 +139,8 @@ async def test_token_bucket_spends_its_burst_then_waits_for_refill() -> None:
 def test_a_sessions_overlay_is_made_in_its_own_pods_and_undone_after_it() -> None:
     pending, victim, other = builders.pod("p"), builders.pod("v", node_name="n2"), builders.pod("o")
     pods = {"default/p": pending, "default/v": victim, "default/o": other}
-    with overlaid(pods, {"default/p": ("n1", {"a": "1"})}, ["default/v"], now=5.0) as view:
+    changes = changed_pods(pods, {"default/p": ("n1", {"a": "1"})}, ["default/v"], now=5.0)
+    with overlaid(pods, changes) as view:
         assert view is pods  # no copy of every pod
         assert view["default/p"].spec.node_name == "n1"
         assert view["default/p"].metadata.annotations == {"a": "1"}

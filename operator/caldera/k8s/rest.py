@@ -16,7 +16,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import quote
 
 import aiohttp
@@ -116,6 +116,18 @@ Counter = Callable[[str, str], None]
 """Called with (verb, resource[/subresource]) for every request sent."""
 
 
+class CallOptions(TypedDict, total=False):
+    """What a request may say besides its verb and resource (see :meth:`Rest.call_json`)."""
+
+    namespace: str | None
+    name: str | None
+    subresource: str
+    body: Mapping[str, Any] | None
+    content_type: str
+    query: Mapping[str, str] | None
+    timeout: float | None
+
+
 class Rest:
     """JSON requests through one pooled session. Make it inside the event loop it serves."""
 
@@ -157,31 +169,9 @@ class Rest:
                 headers["Authorization"] = self._cfg.get_basic_auth_token()
         return headers
 
-    async def call(
-        self,
-        verb: str,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        subresource: str = "",
-        body: Mapping[str, Any] | None = None,
-        content_type: str = JSON,
-        query: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
+    async def call(self, verb: str, resource: Resource, **options: Unpack[CallOptions]) -> Any:
         """Send one request; returns the decoded JSON reply (None when it has no body)."""
-        raw = await self.call_json(
-            verb,
-            resource,
-            namespace=namespace,
-            name=name,
-            subresource=subresource,
-            body=body,
-            content_type=content_type,
-            query=query,
-            timeout=timeout,
-        )
+        raw = await self.call_json(verb, resource, **options)
         return orjson.loads(raw) if raw else None
 
     async def call_json(

@@ -28,7 +28,7 @@ from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.model import FULL_REBUILD_EVERY, Model
 from caldera.models.parse import ObjectError
-from caldera.operator.watch.assume import InFlight, overlaid
+from caldera.operator.watch.assume import InFlight, changed_pods, overlaid
 from caldera.outside.http import HttpCaller
 
 __all__ = [
@@ -91,7 +91,7 @@ def decide(
     have changed since the last session (None: not known)."""
     now = time.time()
     start = time.perf_counter()
-    with overlaid(state.pods, in_flight, evicting, now, lifting):
+    with overlaid(state.pods, changed_pods(state.pods, in_flight, evicting, now, lifting)):
         snapshot, problems = model.snapshot(
             state,
             now=now,

@@ -136,17 +136,11 @@ def apply(
 
 
 @contextlib.contextmanager
-def overlaid(
-    pods: dict[str, Pod],
-    assumed: InFlight,
-    evicting: Sequence[str] = (),
-    now: float = 0.0,
-    lifting: Sequence[str] = (),
-) -> Iterator[dict[str, Pod]]:
-    """:func:`apply`'s view made in ``pods`` itself for the length of the block, and undone
-    after it: a session costs the pods in flight, not a copy of every pod in the cluster.
-    ``pods`` must be the session's own (nothing else may read it meanwhile)."""
-    changes = changed_pods(pods, assumed, evicting, now, lifting)
+def overlaid(pods: dict[str, Pod], changes: Mapping[str, Pod]) -> Iterator[dict[str, Pod]]:
+    """``pods`` with ``changes`` (from :func:`changed_pods`: :func:`apply`'s view) made in it
+    for the length of the block, and undone after it: a session costs the pods in flight, not a
+    copy of every pod in the cluster. ``pods`` must be the session's own (nothing else may read
+    it meanwhile)."""
     saved = {key: pods[key] for key in changes}
     pods.update(changes)
     try:
