@@ -38,7 +38,7 @@ from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult
 from caldera.model import Model
 from caldera.models.parse import ObjectError
-from caldera.operator.watch.assume import InFlight, apply
+from caldera.operator.watch.assume import InFlight, changed_pods
 from changes import Stream, differences, snapshot_view
 
 TIERS = """
@@ -125,7 +125,7 @@ def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session
             if state.nodes
         }
         evicting = [k for k in evicting if k in state.pods]
-        view = replace(state, pods=apply(state.pods, in_flight, evicting))
+        view = replace(state, pods={**state.pods, **changed_pods(state.pods, in_flight, evicting)})
         ours, problems = model.snapshot(
             view, now=1_800_000_000.0, session_id="s", overlay=[*in_flight, *evicting]
         )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from caldera.api.task import has_queue_gate, without_queue_gate
 from caldera.models.core import Pod
 
-__all__ = ["Assumptions", "InFlight", "apply"]
+__all__ = ["Assumptions", "InFlight", "changed_pods", "overlaid"]
 
 InFlight = dict[str, tuple[str, dict[str, str]]]
 """Pod → (node, annotations written with its bind) for binds still in flight."""
@@ -103,8 +103,9 @@ class Assumptions:
         return out
 
     def overlay(self, pods: dict[str, Pod]) -> dict[str, Pod]:
-        """``pods`` with the assumed binds applied (:meth:`current` then :func:`apply`)."""
-        return apply(pods, self.current(pods))
+        """A copy of ``pods`` with the assumed binds applied (:meth:`current`, then
+        :func:`changed_pods`)."""
+        return {**pods, **changed_pods(pods, self.current(pods))}
 
 
 def _under_way(
@@ -122,22 +123,9 @@ def _under_way(
     return out
 
 
-def apply(
-    pods: Mapping[str, Pod],
-    assumed: InFlight,
-    evicting: Sequence[str] = (),
-    now: float = 0.0,
-    lifting: Sequence[str] = (),
-) -> dict[str, Pod]:
-    """A copy of ``pods`` in which each assumed pod sits on its node, with its annotations, each
-    pod being evicted is terminating (since ``now``), and each pod whose gate is being lifted has
-    lost it."""
-    return {**pods, **changed_pods(pods, assumed, evicting, now, lifting)}
-
-
 @contextlib.contextmanager
 def overlaid(pods: dict[str, Pod], changes: Mapping[str, Pod]) -> Iterator[dict[str, Pod]]:
-    """``pods`` with ``changes`` (from :func:`changed_pods`: :func:`apply`'s view) made in it
+    """``pods`` with ``changes`` (from :func:`changed_pods`) made in it
     for the length of the block, and undone after it: a session costs the pods in flight, not a
     copy of every pod in the cluster. ``pods`` must be the session's own (nothing else may read
     it meanwhile)."""
@@ -156,7 +144,9 @@ def changed_pods(
     now: float = 0.0,
     lifting: Sequence[str] = (),
 ) -> dict[str, Pod]:
-    """The pods :func:`apply` changes, as they are in its view."""
+    """The pods that change in a session's view of ``pods``: each assumed pod sits on its node,
+    with its annotations; each pod being evicted is terminating (since ``now``); each pod whose
+    gate is being lifted has lost it."""
     out: dict[str, Pod] = {}
     for key in lifting:
         pod = pods.get(key)
