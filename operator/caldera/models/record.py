@@ -2,7 +2,7 @@
 
 A 50,000-pod cluster keeps 50,000 pods in memory, decoded from every watch event. As pydantic
 models each real pod cost about 11 KB and 99 µs to validate; as msgspec structs, decoded from the
-JSON field by field, 5 KB and 22 µs (``benchmarks/pod_decode.py``, docs/performance.md). So the
+JSON field by field, 4 KB and 18 µs (``benchmarks/pod_decode.py``, docs/operator.md). So the
 core kinds (``models/core.py``), their metadata and label selectors are :class:`Record` types;
 pydantic stays where its messages are the product (Volcano's CRDs, policies, webhooks, plugin
 arguments).
