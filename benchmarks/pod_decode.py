@@ -6,9 +6,9 @@ of them before the first session. This measures, for the pod JSON a real API ser
 thin pods the operator benchmark creates, per pod:
 
 - ``record``: :class:`caldera.models.core.Pod`, a msgspec struct of what scheduling and the
-  writers read, decoded straight from the bytes (what the session process does);
-- ``record from dict``: the same from the dicts orjson gives (what the operator's cache does
-  with a watch event, whose fields it compares first);
+  writers read, decoded straight from the bytes (what the operator's cache and the session
+  process do);
+- ``record from dict``: the same from the dicts orjson gives (what reading manifests does);
 - ``orjson``: plain dicts and lists (no types, every field kept).
 
 It reports microseconds to decode, and bytes held (tracemalloc, after a collection). The pydantic

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from caldera.k8s.listing import list_json
+from caldera.k8s.listing import list_json, resource_version
 from caldera.k8s.resources import resource_of
 from caldera.models.core import Pod
 from caldera.models.kinds import KINDS
@@ -382,6 +382,14 @@ def test_an_event_the_cache_cannot_take_is_logged_and_skipped(
     assert "skipping a Pod that is not an object" in caplog.text
     cache.apply(POD, "ADDED", _uid(pod("p")))
     assert "default/p" in cache.state.pods
+
+
+def test_a_watch_objects_version_is_read_without_decoding_it_and_a_non_object_has_none() -> None:
+    assert (
+        resource_version(orjson.dumps(_uid(pod("p")) | {"metadata": {"resourceVersion": "7"}}))
+        == "7"
+    )
+    assert resource_version(b"5") == ""
 
 
 class _Reply:

@@ -17,7 +17,7 @@ import orjson
 
 from caldera.k8s.rest import Resource
 
-__all__ = ["Reader", "list_json", "list_objects"]
+__all__ = ["Reader", "list_json", "list_objects", "resource_version"]
 
 
 class Reader(Protocol):
@@ -33,18 +33,24 @@ class Reader(Protocol):
     ) -> bytes: ...
 
 
-class _ListMeta(msgspec.Struct, frozen=True):
+class _Meta(msgspec.Struct, frozen=True):
+    """A list's metadata, or an object's: only what listing and watching read."""
+
     resource_version: str = msgspec.field(default="", name="resourceVersion")
     continue_: str = msgspec.field(default="", name="continue")
 
 
-class _Page(msgspec.Struct, frozen=True):
+class _Versioned(msgspec.Struct, frozen=True):
+    metadata: _Meta = _Meta()
+
+
+class _Page(_Versioned, frozen=True):
     """One page of a list reply: its items left as JSON."""
 
-    metadata: _ListMeta = _ListMeta()
     items: list[msgspec.Raw] | None = None
 
 
+_VERSIONED = msgspec.json.Decoder(_Versioned)
 _PAGE = msgspec.json.Decoder(_Page)
 
 
@@ -95,3 +101,12 @@ async def list_objects(
         reader, resource, page=page, resource_version=resource_version, timeout=timeout
     )
     return [orjson.loads(item) for item in items], version
+
+
+def resource_version(text: bytes | memoryview) -> str:
+    """The resource version of an object given as its JSON (a watch event's object; a bookmark
+    has nothing else), read without decoding the rest; empty when it has none to read."""
+    try:
+        return _VERSIONED.decode(text).metadata.resource_version
+    except msgspec.DecodeError:  # not an object: the cache reports it
+        return ""

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from caldera.cache.state import ClusterState, StateObject
 from caldera.k8s.client import KubeconfigError, load_configuration
 from caldera.k8s.errors import API_ERRORS, describe
@@ -71,23 +73,26 @@ class ReadOnly:
         query: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> Any:
-        if verb not in READ_VERBS:
-            raise ReadOnlyError(f"refused to {verb} {resource.plural}: this client only reads")
-        return await self._rest.call(
+        raw = await self.call_json(
             verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
         )
+        return orjson.loads(raw) if raw else None
 
     async def call_json(
         self,
         verb: str,
         resource: Resource,
         *,
+        namespace: str | None = None,
+        name: str | None = None,
         query: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> bytes:
         if verb not in READ_VERBS:
             raise ReadOnlyError(f"refused to {verb} {resource.plural}: this client only reads")
-        return await self._rest.call_json(verb, resource, query=query, timeout=timeout)
+        return await self._rest.call_json(
+            verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
+        )
 
     async def get_path(self, path: str) -> Any:
         return await self._rest.get_path(path)

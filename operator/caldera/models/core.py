@@ -1,6 +1,7 @@
-"""Core Kubernetes kinds the scheduler reads: Pod, Node, PriorityClass.
+"""Core Kubernetes kinds the scheduler reads: Pod, Node, PriorityClass, Namespace, ResourceQuota.
 
-Only the fields scheduling needs are modelled; everything else is ignored. Pod requests are
+They are slim records (``models/record.py``): only the fields scheduling needs are modelled;
+everything else is skipped while decoding. Pod requests are
 computed here exactly as kube-scheduler computes them, because every later decision depends on them.
 """
 

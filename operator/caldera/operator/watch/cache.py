@@ -34,20 +34,13 @@ from caldera.models.parse import ObjectError, parse_object
 from caldera.models.record import Record, RecordError
 from caldera.operator.logs import about
 
-__all__ = ["Cache", "digest", "fingerprint"]
+__all__ = ["Cache", "fingerprint", "record_print"]
 
 log = logging.getLogger(__name__)
 
 Raw = Mapping[str, Any]
 Json = bytes | memoryview
 """An object's JSON as it came (a slice of a list reply or a watch event)."""
-
-
-def _condition(conditions: Any, kind: str) -> tuple[Any, ...] | None:
-    for c in conditions or ():
-        if isinstance(c, Mapping) and c.get("type") == kind:
-            return (c.get("status"), c.get("reason"), c.get("message"))
-    return None
 
 
 NODE_ANNOTATIONS = frozenset(
@@ -188,7 +181,7 @@ class Cache:
             if key is not None:
                 listed.add(key)
         table: dict[str, Any] = getattr(self.state, kind.table)
-        for key in list((self._prints[kind.name].keys() | table.keys()) - listed):
+        for key in list(table.keys() - listed):
             self._drop(kind, key)
         self.mark_synced(kind)
 

@@ -20,10 +20,8 @@ import asyncio
 import logging
 import random
 
-import msgspec
-
 from caldera.k8s.errors import API_ERRORS, describe
-from caldera.k8s.listing import list_json
+from caldera.k8s.listing import list_json, resource_version
 from caldera.k8s.resources import resource_of
 from caldera.k8s.rest import ApiError, Rest
 from caldera.models.kinds import Kind
@@ -31,18 +29,6 @@ from caldera.operator.watch.cache import Cache
 
 __all__ = ["Informer"]
 
-
-class _Meta(msgspec.Struct, frozen=True):
-    resource_version: str = msgspec.field(default="", name="resourceVersion")
-
-
-class _Versioned(msgspec.Struct, frozen=True):
-    """Just an object's resource version (a bookmark has nothing else)."""
-
-    metadata: _Meta = _Meta()
-
-
-_VERSIONED = msgspec.json.Decoder(_Versioned)
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +130,6 @@ class Informer:
             self._resource, resource_version=version, timeout_seconds=seconds
         ):
             text = memoryview(event.object)
-            self._version = _VERSIONED.decode(text).metadata.resource_version or version
+            self._version = resource_version(text) or version
             if event.type in ("ADDED", "MODIFIED", "DELETED"):
                 self._cache.apply(self.kind, event.type, text)
