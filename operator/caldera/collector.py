@@ -21,6 +21,7 @@ import atexit
 import gc
 
 __all__ = [
+    "after_session",
     "batch_process",
     "before_fork",
     "between_cycles",
@@ -34,6 +35,19 @@ _registered: list[bool] = []
 def fewer_collections() -> None:
     """Collect cyclic garbage far less often than Python's default (every 700 allocations)."""
     gc.set_threshold(100_000, 50, 1_000)
+
+
+def after_session() -> None:
+    """In the operator, once a session has returned: collect the young generations, which hold
+    the session's cyclic garbage (its plugins' handlers and closures, and through them arrays as
+    long as the node list).
+
+    Left to the raised thresholds, a collection ran in the middle of a later session and moved
+    that garbage to the oldest generation, which is collected far more rarely: at 5,000 nodes the
+    operator grew by about 130 KB a session (26 MiB every 200) until it did. Collected here, only
+    what the session allocated is scanned: 0.17 ms a session at 50,000 pods, and memory stays
+    flat."""
+    gc.collect(1)
 
 
 def batch_process() -> None:

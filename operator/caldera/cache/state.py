@@ -113,9 +113,10 @@ class Changes:
     """What to do to a copy of a :class:`ClusterState`: per table, the objects to store and the
     keys to drop; ``full`` clears the copy first.
 
-    The objects of the API kinds travel as JSON (as the API sent them) and are validated on
-    arrival with their table's model: far cheaper to send to another process than the models
-    themselves."""
+    To another process the objects of the API kinds travel as JSON (as the API sent them) and
+    are validated on arrival with their table's model: far cheaper to send than the models
+    themselves. To a session thread they travel as the objects the cache holds (``decoded``):
+    they are immutable, so both sides share them."""
 
     tables: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
     full: bool = False
@@ -124,6 +125,8 @@ class Changes:
     annotated: dict[str, dict[str, str]] = field(default_factory=dict)
     """Pods whose other change is only their annotations: pod → annotations (applied to the pod
     already held, before its bind)."""
+    decoded: bool = False
+    """The tables hold objects, not JSON."""
 
     def __len__(self) -> int:
         return (
@@ -146,7 +149,7 @@ class Changes:
             store: dict[str, Any] = getattr(out, table)
             for key in dropped:
                 store.pop(key, None)
-            store.update(_decode(table, stored))
+            store.update(stored if self.decoded else _decode(table, stored))
         for key, notes in self.annotated.items():
             pod = out.pods.get(key)
             if pod is not None:

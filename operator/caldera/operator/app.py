@@ -356,6 +356,10 @@ async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
             "session process ready in %.1fs (a forked one has built its model of the cluster)",
             asyncio.get_running_loop().time() - since,
         )
+    elif runtime.scheduler is not None:
+        since = asyncio.get_running_loop().time()
+        await runtime.scheduler.warm()
+        log.info("model of the cluster built in %.1fs", asyncio.get_running_loop().time() - since)
     ready.set()
 
 

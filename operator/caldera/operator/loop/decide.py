@@ -21,7 +21,7 @@ from typing import Any
 
 from caldera.api.usage import NodeUsage
 from caldera.cache.state import Changes, ClusterState
-from caldera.collector import fewer_collections
+from caldera.collector import after_session, fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
@@ -105,6 +105,8 @@ def decide(
         snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it
     result = run_cycle(snapshot, policy, registry, on_bind, detail=False)
     result.snapshot = built
+    del snapshot
+    after_session()
     return result, problems
 
 

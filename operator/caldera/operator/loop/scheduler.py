@@ -23,7 +23,7 @@ from typing import Any
 from caldera.api.usage import NodeUsage
 from caldera.cache.groups import workload_group_of
 from caldera.cache.snapshot import stable_uid
-from caldera.cache.state import copy_state
+from caldera.cache.state import ClusterState, copy_state
 from caldera.framework.intents import (
     Bind,
     CycleResult,
@@ -111,6 +111,9 @@ class Scheduler:
         self._writes = Recent(ttl=30.0)
         self._model = new_model(self.config)
         """The model of the cluster kept across sessions (thread path only)."""
+        self._copy: ClusterState | None = None
+        """The session thread's own tables of the cache's objects (shared, immutable), brought
+        up to date each session with what the cache changed (thread path only)."""
         self._news = Recent(ttl=float("inf"))
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
@@ -157,15 +160,18 @@ class Scheduler:
                     self.cache, in_flight, policy, session_id, evicting, lifting, self.node_usage()
                 )
             else:
-                changed = self.cache.changed_pods()
-                self.cache.forget_changes()  # the thread reads a copy of the whole state
+                if self._copy is None:
+                    self._copy, changed = self._copy_cache(), None
+                else:
+                    changes = self.cache.take_changes()
+                    self._copy, changed = changes.apply_to(self._copy), changes.pod_keys()
                 loop = asyncio.get_running_loop()
                 stream = BindStream(
                     session_id, lambda item: loop.call_soon_threadsafe(self._streamed, item)
                 )
                 result, problems = await asyncio.to_thread(
                     decide,
-                    copy_state(state),
+                    self._copy,
                     in_flight,
                     policy,
                     self.registry,
@@ -193,6 +199,26 @@ class Scheduler:
                 spent * 1000,
             )
         return result
+
+    def _copy_cache(self) -> ClusterState:
+        """The cache's tables as they are now, for the session thread (the objects shared)."""
+        self.cache.forget_changes()
+        return copy_state(self.cache.state)
+
+    async def warm(self) -> None:
+        """Build the session thread's model of the cluster before the first session, as a
+        forked session process does, so the first pod does not wait for it."""
+        if self.worker is not None or self._copy is not None:
+            return
+        self._copy = self._copy_cache()
+        managed = self.policy.policy.managed_resources
+        await asyncio.to_thread(
+            self._model.snapshot,
+            self._copy,
+            now=time.time(),
+            session_id="",
+            managed_resources=managed,
+        )
 
     def _report(self, problems: list[ObjectError]) -> None:
         """One warning per kind of problem that has lasted past the grace period, however many

@@ -389,13 +389,16 @@ class Cache:
         self._dirty.setdefault("invalid", set()).add(key)
 
     def take_changes(self) -> Changes:
-        """What was stored and dropped since the last call, for the session process: the API
-        kinds' objects as the JSON they came in (see :class:`Changes`), binds as just the node."""
+        """What was stored and dropped since the last call: for a session process, the API
+        kinds' objects as the JSON they came in (see :class:`Changes`), binds as just the node;
+        for a session thread (:attr:`keep_json` ``none``), the objects held."""
         tables: dict[str, tuple[dict[str, Any], list[str]]] = {}
-        bound, annotated = self._bound, self._annotated
+        decoded = self.keep_json == "none"
+        # to a thread, a pod whose bind or notes alone changed goes whole: it is shared, not sent
+        bound, annotated = ({}, {}) if decoded else (self._bound, self._annotated)
         for table, keys in self._dirty.items():
             held: dict[str, Any] = getattr(self.state, table)
-            json = self._json.get(table)
+            json = None if decoded else self._json.get(table)
             store: dict[str, Any] = held if json is None else json
             sent = keys - bound.keys() - annotated.keys() if table == "pods" else keys
             stored = {k: store[k] for k in sent if k in held}
@@ -404,7 +407,7 @@ class Cache:
                 for key in keys:
                     json.pop(key, None)  # taken: the session process has it now
         self.forget_changes()
-        return Changes(tables, bound=bound, annotated=annotated)
+        return Changes(tables, bound=bound, annotated=annotated, decoded=decoded)
 
     def changed_pods(self) -> set[str]:
         """The pods changed since changes were last taken or forgotten (their keys only)."""
