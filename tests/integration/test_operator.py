@@ -29,15 +29,21 @@ from integration.harness import (
     wait_event,
 )
 
+SESSIONS = pytest.mark.parametrize("session_process", [False, True], ids=["thread", "process"])
+"""Sessions in a thread of the operator (the default) and in a process of their own."""
 
-async def test_a_gang_is_bound_and_its_podgroup_and_queue_status_written(k8s: K8sHandle) -> None:
+
+@SESSIONS
+async def test_a_gang_is_bound_and_its_podgroup_and_queue_status_written(
+    k8s: K8sHandle, session_process: bool
+) -> None:
     ns = k8s.namespace
     await k8s.create("nodes", node("n1"))
     await k8s.create("nodes", node("n2"))
     await k8s.create("podgroups", podgroup("train", 3, namespace=ns), namespace=ns)
     for i in range(3):
         await k8s.create("pods", pod(f"train-{i}", group="train", namespace=ns), namespace=ns)
-    async with running_operator(k8s):
+    async with running_operator(k8s, session_process=session_process):
         placed = await wait_bound(k8s, "train-0", "train-1", "train-2")
         assert set(placed.values()) <= {"n1", "n2"}
         pg = await k8s.wait_for(
@@ -57,6 +63,39 @@ async def test_a_gang_is_bound_and_its_podgroup_and_queue_status_written(k8s: K8
         )
         assert q["status"]["state"] == "Open"
         await asyncio.sleep(0)
+
+
+@SESSIONS
+async def test_what_changes_between_sessions_reaches_the_next_one(
+    k8s: K8sHandle, session_process: bool
+) -> None:
+    # the sessions keep their own view of the cluster: a pod deleted frees its cpu, a node
+    # cordoned takes no more pods, a node added takes them
+    ns = k8s.namespace
+    await k8s.create("nodes", node("n1", cpu="2"))
+    for name in ("a", "b"):
+        await k8s.create("pods", pod(name, namespace=ns), namespace=ns)
+    async with running_operator(k8s, session_process=session_process):
+        await wait_bound(k8s, "a", "b")
+        await k8s.create("pods", pod("c", namespace=ns), namespace=ns)
+        await k8s.wait_for(
+            "pods",
+            "c",
+            lambda o: any(
+                c.get("type") == "PodScheduled" and c.get("status") == "False"
+                for c in (o.get("status") or {}).get("conditions") or []
+            ),
+            namespace=ns,
+        )
+        await k8s.delete("pods", "a", ns)
+        assert await wait_bound(k8s, "c") == {"c": "n1"}
+        await k8s.patch("nodes", "n1", {"spec": {"unschedulable": True}})
+        await k8s.delete("pods", "b", ns)
+        await k8s.create("pods", pod("d", namespace=ns), namespace=ns)
+        await asyncio.sleep(0.5)  # sessions run (every 0.2 s at least): n1 is cordoned
+        assert not (await k8s.get("pods", "d", ns))["spec"].get("nodeName")
+        await k8s.create("nodes", node("n2", cpu="2"))
+        assert await wait_bound(k8s, "d") == {"d": "n2"}
 
 
 async def _pods_with_successful_bindings(k8s: K8sHandle) -> list[str]:
@@ -271,19 +310,20 @@ async def test_scheduling_survives_watch_restarts_and_expired_history(k8s: K8sHa
         await wait_bound(k8s, "after", timeout=30)
 
 
+@SESSIONS
 async def test_a_restarted_operator_rebuilds_its_state_and_binds_nothing_twice(
-    k8s: K8sHandle,
+    k8s: K8sHandle, session_process: bool
 ) -> None:
     ns = k8s.namespace
     await k8s.create("nodes", node("n1", cpu="4"))
     for i in range(3):
         await k8s.create("pods", pod(f"first-{i}", namespace=ns), namespace=ns)
-    async with running_operator(k8s):
+    async with running_operator(k8s, session_process=session_process):
         await wait_bound(k8s, "first-0", "first-1", "first-2")
     for i in range(2):
         await k8s.create("pods", pod(f"second-{i}", namespace=ns), namespace=ns)
     waiting: dict[str, dict[str, Any]] = {}
-    async with running_operator(k8s):
+    async with running_operator(k8s, session_process=session_process):
         for name in ("second-0", "second-1"):
             waiting[name] = await k8s.wait_for(
                 "pods",

@@ -439,8 +439,8 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)
     runtime.tasks.clear()
-    if runtime.scheduler is not None and runtime.scheduler.worker is not None:
-        await asyncio.to_thread(runtime.scheduler.worker.close)
+    if runtime.scheduler is not None:
+        await asyncio.to_thread(runtime.scheduler.close)
     if runtime.rest is not None:
         await runtime.rest.close()
 

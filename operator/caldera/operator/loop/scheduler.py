@@ -92,7 +92,7 @@ class Scheduler:
         node_usage: Callable[[], tuple[int, Mapping[str, NodeUsage]]] = lambda: (0, {}),
     ) -> None:
         self.node_usage = node_usage
-        registry.caller = HttpCaller()  # extenders, for sessions run in a thread
+        self._caller = registry.caller = HttpCaller()  # extenders, for sessions in a thread
         """(version, nodes' real load) as the metrics source last gave it."""
         self.config = config
         self.served_version = served_version
@@ -199,6 +199,13 @@ class Scheduler:
                 spent * 1000,
             )
         return result
+
+    def close(self) -> None:
+        """Stop the session process (mid-session if need be), or close the session thread's
+        connections to extenders."""
+        if self.worker is not None:
+            self.worker.close()
+        self._caller.close()
 
     def _copy_cache(self) -> ClusterState:
         """The cache's tables as they are now, for the session thread (the objects shared)."""
