@@ -21,6 +21,7 @@ import atexit
 import gc
 
 __all__ = [
+    "after_build",
     "after_session",
     "batch_process",
     "before_fork",
@@ -35,6 +36,14 @@ _registered: list[bool] = []
 def fewer_collections() -> None:
     """Collect cyclic garbage far less often than Python's default (every 700 allocations)."""
     gc.set_threshold(100_000, 50, 1_000)
+
+
+def after_build() -> None:
+    """In the operator, once the model of the cluster has been built from nothing: what is alive
+    now is never scanned again. The model holds millions of objects and no cycles (dropping it
+    leaves nothing for the collector), so they are freed as they are replaced; left unfrozen,
+    the next session's collection scanned them all (0.28 s at 50,000 pods)."""
+    gc.freeze()
 
 
 def after_session() -> None:

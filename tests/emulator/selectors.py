@@ -193,6 +193,11 @@ class Selector:
             fields=parse_field_selector(field_selector, rt),
         )
 
+    @property
+    def is_empty(self) -> bool:
+        """No label or field selector (a namespace may still be named)."""
+        return not self.labels and not self.fields
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
         meta = obj.get("metadata", {})
         if self.namespace is not None and meta.get("namespace") != self.namespace:

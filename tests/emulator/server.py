@@ -265,25 +265,18 @@ class Emulator:
         selector = Selector.parse(
             rt, namespace, query.get("labelSelector"), query.get("fieldSelector")
         )
-        items = self.store.list(rt, selector)
         rv = self.store.resource_version
+        start = None
         if query.get("continue"):
             rv, start = _decode_continue(query["continue"])
-            items = [
-                item
-                for item in items
-                if (item["metadata"].get("namespace", ""), item["metadata"]["name"]) > start
-            ]
         # resourceVersion=0 asks for any version, which kube-apiserver serves from its watch
         # cache in one piece, paying no attention to limit (client-go's reflectors rely on it)
         limit = 0 if query.get("resourceVersion") == "0" else int(query.get("limit") or 0)
-        rest: JsonList = []
-        if limit > 0 and len(items) > limit:
-            items, rest = items[:limit], items[limit:]
+        items, remaining = self.store.list(rt, selector, after=start, limit=limit)
         doc = self._list_doc(rt, items, rv)
-        if rest:
+        if remaining:
             doc["metadata"]["continue"] = _encode_continue(rv, items[-1])
-            doc["metadata"]["remainingItemCount"] = len(rest)
+            doc["metadata"]["remainingItemCount"] = remaining
         return doc
 
     # -- direct access for tests (no HTTP; same semantics and watch events) -------------------
@@ -322,7 +315,8 @@ class Emulator:
         field_selector: str | None = None,
     ) -> JsonList:
         rt = self.resource(resource)
-        return self.store.list(rt, Selector.parse(rt, namespace, label_selector, field_selector))
+        selector = Selector.parse(rt, namespace, label_selector, field_selector)
+        return self.store.list(rt, selector)[0]
 
     def update(self, resource: str, obj: Mapping[str, Any]) -> JsonDict:
         """Replace an object (``metadata.resourceVersion``, if given, must be current)."""

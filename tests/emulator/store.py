@@ -14,6 +14,7 @@ watchers never miss or reorder an event.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import secrets
 import uuid
@@ -70,12 +71,17 @@ def resource_key(rt: ResourceType) -> str:
     return f"{rt.group}/{rt.version}/{rt.plural}"
 
 
+Keys = list[tuple[str, str]]
+"""Objects' keys, (namespace, name), in order."""
+
+
 class Store:
     """In-memory objects of every served type, with apiserver write semantics."""
 
     def __init__(self, registry: ResourceRegistry, *, history_limit: int = 10_000) -> None:
         self.registry = registry
         self._objects: dict[str, dict[tuple[str, str], JsonDict]] = {}
+        self._sorted: dict[str, tuple[int, Keys]] = {}
         self._rv = 0
         self._history: deque[WatchEvent] = deque()
         self._history_limit = history_limit
@@ -150,12 +156,40 @@ class Store:
             raise not_found(rt.plural, name, rt.group)
         return obj
 
-    def list(self, rt: ResourceType, selector: Selector | None = None) -> JsonList:
+    def list(
+        self,
+        rt: ResourceType,
+        selector: Selector | None = None,
+        *,
+        after: tuple[str, str] | None = None,
+        limit: int = 0,
+    ) -> tuple[JsonList, int]:
+        """Copies of the objects ``selector`` matches, in key order, from past ``after`` on, at
+        most ``limit`` (0: all); and how many more match past them. Only what is returned is
+        copied: a page of a large listing costs its page, as etcd's range read does."""
         selector = selector or Selector()
         bucket = self._bucket(rt)
-        return [
-            copy.deepcopy(bucket[key]) for key in sorted(bucket) if selector.matches(bucket[key])
-        ]
+        keys = self._sorted_keys(rt)
+        start = 0 if after is None else bisect.bisect_right(keys, after)
+        out: JsonList = []
+        for i in range(start, len(keys)):
+            obj = bucket[keys[i]]
+            if not selector.matches(obj):
+                continue
+            if limit and len(out) == limit:
+                # kube-apiserver counts what is left only when nothing is selected (a
+                # namespace's listing counts the namespaces after it too: a rough count)
+                return out, len(keys) - i if selector.is_empty else 1
+            out.append(copy.deepcopy(obj))
+        return out, 0
+
+    def _sorted_keys(self, rt: ResourceType) -> Keys:
+        """The keys of ``rt``'s objects in order, sorted again only after a write."""
+        name = resource_key(rt)
+        held = self._sorted.get(name)
+        if held is None or held[0] != self._rv:
+            held = self._sorted[name] = (self._rv, sorted(self._bucket(rt)))
+        return held[1]
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -459,7 +493,7 @@ class Store:
         if rt.plural == "namespaces":  # the namespace controller empties it first (here: at once)
             for other in list(self.registry):
                 if other.namespaced:
-                    for obj in self.list(other, Selector(namespace=name)):
+                    for obj in self.list(other, Selector(namespace=name))[0]:
                         self._remove(other, obj["metadata"]["namespace"], obj["metadata"]["name"])
         return self._remove(rt, namespace, name)
 
@@ -475,7 +509,7 @@ class Store:
     def delete_collection(self, rt: ResourceType, selector: Selector) -> JsonList:
         return [
             self.delete(rt, obj["metadata"].get("namespace"), obj["metadata"]["name"])
-            for obj in self.list(rt, selector)
+            for obj in self.list(rt, selector)[0]
         ]
 
     def bind(

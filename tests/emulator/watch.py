@@ -133,7 +133,7 @@ class WatchHub:
             initial: list[Item] = []
             start_rv = self.store.resource_version
             if rv_param in ("", "0") or send_initial:
-                initial = [("ADDED", obj) for obj in self.store.list(rt, selector)]
+                initial = [("ADDED", obj) for obj in self.store.list(rt, selector)[0]]
             else:
                 try:
                     events = self.store.events_since(int(rv_param))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from caldera.framework.policy import DEFAULT_POLICY_YAML
+from caldera.operator.watch import informer
 from emulator import ResourceType
 from emulator.handles import K8sHandle
 from integration.harness import (
@@ -96,6 +97,29 @@ async def test_what_changes_between_sessions_reaches_the_next_one(
         assert not (await k8s.get("pods", "d", ns))["spec"].get("nodeName")
         await k8s.create("nodes", node("n2", cpu="2"))
         assert await wait_bound(k8s, "d") == {"d": "n2"}
+
+
+async def test_pods_are_listed_in_pages_at_the_latest_version_and_the_rest_in_one_piece(
+    k8s: K8sHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    k8s.needs_emulator("reads the emulator's request log")
+    monkeypatch.setattr(informer, "LIST_PAGE", 2)
+    ns = k8s.namespace
+    for name in ("n1", "n2", "n3"):
+        await k8s.create("nodes", node(name, cpu="2"))
+    for i in range(5):
+        await k8s.create("pods", pod(f"p-{i}", namespace=ns), namespace=ns)
+    k8s.emulator.clear_requests()
+    async with running_operator(k8s):
+        await wait_bound(k8s, *(f"p-{i}" for i in range(5)))
+    # pages of two, two and one, the next asked for by its continue token
+    pods = k8s.find_requests(verb="list", resource="pods")
+    assert [r.query.get("limit") for r in pods] == ["2", "2", "2"]
+    assert ["resourceVersion" in r.query for r in pods] == [False, False, False]
+    assert [bool(r.query.get("continue")) for r in pods] == [False, True, True]
+    # nodes at any version (the API server's watch cache), which comes in one piece
+    (nodes,) = k8s.find_requests(verb="list", resource="nodes")
+    assert nodes.query.get("resourceVersion") == "0"
 
 
 async def _pods_with_successful_bindings(k8s: K8sHandle) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import stat
@@ -15,9 +16,10 @@ from typing import Any
 import pytest
 
 import builders
+from caldera.cache.state import copy_state
 from caldera.framework.policy import default_policy
 from caldera.models.kinds import KINDS
-from caldera.operator.loop.decide import can_fork
+from caldera.operator.loop.decide import can_fork, decide, new_model
 from caldera.operator.loop.worker import SessionConfig, SessionWorker
 from caldera.operator.watch.cache import Cache
 from integration.harness import node, pod, podgroup, queue
@@ -210,3 +212,22 @@ async def test_a_session_process_that_died_is_replaced_with_the_state_as_it_is_n
         assert [b.name for b in result.binds] == ["b"]
     finally:
         worker.close()
+
+
+def test_a_session_leaves_no_garbage_for_the_collector_once_it_returns() -> None:
+    # its plugins' handlers and closures are cyclic, and hold arrays as long as the node list:
+    # collected as the session returns, not whenever the oldest generation is next collected
+    cache = Cache(["volcano"])
+    for i in range(3):
+        _add(cache, "Node", node(f"n{i}", cpu="2"))
+    _add(cache, "Queue", queue("default"))
+    _add(cache, "Pod", pod("p", cpu="1"))
+    config = SessionConfig(["volcano"], "default", bare_pods_in_memory=True)
+    policy = default_policy(builders.REGISTRY)
+    model = new_model(config)
+    state = copy_state(cache.state)
+    decide(state, {}, policy, builders.REGISTRY, config, session_id="s0", model=model)
+    gc.collect()
+    result, _ = decide(state, {}, policy, builders.REGISTRY, config, session_id="s1", model=model)
+    assert [b.name for b in result.binds] == ["p"]  # a session that placed a pod
+    assert gc.collect() == 0

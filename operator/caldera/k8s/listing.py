@@ -9,7 +9,8 @@ snapshot of the kind. A token that has expired meanwhile (``410 Gone``) raises
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 import msgspec
@@ -17,7 +18,7 @@ import orjson
 
 from caldera.k8s.rest import Resource
 
-__all__ = ["Reader", "list_json", "list_objects", "resource_version"]
+__all__ = ["Reader", "list_json", "list_objects", "pages", "resource_version"]
 
 
 class Reader(Protocol):
@@ -54,6 +55,52 @@ _VERSIONED = msgspec.json.Decoder(_Versioned)
 _PAGE = msgspec.json.Decoder(_Page)
 
 
+async def pages(
+    reader: Reader,
+    resource: Resource,
+    *,
+    page: int,
+    resource_version: str | None,
+    timeout: float = 60.0,
+) -> AsyncIterator[tuple[list[memoryview], str]]:
+    """Every object of ``resource`` in every namespace, a page at a time, each object as its
+    JSON, with the listing's resource version (known once the first page is in). The next page
+    is asked for before this one is handed over, so the server prepares it while the caller
+    takes this one in.
+
+    ``resource_version="0"`` takes any version the server has at hand (kube-apiserver serves it
+    from its watch cache, in one piece, as client-go's reflector asks); ``None`` asks for the
+    latest, in pages of ``page`` (from storage, or from the watch cache where the server keeps
+    its snapshots).
+    """
+    first = {"limit": str(page)}
+    if resource_version is not None:
+        first["resourceVersion"] = resource_version
+
+    async def fetch(query: Mapping[str, str]) -> _Page:
+        text = await reader.call_json("list", resource, query=query, timeout=timeout)
+        try:
+            return _PAGE.decode(text)
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"list {resource.plural}: not a list: {exc}") from None
+
+    reply = await fetch(first)
+    version = reply.metadata.resource_version
+    while True:
+        token = reply.metadata.continue_
+        following = (
+            asyncio.ensure_future(fetch({"limit": str(page), "continue": token})) if token else None
+        )
+        try:
+            yield [memoryview(item) for item in reply.items or ()], version
+            if following is None:
+                return
+            reply = await following
+        finally:
+            if following is not None and not following.done():
+                following.cancel()
+
+
 async def list_json(
     reader: Reader,
     resource: Resource,
@@ -62,30 +109,16 @@ async def list_json(
     resource_version: str | None,
     timeout: float = 60.0,
 ) -> tuple[list[memoryview], str]:
-    """Every object of ``resource`` in every namespace, each as its JSON, and the resource
-    version of the listing (the operator's informers decode pods and nodes straight into
-    records, with no dict of them on the way).
-
-    ``resource_version="0"`` takes any version the server has at hand (kube-apiserver serves it
-    from its watch cache, in one piece, as client-go's reflector asks); ``None`` asks for the
-    latest, read from storage, in pages of ``page``.
-    """
+    """Every object of ``resource`` (see :func:`pages`), each as its JSON, and the resource
+    version of the listing."""
     items: list[memoryview] = []
-    first = {"limit": str(page)}
-    if resource_version is not None:
-        first["resourceVersion"] = resource_version
-    query = first
-    while True:
-        text = await reader.call_json("list", resource, query=query, timeout=timeout)
-        try:
-            reply = _PAGE.decode(text)
-        except msgspec.DecodeError as exc:
-            raise ValueError(f"list {resource.plural}: not a list: {exc}") from None
-        items.extend(memoryview(item) for item in reply.items or ())
-        token = reply.metadata.continue_
-        if not token:
-            return items, reply.metadata.resource_version
-        query = {"limit": str(page), "continue": token}
+    version = ""
+    async for batch, at in pages(
+        reader, resource, page=page, resource_version=resource_version, timeout=timeout
+    ):
+        items.extend(batch)
+        version = at
+    return items, version
 
 
 async def list_objects(

@@ -293,6 +293,10 @@ class Model:
             for o in [*before.values(), *outcomes.values()]
             if o.group and (o.group in kept.implicit or o.group in firsts)
         }
+        changed_in: dict[str, set[str]] = {}  # group → its changed pods (a pod keeps its group)
+        for key, out in outcomes.items():
+            if out.group in replay:
+                changed_in.setdefault(out.group, set()).add(key)
         for group in sorted(replay):
             kept.implicit.discard(group)
             known.pop(group, None)
@@ -302,7 +306,7 @@ class Model:
                 last = entries[key].outcome
                 assert isinstance(last, Outcome)  # a member: its outcome made it one
                 self._take_out(kept, key, last, affected)
-            members.update(k for k, o in outcomes.items() if o.group == group)
+            members.update(changed_in.get(group, ()))
             for key in sorted(members):
                 outcomes[key] = self._outcome(pre, key)
             affected.add(group)

@@ -50,6 +50,10 @@ class Kind:
     versions: tuple[str, ...] = ()
     """Versions the server may serve instead of :attr:`version`, newest first: the first one
     served is read (an alpha API moves from version to version)."""
+    listed_in_pages: bool = False
+    """The operator lists it at the latest version in pages (the rest at any version, in one
+    piece): the kind counted in tens of thousands, whose pages are taken in while the next
+    ones come."""
 
     @property
     def api_version(self) -> str:
@@ -84,7 +88,7 @@ def _kinds(*kinds: Kind) -> dict[str, Kind]:
 
 
 KINDS: dict[str, Kind] = _kinds(
-    Kind("Pod", "", "v1", "pods", Pod, True, "pods"),
+    Kind("Pod", "", "v1", "pods", Pod, True, "pods", listed_in_pages=True),
     Kind("Node", "", "v1", "nodes", Node, False, "nodes"),
     Kind("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", PodGroup, True, "podgroups"),
     Kind("Queue", "scheduling.volcano.sh", "v1beta1", "queues", Queue, False, "queues"),

@@ -21,7 +21,7 @@ from typing import Any
 
 from caldera.api.usage import NodeUsage
 from caldera.cache.state import Changes, ClusterState
-from caldera.collector import after_session, fewer_collections
+from caldera.collector import after_build, after_session, fewer_collections
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import Bind, CycleResult
 from caldera.framework.policy import Policy
@@ -101,6 +101,8 @@ def decide(
             overlay=[*in_flight, *evicting, *lifting],
         )
     built = (model.last_build, time.perf_counter() - start)
+    if model.last_build == "full":
+        after_build()
     if node_usage:
         snapshot.node_usage = node_usage  # read only: the source replaces it, never changes it
     result = run_cycle(snapshot, policy, registry, on_bind, detail=False)
@@ -205,6 +207,7 @@ def prepare(config: SessionConfig, managed: frozenset[str]) -> int:
     global _model
     _model = new_model(config)
     _model.snapshot(_copy, now=time.time(), session_id="", managed_resources=managed)
+    after_build()
     return len(_copy.pods)
 
 

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ from caldera.api.usage import NodeUsage
 from caldera.cache.groups import workload_group_of
 from caldera.cache.snapshot import stable_uid
 from caldera.cache.state import ClusterState, copy_state
+from caldera.collector import after_build
 from caldera.framework.intents import (
     Bind,
     CycleResult,
@@ -160,18 +161,14 @@ class Scheduler:
                     self.cache, in_flight, policy, session_id, evicting, lifting, self.node_usage()
                 )
             else:
-                if self._copy is None:
-                    self._copy, changed = self._copy_cache(), None
-                else:
-                    changes = self.cache.take_changes()
-                    self._copy, changed = changes.apply_to(self._copy), changes.pod_keys()
+                changed = self._take_changes()
                 loop = asyncio.get_running_loop()
                 stream = BindStream(
                     session_id, lambda item: loop.call_soon_threadsafe(self._streamed, item)
                 )
                 result, problems = await asyncio.to_thread(
                     decide,
-                    self._copy,
+                    self._copied(),
                     in_flight,
                     policy,
                     self.registry,
@@ -207,25 +204,36 @@ class Scheduler:
             self.worker.close()
         self._caller.close()
 
-    def _copy_cache(self) -> ClusterState:
-        """The cache's tables as they are now, for the session thread (the objects shared)."""
-        self.cache.forget_changes()
-        return copy_state(self.cache.state)
+    def _take_changes(self) -> Collection[str] | None:
+        """Bring the session thread's tables up to date with the cache's; returns the pods
+        that changed (None: the tables are new, copied from the cache's)."""
+        if self._copy is None:
+            self.cache.forget_changes()
+            self._copy = copy_state(self.cache.state)  # the objects are shared
+            return None
+        changes = self.cache.take_changes()
+        self._copy = changes.apply_to(self._copy)
+        return changes.pod_keys()
+
+    def _copied(self) -> ClusterState:
+        assert self._copy is not None
+        return self._copy
 
     async def warm(self) -> None:
         """Build the session thread's model of the cluster before the first session, as a
-        forked session process does, so the first pod does not wait for it."""
-        if self.worker is not None or self._copy is not None:
+        forked session process builds its own, so the first pod does not wait for it."""
+        if self.worker is not None:
             return
-        self._copy = self._copy_cache()
-        managed = self.policy.policy.managed_resources
+        changed = self._take_changes()
         await asyncio.to_thread(
             self._model.snapshot,
-            self._copy,
+            self._copied(),
             now=time.time(),
             session_id="",
-            managed_resources=managed,
+            managed_resources=self.policy.policy.managed_resources,
+            changed=changed,
         )
+        after_build()
 
     def _report(self, problems: list[ObjectError]) -> None:
         """One warning per kind of problem that has lasted past the grace period, however many

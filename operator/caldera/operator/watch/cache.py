@@ -176,10 +176,18 @@ class Cache:
         """A full listing (objects, or their JSON): what it has is stored, what it lacks is
         gone."""
         listed: set[str] = set()
+        self.take_page(kind, items, listed)
+        self.end_listing(kind, listed)
+
+    def take_page(self, kind: Kind, items: Iterable[Raw | Json], listed: set[str]) -> None:
+        """Store one page of a listing, adding the keys it had to ``listed``."""
         for item in items:
             key = self.apply(kind, "ADDED", item)
             if key is not None:
                 listed.add(key)
+
+    def end_listing(self, kind: Kind, listed: set[str]) -> None:
+        """A listing of ``kind`` is complete: what it did not have (``listed``) is gone."""
         table: dict[str, Any] = getattr(self.state, kind.table)
         for key in list(table.keys() - listed):
             self._drop(kind, key)

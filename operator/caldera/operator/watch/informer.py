@@ -21,13 +21,13 @@ import logging
 import random
 
 from caldera.k8s.errors import API_ERRORS, describe
-from caldera.k8s.listing import list_json, resource_version
+from caldera.k8s.listing import pages, resource_version
 from caldera.k8s.resources import resource_of
 from caldera.k8s.rest import ApiError, Rest
 from caldera.models.kinds import Kind
 from caldera.operator.watch.cache import Cache
 
-__all__ = ["Informer"]
+__all__ = ["LIST_PAGE", "Informer"]
 
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,10 @@ _READ_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
 """Not served, or not ours to read: the kind is empty here."""
 
 
+LIST_PAGE = 500
+"""Objects per page of a listing made in pages (client-go's reflector asks for as many)."""
+
+
 class Informer:
     def __init__(
         self,
@@ -45,7 +49,7 @@ class Informer:
         kind: Kind,
         cache: Cache,
         *,
-        page: int = 500,
+        page: int | None = None,
         watch_seconds: tuple[int, int] = (300, 600),
         absent_retry: float = 60.0,
     ) -> None:
@@ -53,7 +57,7 @@ class Informer:
         self.kind = kind
         self._resource = resource_of(kind)
         self._cache = cache
-        self._page = page
+        self._page = page or LIST_PAGE
         self._watch_seconds = watch_seconds
         self._absent_retry = absent_retry
         self._version: str | None = None
@@ -102,17 +106,25 @@ class Informer:
 
     async def _list(self) -> str:
         # as client-go's reflector: any version will do (served from the API server's watch
-        # cache, in one piece), pages only when the server insists on paging; a kind served at
-        # one of several versions is read at the first the server has
+        # cache, in one piece), pages only when the server insists on paging; but pods, the
+        # kind counted in tens of thousands, at the latest version in pages, each decoded while
+        # the server prepares the next; a kind served at one of several versions is read at the
+        # first the server has
         versions = self.kind.all_versions
         if self.version in versions:  # the one found before first: no 404 per relist
             versions = (self.version, *(v for v in versions if v != self.version))
         for i, served in enumerate(versions):
             self._resource = resource_of(self.kind.at(served))
+            listed: set[str] = set()
             try:
-                items, version = await list_json(
-                    self._rest, self._resource, page=self._page, resource_version="0"
-                )
+                async for items, at in pages(
+                    self._rest,
+                    self._resource,
+                    page=self._page,
+                    resource_version=None if self.kind.listed_in_pages else "0",
+                ):
+                    self._cache.take_page(self.kind, items, listed)
+                    version = at
             except ApiError as exc:
                 if exc.status == 404 and i + 1 < len(versions):
                     continue
@@ -120,7 +132,7 @@ class Informer:
             self.version = served
             break
         self.lists += 1
-        self._cache.replace(self.kind, items)
+        self._cache.end_listing(self.kind, listed)
         return version
 
     async def _watch(self, version: str) -> None:
