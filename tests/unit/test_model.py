@@ -144,6 +144,35 @@ def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session
     assert by_changes > 40  # most sessions were made from the changes alone
 
 
+@pytest.mark.parametrize("bare", [True, False], ids=["bare pods in memory", "PodGroups only"])
+@pytest.mark.parametrize("seed", range(6))
+def test_pods_made_ahead_while_they_are_listed_give_a_fresh_builds_snapshot(
+    seed: int, bare: bool
+) -> None:
+    # a restart: the pods are made ahead page by page while the listing goes on, some of them
+    # in a version that changes or goes before the listing ends, then the model is built
+    stream = Stream(seed, uids=True, in_place=True)
+    for _ in range(25):
+        stream.step()
+    earlier = dict(stream.state.pods)
+    for _ in range(10):
+        stream.step()
+    state = stream.state
+    model = new_model(bare)
+    # and one deleted before the listing ended that alone asked for a resource
+    gone = state_of([pod("gone", extra={"example.com/dongle": "1"}, uid="u-gone")]).pods
+    listed = [*gone.items(), *earlier.items(), *state.pods.items()]
+    for start in range(0, len(listed), 7):
+        model.prepare(state, dict(listed[start : start + 7]), frozenset())
+    ours, problems = model.snapshot(state, now=1_800_000_000.0, session_id="s")
+    theirs, fresh_problems = fresh(state, bare)
+    mine, built = snapshot_view(ours), snapshot_view(theirs)
+    assert mine == built, differences(mine, built)
+    assert problems == fresh_problems
+    a, b = run_cycle(ours, POLICIES[0], REGISTRY), run_cycle(theirs, POLICIES[0], REGISTRY)
+    assert decisions(a) == decisions(b)
+
+
 def test_a_pod_arriving_on_a_busy_cluster_visits_only_that_pod_and_its_job() -> None:
     objs: list[Obj] = [node(f"n{i}", cpu="8", memory="16Gi") for i in range(4)]
     objs += [

@@ -55,6 +55,7 @@ __all__ = [
     "Members",
     "Outcome",
     "Priorities",
+    "is_bare",
 ]
 
 NO_STATUS = PodGroupStatus()
@@ -74,6 +75,12 @@ class Priorities:
         if class_name and class_name in self.values:
             return self.values[class_name]
         return self.default
+
+
+def is_bare(pod: Pod) -> bool:
+    """A pod that names no PodGroup of either API: one of ours is grouped in memory
+    (:meth:`Builder.classify`)."""
+    return not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION) and not workload_group_of(pod)
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from caldera.cache.builder import (
     Members,
     Outcome,
     Priorities,
+    is_bare,
 )
 from caldera.cache.derived import quota_statuses, quotas, spread_owners
 from caldera.cache.groups import workload_key
@@ -59,6 +60,7 @@ __all__ = [
     "claim_statuses_of",
     "finish",
     "prelude",
+    "prepare_pods",
     "report_gone",
     "set_implicit_phase",
     "stable_uid",
@@ -149,6 +151,7 @@ def build_with_parts(
     :func:`prelude`)."""
     for key, pod in state.pods.items():
         memo.entry(key, pod)
+    memo.keep_only(state.pods.keys())  # before the resource space is worked out from them
     pre = prelude(
         state,
         scheduler_names,
@@ -228,8 +231,28 @@ def build_with_parts(
     }
     snapshot = finish(state, pre, jobs, held, claims)
     snapshot.now, snapshot.session_id = now, session_id
-    memo.keep_only(state.pods.keys())
     return snapshot, b.problems, Parts(pre, members, held, gone, jobless, claims)
+
+
+def prepare_pods(
+    state: ClusterState,
+    pods: Mapping[str, Pod],
+    memo: BuildMemo,
+    managed: frozenset[str],
+    grouped: frozenset[str],
+) -> None:
+    """Make ahead what a build makes of each of ``pods`` alone (its requests, its task's
+    fields in the resource space of ``state`` and the pods the memo has, and the in-memory
+    group of a bare pod of the schedulers ``grouped``), so a build that follows finds it made:
+    while a listing's later pages are on their way."""
+    for key, pod in pods.items():
+        memo.entry(key, pod)
+    space = memo.space(_resource_names(state, memo, managed))
+    entries = memo.entries
+    for key, pod in pods.items():
+        entry = memo.task_parts(entries[key], space)
+        if pod.spec.scheduler_name in grouped and is_bare(pod):
+            memo.implicit(entry, space)
 
 
 @dataclass(slots=True)

@@ -88,9 +88,10 @@ async def pages(
     version = reply.metadata.resource_version
     while True:
         token = reply.metadata.continue_
-        following = (
-            asyncio.ensure_future(fetch({"limit": str(page), "continue": token})) if token else None
-        )
+        following = None
+        if token:
+            following = asyncio.ensure_future(fetch({"limit": str(page), "continue": token}))
+            await asyncio.sleep(0)  # the request goes out before this page is handed over
         try:
             yield [memoryview(item) for item in reply.items or ()], version
             if following is None:

@@ -21,7 +21,7 @@ orders them itself).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from caldera.api.job import Job
@@ -46,6 +46,7 @@ from caldera.cache.snapshot import (
     claim_statuses_of,
     finish,
     prelude,
+    prepare_pods,
     report_gone,
     set_implicit_phase,
 )
@@ -164,6 +165,15 @@ class Model:
         snapshot, problems = out
         snapshot.now, snapshot.session_id = now, session_id
         return snapshot, problems
+
+    def prepare(
+        self, state: ClusterState, pods: Mapping[str, Pod], managed_resources: frozenset[str]
+    ) -> None:
+        """Make ahead, in the memo, what a build makes of each of ``pods`` alone (``state``
+        gives the resource names of the nodes, PodGroups and queues): while the pods are still
+        being listed, so the first build finds it made."""
+        grouped = self.scheduler_names if self.bare_pods_in_memory else frozenset()
+        prepare_pods(state, pods, self.memo, managed_resources, grouped)
 
     # -- from nothing -------------------------------------------------------------------------
 

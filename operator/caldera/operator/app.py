@@ -303,6 +303,9 @@ async def _start(runtime: Runtime) -> None:
         spawn(asyncio.create_task(_hold(metrics.cleanup)))
     runtime.informers = [Informer(rest, kind, cache) for kind in KINDS.values()]
     for informer in runtime.informers:
+        if informer.kind.listed_in_pages and runtime.scheduler is not None:
+            informer.after_page = runtime.scheduler.prepare
+    for informer in runtime.informers:
         spawn(asyncio.create_task(informer.run(), name=f"watch-{informer.kind.plural}"))
     for queue in (
         writers.binder.queue,

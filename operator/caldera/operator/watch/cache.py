@@ -179,12 +179,15 @@ class Cache:
         self.take_page(kind, items, listed)
         self.end_listing(kind, listed)
 
-    def take_page(self, kind: Kind, items: Iterable[Raw | Json], listed: set[str]) -> None:
-        """Store one page of a listing, adding the keys it had to ``listed``."""
+    def take_page(self, kind: Kind, items: Iterable[Raw | Json], listed: set[str]) -> list[str]:
+        """Store one page of a listing, adding the keys it had to ``listed``; returns them."""
+        keys = []
         for item in items:
             key = self.apply(kind, "ADDED", item)
             if key is not None:
-                listed.add(key)
+                keys.append(key)
+        listed.update(keys)
+        return keys
 
     def end_listing(self, kind: Kind, listed: set[str]) -> None:
         """A listing of ``kind`` is complete: what it did not have (``listed``) is gone."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 
 from caldera.k8s.errors import API_ERRORS, describe
 from caldera.k8s.listing import pages, resource_version
@@ -68,6 +69,9 @@ class Informer:
         """The version it is read at (the first of :attr:`Kind.versions` the server serves)."""
         self.lists = 0
         """How many full listings were made (the first, then one per expired version)."""
+        self.after_page: Callable[[list[str]], Awaitable[object]] = _nothing
+        """Awaited with the keys of each page of a listing once it is stored, while the next
+        page is on its way (the session thread makes ahead what a build makes of each pod)."""
 
     async def run(self) -> None:
         backoff = 0.2
@@ -123,8 +127,9 @@ class Informer:
                     page=self._page,
                     resource_version=None if self.kind.listed_in_pages else "0",
                 ):
-                    self._cache.take_page(self.kind, items, listed)
+                    keys = self._cache.take_page(self.kind, items, listed)
                     version = at
+                    await self.after_page(keys)
             except ApiError as exc:
                 if exc.status == 404 and i + 1 < len(versions):
                     continue
@@ -145,3 +150,7 @@ class Informer:
             self._version = resource_version(text) or version
             if event.type in ("ADDED", "MODIFIED", "DELETED"):
                 self._cache.apply(self.kind, event.type, text)
+
+
+async def _nothing(keys: list[str]) -> None:
+    return None
