@@ -78,9 +78,8 @@ class Settings:
     from nothing takes seconds on a cluster of 50,000 pods, and no pod is placed meanwhile."""
     session_process: bool = False
     """Run sessions in a process of their own, forked from the operator, rather than in a thread
-    of it: a burst drains about a fifth faster (the session has a core of its own), while a
-    steady flow of pods costs about a fifth more CPU and the process holds a second copy of
-    the objects it reads (at 50,000 pods, 150 MiB more)."""
+    of it: a burst drains about a fifth faster (the session has a core of its own), while the
+    process holds a second copy of the objects it reads (at 50,000 pods, about 140 MiB more)."""
 
     enabled_admission: str = ""
     """Admission webhooks to serve, comma-separated paths as Volcano's webhook manager names them
