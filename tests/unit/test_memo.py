@@ -23,6 +23,19 @@ def test_the_same_value_is_sent_once_until_it_goes_stale() -> None:
     assert recent.fresh("pg/a", "Running")
 
 
+def test_what_has_gone_stale_is_forgotten_not_kept_for_every_key_there_ever_was() -> None:
+    clock = Clock()
+    recent = Recent(ttl=10, clock=clock)
+    for i in range(100):
+        assert recent.fresh(f"pod/{i}", "Scheduled")
+    clock.now = 5
+    assert recent.fresh("pod/new", "Scheduled")
+    assert len(recent) == 101  # nothing stale yet
+    clock.now = 12
+    assert not recent.fresh("pod/new", "Scheduled")  # still fresh: kept
+    assert len(recent) == 1
+
+
 def test_a_changed_value_is_sent_at_once() -> None:
     recent = Recent(ttl=10, clock=Clock())
     assert recent.fresh("pg/a", "Inqueue")

@@ -74,6 +74,12 @@ class Writers:
     gates: GateLifter
 
 
+NEWS_MEMORY = 600.0
+"""Seconds a PodGroup event once posted is not posted again with the same news: far longer than
+the status that says it takes to come back through the watch (after which the status itself
+says the news is old)."""
+
+
 class Scheduler:
     def __init__(
         self,
@@ -115,7 +121,7 @@ class Scheduler:
         self._copy: ClusterState | None = None
         """The session thread's own tables of the cache's objects (shared, immutable), brought
         up to date each session with what the cache changed (thread path only)."""
-        self._news = Recent(ttl=float("inf"))
+        self._news = Recent(ttl=NEWS_MEMORY)
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
         if worker is not None:
