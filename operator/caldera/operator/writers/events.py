@@ -81,8 +81,10 @@ class EventPoster:
         """Post in the background (the caller does not wait for the API)."""
         if not self.enabled:
             return
-        about = f"{event['kind']}/{event.get('namespace', '')}/{event['name']}/{event['uid']}"
-        if not self._recent.fresh(about, (event["type_"], event["reason"], event["message"])):
+        # remembered by the object's UID and the news's hash: the memory holds ten minutes of
+        # events, one per pod bound at the least, so each is kept small
+        about = event["uid"] or f"{event['kind']}/{event.get('namespace', '')}/{event['name']}"
+        if not self._recent.fresh(about, hash((event["type_"], event["reason"], event["message"]))):
             return
         if len(self.queue) >= self._backlog:
             self.dropped += 1
