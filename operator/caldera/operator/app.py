@@ -41,6 +41,7 @@ from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import Rest
 from caldera.models.kinds import KINDS, Kind
 from caldera.operator import logs
+from caldera.operator.arenas import one_arena
 from caldera.operator.device_metrics import DeviceCollector
 from caldera.operator.loop.scheduler import Scheduler, Writers
 from caldera.operator.loop.trigger import Trigger
@@ -470,6 +471,7 @@ def run(settings: Settings) -> int:
     """
     logs.configure(settings.log_format, verbose=settings.verbose)
     fewer_collections()  # the cache holds one model per watched object: no cycles among them
+    one_arena()  # before the session thread and the executor's threads allocate
     try:
         enabled_hooks(settings.enabled_admission)
     except ConfigError as exc:
