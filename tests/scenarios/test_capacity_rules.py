@@ -116,6 +116,43 @@ CASES = {
         policy(),
         set(),
     ),
+    # capacity_test.go, Test_capacityPlugin_OnSessionOpenWithoutHierarchy case 9: cpu and
+    # memory count only where the deserved is at least minResource, a scalar only where the
+    # deserved names it (Resource.GreaterPartlyWithRelevantDimensions)
+    "GreaterPartlyWithRelevantDimensions: a queue within its GPU deserved keeps its pod": Case(
+        cluster(
+            node("n1", cpu="4", memory="8Gi", extra={"nvidia.com/gpu": "1"}),
+            queue("gpu", deserved={"nvidia.com/gpu": "1"}),
+            queue("cpu", deserved={"cpu": "2", "memory": "2Gi"}),
+            job("g", cpu="4", memory="4Gi", node_name="n1", q="gpu", extra={"nvidia.com/gpu": "1"}),
+            job("c", cpu="1", memory="1Gi", q="cpu"),
+        ),
+        policy(),
+        set(),
+    ),
+    "GreaterPartlyWithRelevantDimensions: over its deserved in a resource it names": Case(
+        cluster(
+            node("n1", cpu="4", memory="8Gi", extra={"nvidia.com/gpu": "1"}),
+            queue("gpu", deserved={"cpu": "2", "nvidia.com/gpu": "1"}),
+            queue("cpu", deserved={"cpu": "2", "memory": "2Gi"}),
+            job("g", cpu="4", memory="4Gi", node_name="n1", q="gpu", extra={"nvidia.com/gpu": "1"}),
+            job("c", cpu="1", memory="1Gi", q="cpu"),
+        ),
+        policy(),
+        {"g-0"},
+    ),
+    "GreaterPartlyWithRelevantDimensions: an ancestor within its GPU deserved shields": Case(
+        cluster(
+            node("n1", cpu="4", memory="8Gi", extra={"nvidia.com/gpu": "1"}),
+            queue("team", deserved={"nvidia.com/gpu": "1"}),
+            queue("t1", parent="team", deserved={"cpu": "1", "nvidia.com/gpu": "1"}),
+            queue("z", deserved={"cpu": "2"}),
+            job("g", cpu="4", memory="4Gi", node_name="n1", q="t1", extra={"nvidia.com/gpu": "1"}),
+            job("w", cpu="1", memory="1Gi", q="z"),
+        ),
+        leveled(1),
+        set(),
+    ),
     "ancestorReclaimLevel 0: the leaf over its deserved is enough": Case(
         _two_teams(), leveled(0), {"e-0", "e-1"}, exactly=1
     ),

@@ -28,9 +28,11 @@ best-effort), what it may never pass (its *real capability*) and what it is guar
 - **Reclaimable** (``AddReclaimableFn``), in victim order: a candidate that shares no requested
   resource with the reclaimer is skipped; none that would break its queue's guarantee; one
   whose queue's deserved names none of its resources is a victim at once; otherwise its queue
-  (less the victims already offered) must hold more than deserved in a resource it uses; with
-  the hierarchy and L > 0, its ancestors at depth 1..L (not root, not shared with the
-  reclaimer) must too.
+  (less the victims already offered) must hold more than deserved in a resource it uses that
+  the deserved is about (cpu and memory where deserved is at least 0.1, another resource where
+  deserved names it: ``GreaterPartlyWithRelevantDimensions``), so a queue within its GPU
+  deserved keeps a pod that also uses cpu; with the hierarchy and L > 0, its ancestors at depth
+  1..L (not root, not shared with the reclaimer) must too, by the same rule.
 - **Victim queue order** (hierarchy): victims of the queue sharing the deeper common ancestor
   with the preemptor's come first.
 
@@ -47,12 +49,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from pydantic import Field
 
 from caldera.api.compare import EPS, le_all, le_where, overrun
 from caldera.api.job import Job
 from caldera.api.queue import Queue
-from caldera.api.resources import ResourceSpace, Vector
+from caldera.api.resources import CPU_MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.intents import Event
 from caldera.framework.plugin import Args, Plugin
@@ -86,6 +89,9 @@ class _Attr:
     ancestors: list[str] = field(default_factory=list)
     """Root first, the parent last (Volcano's ``ancestors``); empty without the hierarchy."""
     children: list[str] = field(default_factory=list)
+    named: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """The resources the deserved names (its keys in Volcano: the spec's deserved and
+    guarantee; root's, its children's)."""
 
     @property
     def chain(self) -> list[str]:
@@ -105,10 +111,14 @@ def _partly_within(space: ResourceSpace, used: Vector, deserved: Vector, req: Ve
     return bool(np.any((used <= deserved + EPS)[dims]))
 
 
-def _over_where(space: ResourceSpace, held: Vector, deserved: Vector, req: Vector) -> bool:
-    """``GreaterPartlyWithRelevantDimensions``: ``held`` > ``deserved`` in a resource ``req``
-    asks for."""
-    return not le_where(space, held, deserved, req)
+def _over_relevant(space: ResourceSpace, held: Vector, a: _Attr, req: Vector) -> bool:
+    """``Resource.GreaterPartlyWithRelevantDimensions`` (``api/resource_info.go``), as
+    ``checkDeservedExceedance`` calls it: ``held`` > the queue's deserved in a resource ``req``
+    asks for, where the deserved is about it: cpu and memory where the deserved is at least
+    ``minResource``, any other resource where the deserved names it."""
+    relevant = space.quota & (req > 0) & a.named
+    relevant[CPU_MEMORY] = (req[CPU_MEMORY] > 0) & (a.deserved[CPU_MEMORY] >= EPS)
+    return bool(np.any((held > a.deserved)[relevant]))
 
 
 class CapacityPlugin(Plugin[CapacityArgs]):
@@ -243,7 +253,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                     shares = hierarchy and level > 0 and _shares_ancestor(mine, a, level)
                     if shares and not _both(space, reclaimer.resreq, mine.deserved):
                         continue
-                elif not _over_where(space, held, a.deserved, task.resreq):
+                elif not _over_relevant(space, held, a, task.resreq):
                     continue  # checkDeservedExceedance
                 ups: list[Vector] = []
                 if (
@@ -324,7 +334,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             ups.append(held)
             if not _both(space, task.resreq, up.deserved):
                 continue
-            if not _over_where(space, held, up.deserved, task.resreq):
+            if not _over_relevant(space, held, up, task.resreq):
                 return False
         return True
 
@@ -336,6 +346,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         for name, q in ssn.queues.items():
             spec = q.deserved_spec
             deserved = np.where(np.isinf(spec), 0.0, spec) if spec is not None else space.zeros()
+            named = ~np.isinf(spec) if spec is not None else np.zeros(len(space), dtype=bool)
             attrs[name] = _Attr(
                 q,
                 "",
@@ -345,6 +356,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 inf.copy(),
                 space.zeros(),
                 space.zeros(),
+                named=named | (q.guarantee > 0),
             )
         if not hierarchy:
             guarantees = sum((q.guarantee for q in ssn.queues.values()), space.zeros())
@@ -371,6 +383,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 inf.copy(),
                 space.zeros(),
                 space.zeros(),
+                named=np.zeros(len(space), dtype=bool),
             )
             for name, a in attrs.items():
                 if a.parent == ROOT:
@@ -387,6 +400,8 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             if parent.queue.name == ROOT:
                 parent.guarantee = guarantees
                 parent.deserved = sum((k.deserved for k in kids), space.zeros())
+                for k in kids:
+                    parent.named = parent.named | k.named
             for k in kids:
                 free = np.maximum(parent.real_capability - guarantees, 0.0) + k.guarantee
                 k.real_capability = np.minimum(free, k.capability)
