@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import orjson
 
@@ -34,6 +34,18 @@ from caldera.models.parse import parse_object
 __all__ = ["READ_VERBS", "Live", "LiveError", "ReadOnly", "ReadOnlyError", "read_cluster"]
 
 READ_VERBS = frozenset({"get", "list"})
+
+
+class ReadOptions(TypedDict, total=False):
+    """What a read may say besides its verb and resource (a part of
+    :class:`~caldera.k8s.rest.CallOptions`: nothing to send)."""
+
+    namespace: str | None
+    name: str | None
+    query: Mapping[str, str] | None
+    timeout: float | None
+
+
 """The only verbs :class:`ReadOnly` sends."""
 
 _READ_ERRORS: tuple[type[BaseException], ...] = (*API_ERRORS, ValueError)
@@ -63,36 +75,16 @@ class ReadOnly:
     def __init__(self, rest: Rest) -> None:
         self._rest = rest
 
-    async def call(
-        self,
-        verb: str,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        query: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        raw = await self.call_json(
-            verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
-        )
+    async def call(self, verb: str, resource: Resource, **options: Unpack[ReadOptions]) -> Any:
+        raw = await self.call_json(verb, resource, **options)
         return orjson.loads(raw) if raw else None
 
     async def call_json(
-        self,
-        verb: str,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        name: str | None = None,
-        query: Mapping[str, str] | None = None,
-        timeout: float | None = None,
+        self, verb: str, resource: Resource, **options: Unpack[ReadOptions]
     ) -> bytes:
         if verb not in READ_VERBS:
             raise ReadOnlyError(f"refused to {verb} {resource.plural}: this client only reads")
-        return await self._rest.call_json(
-            verb, resource, namespace=namespace, name=name, query=query, timeout=timeout
-        )
+        return await self._rest.call_json(verb, resource, **options)
 
     async def get_path(self, path: str) -> Any:
         return await self._rest.get_path(path)
