@@ -20,7 +20,7 @@ class Recent:
     Identical values are suppressed for ``ttl`` seconds (then sent again, in case the first
     write was lost). What is older than that is dropped every quarter of ``ttl`` (so nothing
     is held past 1.25 ``ttl``): the keys name pods and groups that come and go, and a memory of
-    every one that ever was grew by 80 KB a second under churn.
+    every one that ever was held up to ``limit`` of them before it was emptied all at once.
     """
 
     def __init__(

@@ -36,6 +36,7 @@ __all__ = [
     "Outcome",
     "SessionConfig",
     "Streamed",
+    "build_model",
     "decide",
     "new_model",
     "prepare",
@@ -110,6 +111,21 @@ def decide(
     del snapshot
     after_session()
     return result, problems
+
+
+def build_model(
+    model: Model,
+    state: ClusterState,
+    managed: frozenset[str],
+    changed: Collection[str] | None = None,
+) -> None:
+    """Bring ``model`` up to date with ``state`` before the first session (from nothing, or
+    from the pods ``changed`` since what it was made from), then keep what it holds out of
+    collections (:func:`~caldera.collector.after_build`)."""
+    model.snapshot(
+        state, now=time.time(), session_id="", managed_resources=managed, changed=changed
+    )
+    after_build()
 
 
 Streamed = tuple[str, list[Bind]]
@@ -206,8 +222,7 @@ def prepare(config: SessionConfig, managed: frozenset[str]) -> int:
     """Build the model of the state this process was forked with, before the first session."""
     global _model
     _model = new_model(config)
-    _model.snapshot(_copy, now=time.time(), session_id="", managed_resources=managed)
-    after_build()
+    build_model(_model, _copy, managed)
     return len(_copy.pods)
 
 

@@ -16,15 +16,13 @@ import asyncio
 import logging
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from caldera.api.usage import NodeUsage
 from caldera.cache.groups import workload_group_of
 from caldera.cache.snapshot import stable_uid
-from caldera.cache.state import ClusterState, copy_state
-from caldera.collector import after_build
 from caldera.framework.intents import (
     Bind,
     CycleResult,
@@ -43,9 +41,9 @@ from caldera.models.workload import (
     REASON_PREEMPTION,
     REASON_SCHEDULER_ERROR,
 )
-from caldera.operator.loop.decide import new_model
+from caldera.operator.loop.thread import SessionThread
 from caldera.operator.loop.trigger import Trigger
-from caldera.operator.loop.worker import BindStream, SessionConfig, SessionWorker, Streamed, decide
+from caldera.operator.loop.worker import SessionConfig, SessionWorker, Streamed
 from caldera.operator.memo import Lasting, Recent
 from caldera.operator.metrics import Metrics
 from caldera.operator.watch.assume import Assumptions
@@ -56,7 +54,6 @@ from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter, WorkloadWrite
-from caldera.outside.http import HttpCaller
 from caldera.quantity import to_engine_units
 
 __all__ = ["Scheduler", "Writers", "by_condition"]
@@ -99,7 +96,6 @@ class Scheduler:
         node_usage: Callable[[], tuple[int, Mapping[str, NodeUsage]]] = lambda: (0, {}),
     ) -> None:
         self.node_usage = node_usage
-        self._caller = registry.caller = HttpCaller()  # extenders, for sessions in a thread
         """(version, nodes' real load) as the metrics source last gave it."""
         self.config = config
         self.served_version = served_version
@@ -116,14 +112,11 @@ class Scheduler:
         self._problems = Lasting(grace=problem_grace)
         self._held = Lasting(grace=HELD_GRACE)
         self._writes = Recent(ttl=30.0)
-        self._model = new_model(self.config)
-        """The model of the cluster kept across sessions (thread path only)."""
-        self._copy: ClusterState | None = None
-        """The session thread's own tables of the cache's objects (shared, immutable), brought
-        up to date each session with what the cache changed (thread path only)."""
         self._news = Recent(ttl=NEWS_MEMORY)
         self.worker = worker
         """Where sessions run: a process of their own, or (None) a thread of this one."""
+        self.thread = SessionThread(config, cache, registry)
+        """Sessions in a thread of this process (when there is no worker)."""
         if worker is not None:
             worker.on_binds = self._streamed
         self._running = ""
@@ -167,25 +160,14 @@ class Scheduler:
                     self.cache, in_flight, policy, session_id, evicting, lifting, self.node_usage()
                 )
             else:
-                changed = self._take_changes()
-                loop = asyncio.get_running_loop()
-                stream = BindStream(
-                    session_id, lambda item: loop.call_soon_threadsafe(self._streamed, item)
-                )
-                result, problems = await asyncio.to_thread(
-                    decide,
-                    self._copied(),
+                result, problems = await self.thread.decide(
                     in_flight,
                     policy,
-                    self.registry,
-                    self.config,
-                    session_id=session_id,
-                    model=self._model,
-                    on_bind=stream.add,
-                    evicting=evicting,
-                    lifting=lifting,
-                    node_usage=self.node_usage()[1],
-                    changed=changed,
+                    session_id,
+                    evicting,
+                    lifting,
+                    self.node_usage()[1],
+                    self._streamed,
                 )
         finally:
             self._running = ""
@@ -204,57 +186,23 @@ class Scheduler:
         return result
 
     def close(self) -> None:
-        """Stop the session process (mid-session if need be), or close the session thread's
+        """Stop the session process (mid-session if need be) and close the session thread's
         connections to extenders."""
         if self.worker is not None:
             self.worker.close()
-        self._caller.close()
-
-    def _take_changes(self) -> Collection[str] | None:
-        """Bring the session thread's tables up to date with the cache's; returns the pods
-        that changed (None: the tables are new, copied from the cache's)."""
-        if self._copy is None:
-            self.cache.forget_changes()
-            self._copy = copy_state(self.cache.state)  # the objects are shared
-            return None
-        changes = self.cache.take_changes()
-        self._copy = changes.apply_to(self._copy)
-        return changes.pod_keys()
-
-    def _copied(self) -> ClusterState:
-        assert self._copy is not None
-        return self._copy
+        self.thread.close()
 
     async def warm(self) -> None:
-        """Build the session thread's model of the cluster before the first session, as a
-        forked session process builds its own, so the first pod does not wait for it."""
-        if self.worker is not None:
-            return
-        changed = self._take_changes()
-        await asyncio.to_thread(
-            self._model.snapshot,
-            self._copied(),
-            now=time.time(),
-            session_id="",
-            managed_resources=self.policy.policy.managed_resources,
-            changed=changed,
-        )
-        after_build()
+        """Build the session thread's model of the cluster before the first session (a session
+        process is warmed by the operator through its worker)."""
+        if self.worker is None:
+            await self.thread.warm(self.policy.policy.managed_resources)
 
     async def prepare(self, keys: list[str]) -> None:
-        """While the pods are listed (a page stored, the next on its way), make ahead what the
-        first build makes of each pod alone; the build after the listing then assembles them.
-        (Feeding each page to the model as changes cost twice the build from nothing.)"""
-        if self.worker is not None or self.cache.synced.is_set():
-            return
-        held = self.cache.state
-        # the thread reads its own tables: the event loop goes on changing the cache's
-        state = ClusterState(
-            nodes=dict(held.nodes), podgroups=dict(held.podgroups), queues=dict(held.queues)
-        )
-        pods = {key: held.pods[key] for key in keys if key in held.pods}
-        managed = self.policy.policy.managed_resources
-        await asyncio.to_thread(self._model.prepare, state, pods, managed)
+        """A page of pods was listed: the session thread makes ahead what the first build makes
+        of each (only until the cache is synced)."""
+        if self.worker is None and not self.cache.synced.is_set():
+            await self.thread.prepare(keys, self.policy.policy.managed_resources)
 
     def _report(self, problems: list[ObjectError]) -> None:
         """One warning per kind of problem that has lasted past the grace period, however many
