@@ -130,6 +130,19 @@ ANTI_X = {
     }
 }
 
+ANTI_AFFINITY_ON_ONE_NODE = cluster(
+    node("n1", cpu="4", labels={"kubernetes.io/hostname": "n1"}),
+    *CLASSES,
+    job("other", node_name="n1"),
+    job("x", node_name="n1", labels={"app": "x"}),
+    job("high", prio="high", affinity=ANTI_X),
+)
+"""One low-priority pod whose label the pending high-priority pod's anti-affinity refuses."""
+AWARE = {"preempt": {"enableTopologyAwarePreemption": True}}
+TOPOLOGY_AWARE = policy_text(
+    "enqueue, allocate, preempt", ["priority"], ["predicates", "proportion"], configurations=AWARE
+)
+
 PREEMPT_CASES = {
     "JobStarving (priority): a priority-only policy evicts one pod for one pending pod": Case(
         cluster(
@@ -221,6 +234,43 @@ PREEMPT_CASES = {
         PRIORITY_ONLY,
         {"idle-0"},
     ),
+    "SimulateRemoveTaskFn: predicates with the flags on cure an anti-affinity by removal": Case(
+        ANTI_AFFINITY_ON_ONE_NODE,
+        TOPOLOGY_AWARE,
+        {"x-0"},
+        {"default/high-0": "n1"},
+        cycles=2,
+    ),
+    "SimulateRemoveTaskFn: predicates without enablePreemptable/enabledAllocatable see no "
+    "removal, so the dry run never cures the anti-affinity (TestPodAntiAffinity)": Case(
+        ANTI_AFFINITY_ON_ONE_NODE,
+        TOPOLOGY_AWARE.replace(
+            "- name: predicates",
+            "- name: predicates\n    enablePreemptable: false\n    enabledAllocatable: false",
+        ),
+        set(),
+        cycles=2,
+    ),
+    "SimulateRemoveTaskFn: one of the two flags is enough to see the removal": Case(
+        ANTI_AFFINITY_ON_ONE_NODE,
+        TOPOLOGY_AWARE.replace(
+            "- name: predicates", "- name: predicates\n    enablePreemptable: false"
+        ),
+        {"x-0"},
+        {"default/high-0": "n1"},
+        cycles=2,
+    ),
+    "TestPodAntiAffinity: a conflicting pod of the preemptor's priority is never a victim": Case(
+        cluster(
+            node("n1", cpu="12", pods="2", labels={"kubernetes.io/hostname": "n1"}),
+            *CLASSES,
+            job("w1", cpu="3", node_name="n1", prio="high", labels={"app": "x"}),
+            job("w2", cpu="3", node_name="n1"),
+            job("w3", cpu="3", prio="high", labels={"app": "x"}, affinity=ANTI_X),
+        ),
+        TOPOLOGY_AWARE,
+        set(),
+    ),
     "taskEligibleToPreempt: preemptionPolicy Never evicts nothing": Case(
         cluster(
             node("n1", cpu="2"),
@@ -247,9 +297,7 @@ def test_topology_aware_preemption_reprieves_victims_it_does_not_need() -> None:
     objs += job("small", cpu="1", node_name="n1", created=1_700_000_100.0)
     objs += job("high", cpu="2", prio="high")
     assert evicted(scenario(objs, policy_yaml=PRIORITY_ONLY)) == {"small-0", "big-0"}
-    aware = PRIORITY_ONLY + (
-        "configurations:\n- name: preempt\n  arguments:\n    enableTopologyAwarePreemption: true\n"
-    )
+    aware = policy_text("preempt", ["priority"], ["predicates"], configurations=AWARE)
     assert evicted(scenario(objs, policy_yaml=aware)) == {"big-0"}
 
 

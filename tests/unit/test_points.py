@@ -701,3 +701,79 @@ tiers:
         [builders.node("cordoned", unschedulable=True), builders.pod("p")], policy_yaml=policy
     )
     assert builders.binds(sim) == expected
+
+
+def told(name: str, calls: list[tuple[str, int, int]]) -> Callable[..., list[str]]:
+    """A simulator that logs how many removed and added tasks it was told of, and refuses."""
+
+    def fn(task: str, node: int, removed: Sequence[str], added: Sequence[str]) -> list[str]:
+        calls.append((name, len(removed), len(added)))
+        return [f"{name} refuses"]
+
+    return fn
+
+
+@pytest.mark.parametrize(
+    ("options", "among", "expected"),
+    [
+        pytest.param(
+            "", "all", [("gang", 1, 1), ("priority", 1, 1)], id="with the defaults all are told"
+        ),
+        pytest.param(
+            "enablePreemptable: false\n    enabledAllocatable: false",
+            "all",
+            [("gang", 0, 0), ("priority", 1, 1)],
+            id="neither enablePreemptable nor enabledAllocatable: asked, told nothing",
+        ),
+        pytest.param(
+            "enablePreemptable: false",
+            "all",
+            [("gang", 1, 1), ("priority", 1, 1)],
+            id="enabledAllocatable alone is enough to be told",
+        ),
+        pytest.param(
+            "enabledAllocatable: false",
+            "all",
+            [("gang", 1, 1), ("priority", 1, 1)],
+            id="enablePreemptable alone is enough to be told",
+        ),
+        pytest.param(
+            "enablePreemptable: false\n    enabledAllocatable: false",
+            "seeing",
+            [("priority", 1, 1)],
+            id="asking those told of the changes leaves the other out",
+        ),
+        pytest.param(
+            "enablePreemptable: false\n    enabledAllocatable: false",
+            "blind",
+            [("gang", 0, 0)],
+            id="asking those not told leaves the told out",
+        ),
+        pytest.param(
+            "enablePredicate: false", "all", [("priority", 1, 1)], id="enablePredicate false: no say"
+        ),
+    ],
+)
+def test_simulators_are_told_of_changes_as_volcano_session_simulate_remove_task_fn(
+    options: str, among: rules.Among, expected: list[tuple[str, int, int]]
+) -> None:
+    # Session.SimulateRemoveTaskFn / SimulateAddTaskFn skip a plugin with neither
+    # enablePreemptable nor enabledAllocatable; SimulatePredicateFn asks every enablePredicate
+    ssn = builders.new_session(
+        [builders.node("n1"), builders.podgroup("g"), builders.pod("t", group="g")],
+        f"""
+actions: "allocate"
+tiers:
+- plugins:
+  - name: gang
+    {options or "enableJobOrder: true"}
+  - name: priority
+""",
+    )
+    calls: list[tuple[str, int, int]] = []
+    ssn.simulate_predicate_point.add("gang", told("gang", calls))
+    ssn.simulate_predicate_point.add("priority", told("priority", calls))
+    task = builders.task_named(ssn, "t")
+    reasons = ssn.simulate_predicate(task, 0, removed=[task], added=[task], among=among)
+    assert calls == expected
+    assert reasons == [f"{name} refuses" for name, _, _ in expected]

@@ -46,7 +46,7 @@ from caldera.api.task import Task
 from caldera.framework import points as rules
 from caldera.framework.outside import DecisionFailed
 from caldera.framework.placement import Curable
-from caldera.framework.points import Point
+from caldera.framework.points import Among, Point
 from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
 from caldera.framework.topology import rule_of
@@ -323,9 +323,12 @@ class NodeWalk:
         protected = "; ".join(parts) if parts else "the victims allowed free too little"
         return f"not enough room even after evicting what the plugins allow ({protected})"
 
-    def fits(self, task: Task, queue: Queue, row: int, check_filters: bool) -> bool:
+    def fits(
+        self, task: Task, queue: Queue, row: int, check_filters: bool, among: Among = "all"
+    ) -> bool:
         """``preemptorFitsOnNode``: the queue allocatable (preempt), the request within the
-        node's future idle resources, the filters passing on the node as it is now."""
+        node's future idle resources, the filters (of the plugins ``among``) passing on the node
+        as it is now."""
         ssn = self.ssn
         self._asks_of(task)
         free = ssn.nodes.future_idle[row].tolist()
@@ -333,7 +336,7 @@ class NodeWalk:
             return False  # the cheapest test first: the answer is the same in any order
         if self.allocatable and not ssn.allocatable(queue, task):
             return False
-        return not (check_filters and ssn.simulate_predicate(task, row))
+        return not (check_filters and ssn.simulate_predicate(task, row, among=among))
 
     def _evict_until_fit(
         self,
@@ -343,15 +346,16 @@ class NodeWalk:
         row: int,
         victims: list[Task],
         curable: bool,
+        among: Among = "all",
     ) -> bool:
         """Evict ``victims`` in victim order while ``task`` does not fit ``row``; whether it
         fits in the end."""
-        fit = self.fits(task, queue, row, curable)
+        fit = self.fits(task, queue, row, curable, among)
         for victim in self.ssn.victim_order(victims, task):
             if fit:
                 break
             node_stmt.evict(victim, self.reason, task.key)
-            fit = self.fits(task, queue, row, True)
+            fit = self.fits(task, queue, row, True, among)
         return fit
 
     def _on_node(
@@ -397,8 +401,15 @@ class NodeWalk:
         victims = self._victims(task, row, mask)
         if victims is None:
             return None
+        if curable and (refused := self.ssn.simulate_predicate(task, row, among="blind")):
+            # Session.SimulateRemoveTaskFn tells only the plugins with enablePreemptable or
+            # enabledAllocatable of a victim's removal: the others answer for the node as it
+            # is, whatever is removed, so they are asked once, before the trial evictions
+            if self.ssn.detail:
+                self.note_node(task, row, f"no eviction cures it ({'; '.join(refused)})")
+            return None
         node_stmt = self.ssn.statement()
-        fit = self._evict_until_fit(node_stmt, task, queue, row, victims, curable)
+        fit = self._evict_until_fit(node_stmt, task, queue, row, victims, curable, "seeing")
         removed = node_stmt.evicted()
         if not fit:
             node_stmt.discard()
@@ -408,7 +419,7 @@ class NodeWalk:
         chosen: list[Task] = []
         for victim in reversed(removed):  # reprieve the higher-ordered victims first
             node_stmt.reprieve(victim)
-            if not self.fits(task, queue, row, True):
+            if not self.fits(task, queue, row, True, "seeing"):
                 node_stmt.evict(victim, self.reason, task.key)
                 chosen.append(victim)
         node_stmt.discard()

@@ -27,15 +27,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 __all__ = [
     "ABSTAIN",
+    "JOINT_POINTS",
     "PERMIT",
     "POINT_FLAGS",
     "REJECT",
+    "Among",
     "OrderPoint",
     "Point",
+    "SimulatePoint",
     "all_true",
     "any_true",
     "call_all",
@@ -44,6 +47,7 @@ __all__ = [
     "first_result",
     "first_tier",
     "intersection",
+    "switched_off",
     "union",
     "vote",
 ]
@@ -84,6 +88,18 @@ POINT_FLAGS: dict[str, tuple[str, ...]] = {
 }
 """Volcano's per-plugin option keys (note its mixed ``enable``/``enabled`` prefixes) and the
 points each one switches. Absent means on. Job valid, event handlers and PreBind have no switch."""
+
+JOINT_POINTS: dict[str, tuple[str, ...]] = {"simulate_change": ("preemptable", "allocatable")}
+"""Points with no flag of their own, off only where every point named is off. Volcano's
+``Session.SimulateRemoveTaskFn`` and ``SimulateAddTaskFn`` (framework/session_plugins.go) skip a
+plugin that has neither ``enablePreemptable`` nor ``enabledAllocatable``."""
+
+
+def switched_off(flagged: set[str]) -> frozenset[str]:
+    """The points off for a plugin whose ``false`` flags switched off ``flagged``, the joint
+    points whose every part is off included."""
+    joint = {name for name, parts in JOINT_POINTS.items() if flagged.issuperset(parts)}
+    return frozenset(flagged | joint)
 
 
 class Point(Generic[F]):
@@ -139,6 +155,48 @@ class Point(Generic[F]):
 
     def __bool__(self) -> bool:
         return bool(self._by_plugin)
+
+
+Simulator = Callable[[T, int, Sequence[T], Sequence[T]], Sequence[str]]
+"""Why a task would not fit a node row with some tasks removed and others added."""
+
+
+Among = Literal["all", "seeing", "blind"]
+"""Which simulators to ask: all, those told of the changes, or those that are not."""
+
+
+class SimulatePoint(Point[Simulator[T]]):
+    """Volcano's ``SimulatePredicateFn`` with its ``SimulateRemoveTaskFn`` and
+    ``SimulateAddTaskFn`` folded in: each function is told the tasks a preemption dry run removes
+    from the node and adds to it. Volcano asks every plugin with ``enablePredicate`` for the
+    verdict but tells only those with ``enablePreemptable`` or ``enabledAllocatable`` of the
+    changes (``simulate_change``); any other is asked about the node as it is, and never sees a
+    victim go."""
+
+    __slots__ = ("_blind",)
+
+    def __init__(
+        self, name: str, layout: Sequence[Sequence[str]], enabled: Callable[[str, str], bool]
+    ) -> None:
+        super().__init__(name, layout, enabled)
+        self._blind: set[str] = set()
+
+    def add(self, plugin: str, fn: Simulator[T]) -> None:
+        if not self._enabled(plugin, "simulate_change"):
+            self._blind.add(plugin)
+        super().add(plugin, fn)
+
+    def ask(
+        self, task: T, node: int, removed: Sequence[T], added: Sequence[T], among: Among
+    ) -> list[str]:
+        """Every reason the simulators ``among`` give for ``task`` not fitting row ``node``."""
+        out: list[str] = []
+        for plugin, fn in self.named():
+            blind = plugin in self._blind
+            if among != "all" and blind != (among == "blind"):
+                continue
+            out.extend(fn(task, node, (), ()) if blind else fn(task, node, removed, added))
+        return out
 
 
 def all_true(point: Point[Callable[..., bool]], *args: Any) -> bool:

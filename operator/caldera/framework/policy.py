@@ -18,7 +18,7 @@ from typing import Any
 
 from caldera.errors import ConfigError
 from caldera.framework.plugin import Args
-from caldera.framework.points import POINT_FLAGS
+from caldera.framework.points import POINT_FLAGS, switched_off
 from caldera.framework.registry import Registry
 from caldera.framework.tolerance import (
     PolicyWarning,
@@ -163,7 +163,7 @@ def _plugin_option(raw: Any, key: str, registry: Registry, warn: Warnings) -> Pl
     return PluginOption(
         name=name,
         args=args,
-        disabled=frozenset(disabled),
+        disabled=switched_off(disabled),
         hierarchy=hierarchy,
         managed=cls.managed_resources(args),
     )

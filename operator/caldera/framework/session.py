@@ -28,7 +28,7 @@ from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework import points as rules
 from caldera.framework.intents import Bind, CycleResult, Event, Evict
 from caldera.framework.plugin import Plugin
-from caldera.framework.points import OrderPoint, Point
+from caldera.framework.points import Among, OrderPoint, Point, SimulatePoint
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.scoring import NodeScorer, ScoreCache
@@ -44,8 +44,6 @@ Rejection = tuple[str, BoolArray]
 """A filter's verdict: a reason and the mask (over all nodes) of nodes it rejects for it."""
 
 VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
-SimulateFn = Callable[[Task, int, Sequence[Task], Sequence[Task]], Sequence[str]]
-"""(task, node row, tasks removed, tasks added) → reasons the task would not fit that node."""
 HyperNodeScorer = Callable[[Job, IntArray], Vector]
 """Scores HyperNodes (indices into the session's HyperNode tree) for a job, weighted."""
 
@@ -154,7 +152,7 @@ class Session:
         self.subjob_ready_point: Point[Callable[[Job], bool]] = point("subjob_ready")
         self.subjob_pipelined_point: Point[Callable[[Job], int]] = point("subjob_pipelined")
         self.hypernode_order_point: Point[HyperNodeScorer] = point("hypernode_order")
-        self.simulate_predicate_point: Point[SimulateFn] = point("simulate_predicate")
+        self.simulate_predicate_point = SimulatePoint[Task]("simulate_predicate", layout, enabled)
         self.event_handlers: Point[EventHandler] = point("event_handler")
         self.pre_bind_point: Point[Callable[[Bind], Bind]] = point("pre_bind")
         """PreBind: each returns the bind with the writes the binder makes before binding
@@ -306,14 +304,13 @@ class Session:
         node: int,
         removed: Sequence[Task] = (),
         added: Sequence[Task] = (),
+        among: Among = "all",
     ) -> list[str]:
         """Why ``task`` would not fit node ``node`` with ``removed`` gone and ``added`` placed
-        (empty: it would fit, as far as the node-state filters can tell). Session state is not
-        touched; preemption uses this to try victims."""
-        out: list[str] = []
-        for fn in self.simulate_predicate_point:
-            out.extend(fn(task, node, removed, added))
-        return out
+        (empty: it would fit, as far as the node-state filters can tell), asking the plugins
+        ``among`` (:class:`SimulatePoint`). Session state is not touched; preemption uses this to
+        try victims."""
+        return self.simulate_predicate_point.ask(task, node, removed, added, among)
 
     def node_order(self, task: Task, candidates: IntArray) -> Vector:
         """Summed weighted node scores of ``task`` on the candidate rows."""
