@@ -7,7 +7,7 @@ import pytest
 from test_capacity import capacity_policy
 from test_preempt_rules import Case, check, cluster, job
 
-from builders import Obj, node, open_session, pod, podgroup, queue, scenario
+from builders import Obj, node, open_session, pod, podgroup, queue, scenario, summary
 
 RECLAIM = "enqueue, allocate, reclaim"
 
@@ -196,3 +196,119 @@ def test_with_hierarchy_victims_come_from_the_nearest_relatives_first() -> None:
     (preemptor,) = ssn.jobs["default/w"].tasks.values()
     assert [t.name for t in ssn.victim_order(victims, preemptor)] == ["e-0", "o-0"]
     assert [t.name for t in ssn.victim_order(victims[::-1], preemptor)] == ["e-0", "o-0"]
+
+
+# -- enqueue: capacity's jobEnqueueable ----------------------------------------------------------
+
+
+def _held(name: str, q: str, *, pods: int, minimum: str, phase: str = "Running") -> list[Obj]:
+    """A job of ``pods`` 1-cpu pods running on n1, its PodGroup ``phase`` with ``minimum`` cpu
+    (and as much memory) as minResources."""
+    out: list[Obj] = [
+        podgroup(
+            name, queue=q, phase=phase, min_resources={"cpu": minimum, "memory": f"{minimum}Gi"}
+        )
+    ]
+    out += [
+        pod(f"{name}-{i}", group=name, cpu="1", memory="1Gi", node_name="n1") for i in range(pods)
+    ]
+    return out
+
+
+def _waiting(cpu: str) -> Obj:
+    return podgroup("new", queue="q", min_resources={"cpu": cpu, "memory": f"{cpu}Gi"})
+
+
+ENQUEUE_CASES = {
+    "jobEnqueueable: what a queue's jobs hold past their minResources (elastic) counts as free": (
+        cluster(
+            node("n1", cpu="8", memory="32Gi"),
+            queue("q", capability={"cpu": "4", "memory": "8Gi"}),
+            _held("old", "q", pods=3, minimum="1"),
+            _waiting("2"),
+        ),
+        "Inqueue",  # 2 + 3 held - 2 elastic = 3 <= 4 (without elastic: 5 > 4)
+    ),
+    "jobEnqueueable: a queue whose jobs hold no more than their minimum stays at capability": (
+        cluster(
+            node("n1", cpu="8", memory="32Gi"),
+            queue("q", capability={"cpu": "4", "memory": "8Gi"}),
+            _held("old", "q", pods=3, minimum="3"),
+            _waiting("2"),
+        ),
+        "Pending",  # 2 + 3 held - 0 elastic = 5 > 4
+    ),
+    "TestNoDoubleCountingForInqueueJobWithBindingTasks: an Inqueue job's placed pods count once": (
+        cluster(
+            node("n1", cpu="4", memory="8Gi"),
+            queue("q", capability={"cpu": "4", "memory": "8Gi"}),
+            _held("old", "q", pods=3, minimum="3", phase="Inqueue"),
+            _waiting("1"),
+        ),
+        "Inqueue",  # 1 + 3 held + (3 - 3) owed = 4 <= 4 (counted twice: 7 > 4)
+    ),
+    "GetInqueueResource: an Inqueue job's unplaced minimum is still held for it": (
+        cluster(
+            node("n1", cpu="4", memory="8Gi"),
+            queue("q", capability={"cpu": "4", "memory": "8Gi"}),
+            _held("old", "q", pods=1, minimum="3", phase="Inqueue"),
+            _waiting("2"),
+        ),
+        "Pending",  # 2 + 1 held + (3 - 1) owed = 5 > 4
+    ),
+}
+
+
+@pytest.mark.parametrize(("objects", "phase"), ENQUEUE_CASES.values(), ids=ENQUEUE_CASES.keys())
+def test_capacity_enqueue(objects: list[Obj], phase: str) -> None:
+    sim = scenario(objects, policy_yaml=capacity_policy("enqueue"))
+    assert summary(sim)["podGroups"]["default/new"]["phase"] == phase
+
+
+def test_proportion_counts_an_inqueue_jobs_placed_pods_once_too() -> None:
+    # proportion_test.go TestNoDoubleCountingForInqueueJobWithBindingTasks: the same rule
+    (objects, phase) = ENQUEUE_CASES[
+        "TestNoDoubleCountingForInqueueJobWithBindingTasks: an Inqueue job's placed pods count once"
+    ]
+    proportion = capacity_policy("enqueue").replace("- name: capacity", "- name: proportion")
+    sim = scenario(objects, policy_yaml=proportion)
+    assert summary(sim)["podGroups"]["default/new"]["phase"] == phase
+
+
+# -- queue order: capacity's hierarchical QueueOrderFn -------------------------------------------
+
+
+def _tree() -> list[Obj]:
+    """root → eng (deserved 4, holds 4: share 1) → e1 and e2 (deserved 4, hold 2: share 0.5);
+    root → lab (deserved 4, holds 1: share 0.25) → l1 (deserved 4, holds 1); root → z
+    (deserved 4, holds 3: share 0.75); every leaf has a pod waiting."""
+    objs: list[Obj] = [node("n1", cpu="16", memory="64Gi")]
+    objs += [queue(q, deserved={"cpu": "4"}) for q in ("eng", "lab", "z")]
+    objs += [queue(q, parent="eng", deserved={"cpu": "4"}) for q in ("e1", "e2")]
+    objs += [queue("l1", parent="lab", deserved={"cpu": "4"})]
+    for q, held in (("e1", 2), ("e2", 2), ("l1", 1), ("z", 3)):
+        objs += job(f"{q}-held", pods=held, node_name="n1", q=q)
+        objs += job(f"{q}-wants", q=q)
+    return objs
+
+
+@pytest.mark.parametrize(
+    ("queues", "expected"),
+    [
+        pytest.param(
+            ("e1", "z"),
+            ["z", "e1"],
+            id="QueueOrderFn: leaves go by the shares of their ancestors where the paths part "
+            "(eng 1 after z 0.75, though e1's own 0.5 is lower)",
+        ),
+        pytest.param(
+            ("lab", "z"),
+            ["z", "lab"],
+            id="QueueOrderFn: a leaf before a parent, whatever their shares",
+        ),
+    ],
+)
+def test_hierarchical_queue_order(queues: tuple[str, ...], expected: list[str]) -> None:
+    ssn = open_session(_tree(), policy(hierarchy=True))
+    ordered = sorted((ssn.queues[q] for q in queues), key=ssn.queue_order_key())
+    assert [q.name for q in ordered] == expected

@@ -750,7 +750,10 @@ def told(name: str, calls: list[tuple[str, int, int]]) -> Callable[..., list[str
             id="asking those not told leaves the told out",
         ),
         pytest.param(
-            "enablePredicate: false", "all", [("priority", 1, 1)], id="enablePredicate false: no say"
+            "enablePredicate: false",
+            "all",
+            [("priority", 1, 1)],
+            id="enablePredicate false: no say",
         ),
     ],
 )

@@ -265,17 +265,19 @@ class JobTable:
                 out[i] += task.resreq
         return out
 
-    def admitted(self) -> Matrix:
+    def admitted(self, *, inqueue_owed: bool = False) -> Matrix:
         """Per job, what admission counts it as holding on top of its allocation (the
-        ``inqueue`` sums of ``OnSessionOpen`` in Volcano's proportion.go and overcommit.go):
-        ``minResources`` while Inqueue; while Running with at least minMember tasks placed, what
-        of its ``minResources`` it does not hold yet."""
-        owed = np.where(
-            (self.running & self.has_min & (self.allocated_tasks >= self.min_available))[:, None],
-            _owed(self.minimum, self.allocated),
-            0.0,
-        )
-        return np.where((self.inqueue & self.has_min)[:, None], self.minimum, owed)
+        ``inqueue`` sums of ``OnSessionOpen`` in Volcano's proportion.go, capacity.go and
+        overcommit.go): while Running with at least minMember tasks placed, what of its
+        ``minResources`` it does not hold yet (``util.GetInqueueResource``); while Inqueue, its
+        ``minResources`` (overcommit) or, with ``inqueue_owed``, what of them it does not hold
+        yet, so the tasks it has placed but not yet started are not counted twice (proportion
+        and capacity since volcano-sh/volcano 6db3122b4)."""
+        owed = _owed(self.minimum, self.allocated)
+        started = self.running & self.has_min & (self.allocated_tasks >= self.min_available)
+        waiting = self.inqueue & self.has_min
+        held_back = owed if inqueue_owed else self.minimum
+        return np.where(waiting[:, None], held_back, np.where(started[:, None], owed, 0.0))
 
     def elastic(self) -> Matrix:
         """Per job, what it holds past its ``minResources`` (proportion's ``elastic`` sums)."""
@@ -294,7 +296,7 @@ class JobTable:
         return (
             allocated + allocated_active,
             allocated + self.sum_by(names, self.pending_requests()),
-            admitted + self.sum_by(names, self.admitted()),
+            admitted + self.sum_by(names, self.admitted(inqueue_owed=True)),
             elastic + self.sum_by(names, self.elastic()),
         )
 

@@ -15,11 +15,15 @@ best-effort), what it may never pass (its *real capability*) and what it is guar
   its parent's). A queue's allocation includes its descendants'. Jobs run only in leaf queues: a
   job of a queue with children waits and says so.
 - **Allocatable**: the task keeps the queue and each ancestor within real capability.
-- **Enqueueable**: the job's minResources, with what the queue holds and has admitted, fit its
-  real capability (and each ancestor's).
+- **Enqueueable** (``jobEnqueueable``): the job's minResources, with what the queue holds and
+  has admitted (what of their minResources its Inqueue and started jobs do not hold yet), less
+  what its jobs hold past their minResources (``elastic``), fit its real capability (and each
+  ancestor's).
 - **No Overused**: capacity does not stop a queue's turn in reclaim (Volcano has none).
 - **Queue order**: higher ``spec.priority`` first, then the smaller share of deserved (a queue
-  without deserved has share 1), a queue with deserved first on a tie.
+  without deserved has share 1), a queue with deserved first on a tie. With the hierarchy a leaf
+  queue goes before a parent, and two leaves are compared by the shares of their ancestors just
+  below where their paths part (``QueueOrderFn`` of ``buildHierarchicalQueueAttrs``).
 - **Preemptive** (may reclaim, ``AddPreemptiveFn``): the task keeps the queue within its real
   capability on the resources it requests, and *some* requested resource stays within deserved
   (resources where both are ~0 are not compared); with the hierarchy and
@@ -86,6 +90,8 @@ class _Attr:
     real_capability: Vector
     allocated: Vector
     inqueue: Vector
+    elastic: Vector
+    """What the queue's jobs hold past their ``minResources`` (enqueue counts it as free)."""
     ancestors: list[str] = field(default_factory=list)
     """Root first, the parent last (Volcano's ``ancestors``); empty without the hierarchy."""
     children: list[str] = field(default_factory=list)
@@ -132,16 +138,17 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         level = self.args.ancestor_reclaim_level
         attrs = self._build(ssn, hierarchy)
         names = sorted(attrs)
-        # capacity.go's OnSessionOpen: what every job holds, per queue (the settled jobs' sums
-        # included), added up each queue's chain of ancestors; an Inqueue job's minResources too
-        for name, held in zip(names, ssn.job_table.allocated_by_queue(names), strict=True):
+        # capacity.go's buildQueueAttrs / buildHierarchicalQueueAttrs: per queue (the settled
+        # jobs' sums included), what every job holds, what admission counts it as holding
+        # (util.GetInqueueResource: its minResources less what it holds, while Inqueue or
+        # Running with minMember placed) and what it holds past its minResources
+        # (JobInfo.GetElasticResources), each added up the queue's chain of ancestors
+        held, _, inqueue, elastic = ssn.job_table.queue_sums(names)
+        for i, name in enumerate(names):
             for up in attrs[name].chain:
-                attrs[up].allocated += held
-        for job in ssn.active_jobs():  # a settled job is Running, never Inqueue
-            home = attrs.get(job.queue)
-            if home is not None and job.phase == "Inqueue" and job.min_resources is not None:
-                for up in home.chain:
-                    attrs[up].inqueue += job.min_resources
+                attrs[up].allocated += held[i]
+                attrs[up].inqueue += inqueue[i]
+                attrs[up].elastic += elastic[i]
 
         def chain(queue: str) -> list[_Attr]:
             a = attrs.get(queue)
@@ -221,8 +228,8 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 return REJECT
             if job.min_resources is None:
                 return PERMIT
-            for a in chain(job.queue):
-                need = job.min_resources + a.allocated + a.inqueue
+            for a in chain(job.queue):  # jobEnqueueable, leaf first
+                need = job.min_resources + a.allocated + a.inqueue - a.elastic
                 if not le_where(space, need, a.real_capability, job.min_resources):
                     msg = f"queue resource quota insufficient (queue {a.queue.name})"
                     job.fit_error = msg
@@ -271,14 +278,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         def depth_shared(queue: Queue, preemptor: Queue) -> int:
             """``getQueueLevel``: the deeper the common ancestor, the earlier (lower key)."""
             a, b = attrs.get(queue.name), attrs.get(preemptor.name)
-            if a is None or b is None:
-                return 0
-            shared = 0
-            for i, (x, y) in enumerate(zip(a.ancestors, b.ancestors, strict=False)):
-                if x != y:
-                    break
-                shared = i
-            return -shared
+            return 0 if a is None or b is None else -_common_level(a, b)
 
         def update(task: Task, sign: float) -> None:
             job = ssn.jobs.get(task.job)
@@ -293,7 +293,26 @@ class CapacityPlugin(Plugin[CapacityArgs]):
             # compareShareWithDeserved: on a tie, a queue with deserved first
             return (-q.priority, share(a), not np.any(a.deserved[space.quota] > EPS))
 
-        ssn.queue_order_point.add_key(self.name, queue_key)
+        def by_paths(left: Queue, right: Queue) -> int:
+            """The hierarchical ``QueueOrderFn``: priority, then a leaf queue before a parent;
+            two parents by their own shares, two leaves by the shares of their ancestors just
+            below where their paths part (``getQueueLevel``), with compareShareWithDeserved."""
+            if left.priority != right.priority:
+                return right.priority - left.priority
+            la, ra = attrs.get(left.name), attrs.get(right.name)
+            if la is None or ra is None:
+                return 0
+            if bool(la.children) != bool(ra.children):
+                return 1 if la.children else -1
+            if not la.children:
+                level = _common_level(la, ra)
+                la, ra = _below(attrs, la, level), _below(attrs, ra, level)
+            return _cmp(queue_key(la.queue)[1:], queue_key(ra.queue)[1:])
+
+        if hierarchy:
+            ssn.queue_order_point.add_cmp(self.name, by_paths)
+        else:
+            ssn.queue_order_point.add_key(self.name, queue_key)
         ssn.allocatable_point.add(self.name, allocatable)
         ssn.preemptive_point.add(self.name, preemptive)
         ssn.job_enqueueable_point.add(self.name, enqueueable)
@@ -356,6 +375,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 inf.copy(),
                 space.zeros(),
                 space.zeros(),
+                space.zeros(),
                 named=named | (q.guarantee > 0),
             )
         if not hierarchy:
@@ -381,6 +401,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 inf.copy(),
                 space.zeros(),
                 inf.copy(),
+                space.zeros(),
                 space.zeros(),
                 space.zeros(),
                 named=np.zeros(len(space), dtype=bool),
@@ -446,6 +467,27 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 )
                 parents[name] = ROOT
         return parents
+
+
+def _common_level(a: _Attr, b: _Attr) -> int:
+    """``getQueueLevel``: the index of the last ancestor the two paths share (root first),
+    counted only while they agree from root down; 0 when they part at once."""
+    level = 0
+    for i, (x, y) in enumerate(zip(a.ancestors, b.ancestors, strict=False)):
+        if x != y:
+            break
+        level = i
+    return level
+
+
+def _below(attrs: dict[str, _Attr], a: _Attr, level: int) -> _Attr:
+    """The ancestor of ``a`` just below ``level`` on its path, or ``a`` itself where the path
+    ends there (``QueueOrderFn``'s ``lvParentID``)."""
+    return attrs[a.ancestors[level + 1]] if level + 1 < len(a.ancestors) else a
+
+
+def _cmp(left: tuple[float, bool], right: tuple[float, bool]) -> int:
+    return (left > right) - (left < right)
 
 
 def _shares_ancestor(mine: _Attr, theirs: _Attr, level: int) -> bool:
