@@ -148,7 +148,11 @@ def pod(
     limits: Mapping[str, str] | None = None,
     gates: Iterable[str] = (),
     scheduling_group: str = "",
+    nominated: str = "",
+    preempted_at: float | None = None,
 ) -> Pod:
+    """A pod; ``nominated``: its ``status.nominatedNodeName``; ``preempted_at``: terminating
+    since then, preempted by a scheduler (its ``DisruptionTarget`` condition)."""
     requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
     requests.update(extra or {})
     ann = dict(annotations or {})
@@ -199,10 +203,17 @@ def pod(
             annotations=ann,
             uid=uid,
             ownerReferences=[dict(o) for o in owners],
+            deletionTimestamp=preempted_at,
         ),
         "spec": spec,
         "status": {"phase": phase or ("Running" if node_name else "Pending")},
     }
+    if nominated:
+        raw["status"]["nominatedNodeName"] = nominated
+    if preempted_at is not None:
+        raw["status"]["conditions"] = [
+            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+        ]
     return _parse(Pod, raw)
 
 

@@ -99,6 +99,15 @@ async def test_a_failed_eviction_is_retried_without_choosing_another_victim(
     failed = [r.name for r in k8s.find_requests(verb="delete", resource="pods") if r.status == 500]
     assert failed and set(failed) <= set(deletes(k8s))  # retried until done, the same pods
     assert len(deletes(k8s)) == 4  # four victims in all: the failure chose no fifth
+    # while they waited for the victims, the preemptors were nominated to the node
+    # (TaskSchedulingReason's nominatedNodeName, written by taskUnschedulable)
+    patches = k8s.find_requests(verb="patch", resource="pods", subresource="status")
+    nominated = {
+        r.name: r.body["status"]["nominatedNodeName"]
+        for r in patches
+        if r.name.startswith("train-") and "nominatedNodeName" in r.body.get("status", {})
+    }
+    assert nominated == {"train-0": "n1", "train-1": "n1"}
 
 
 def closed_tdm_policy(tmp_path: Path) -> str:

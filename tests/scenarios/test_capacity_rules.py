@@ -7,7 +7,16 @@ import pytest
 from test_capacity import capacity_policy
 from test_preempt_rules import Case, check, cluster, job
 
-from builders import Obj, node, open_session, pod, podgroup, queue, scenario, summary
+from builders import (
+    Obj,
+    node,
+    open_session,
+    pod,
+    podgroup,
+    queue,
+    scenario,
+    summary,
+)
 
 RECLAIM = "enqueue, allocate, reclaim"
 
@@ -312,3 +321,61 @@ def test_hierarchical_queue_order(queues: tuple[str, ...], expected: list[str]) 
     ssn = open_session(_tree(), policy(hierarchy=True))
     ordered = sorted((ssn.queues[q] for q in queues), key=ssn.queue_order_key())
     assert [q.name for q in ordered] == expected
+
+
+# -- volcano#5896: conformance in a tier above capacity -----------------------------------------
+
+
+def _conformance_above_capacity(*, abstain: bool) -> str:
+    """Reclaim with conformance in the first tier and capacity in the second (gang takes no
+    part), conformance's switch as given."""
+    text = capacity_policy(RECLAIM)
+    text = text.replace("- name: gang\n", "- name: gang\n    enableReclaimable: false\n")
+    if abstain:
+        switch = "    arguments:\n      conformance.abstainWhenNoneProtected: true\n"
+        text = text.replace("- name: conformance\n", "- name: conformance\n" + switch)
+    return text
+
+
+def _one_queue_over_one_at_deserved() -> list[Obj]:
+    """b holds 2 cpu of a 1-cpu deserved, c holds 2 of 2; a, deserved 2, has two 1-cpu jobs
+    waiting on the full 4-cpu node. Once one pod of b is gone both b and c hold exactly what
+    they deserve."""
+    return cluster(
+        node("n1", cpu="4", memory="32Gi"),
+        queue("a", deserved={"cpu": "2"}),
+        queue("b", deserved={"cpu": "1"}),
+        queue("c", deserved={"cpu": "2"}),
+        job("b", pods=2, node_name="n1", q="b"),
+        job("c", pods=2, node_name="n1", q="c"),
+        job("w1", q="a"),
+        job("w2", q="a"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("abstain", "evicted", "exactly"),
+    [
+        pytest.param(
+            False,
+            {"b-0", "b-1", "c-0", "c-1"},
+            2,
+            id="volcano#5896 kept as Volcano does: conformance's tier decides, and a second pod "
+            "goes from a queue already down to its deserved",
+        ),
+        pytest.param(
+            True,
+            {"b-1"},
+            None,
+            id="conformance.abstainWhenNoneProtected: capacity decides, only what is over "
+            "deserved goes",
+        ),
+    ],
+)
+def test_conformance_above_capacity(abstain: bool, evicted: set[str], exactly: int | None) -> None:
+    objects, policy_yaml = (
+        _one_queue_over_one_at_deserved(),
+        _conformance_above_capacity(abstain=abstain),
+    )
+    case = Case(objects, policy_yaml, evicted, exactly=exactly)
+    check(case, scenario(objects, policy_yaml=policy_yaml))

@@ -271,6 +271,58 @@ PREEMPT_CASES = {
         TOPOLOGY_AWARE,
         set(),
     ),
+    "taskEligibleToPreempt: a pod whose nominated node passes the filters waits for it": Case(
+        cluster(
+            node("n1", cpu="2"),
+            *CLASSES,
+            job("low", pods=2, node_name="n1"),
+            job("high", prio="high", nominated="n1"),
+        ),
+        PRIORITY_ONLY,
+        set(),
+    ),
+    "taskEligibleToPreempt: a pod nominated to a node that has gone preempts nothing": Case(
+        cluster(
+            node("n1", cpu="2"),
+            *CLASSES,
+            job("low", pods=2, node_name="n1"),
+            job("high", prio="high", nominated="n9"),
+        ),
+        PRIORITY_ONLY,
+        set(),
+    ),
+    "taskEligibleToPreempt: a nominated node refused for good (unresolvable) frees the pod": Case(
+        cluster(
+            node("n1", cpu="2", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]),
+            node("n2", cpu="2"),
+            *CLASSES,
+            job("low", pods=2, node_name="n2"),
+            job("high", prio="high", nominated="n1"),
+        ),
+        PRIORITY_ONLY,
+        {"low-1"},
+    ),
+    "taskEligibleToPreempt: a lower-priority pod preempted on the nominated node is leaving": Case(
+        cluster(
+            node("n1", cpu="4", labels={"kubernetes.io/hostname": "n1"}),
+            *CLASSES,
+            job("x", node_name="n1", labels={"app": "x"}),
+            job("gone", node_name="n1", preempted_at=1_700_000_000.0),
+            job("high", prio="high", affinity=ANTI_X, nominated="n1"),
+        ),
+        PRIORITY_ONLY,
+        set(),
+    ),
+    "taskEligibleToPreempt: with nothing leaving there, a curable nominated node preempts": Case(
+        cluster(
+            node("n1", cpu="4", labels={"kubernetes.io/hostname": "n1"}),
+            *CLASSES,
+            job("x", node_name="n1", labels={"app": "x"}),
+            job("high", prio="high", affinity=ANTI_X, nominated="n1"),
+        ),
+        PRIORITY_ONLY,
+        {"x-0"},
+    ),
     "taskEligibleToPreempt: preemptionPolicy Never evicts nothing": Case(
         cluster(
             node("n1", cpu="2"),

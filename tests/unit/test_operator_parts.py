@@ -12,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 import builders
+from caldera.cache.builder import preempted
 from caldera.framework.policy import DEFAULT_POLICY_YAML
 from caldera.k8s.endpoints import parse_address, serve_health, serve_metrics
 from caldera.operator.metrics import Metrics, exponential_range
@@ -145,6 +146,7 @@ def test_a_sessions_overlay_is_made_in_its_own_pods_and_undone_after_it() -> Non
         assert view["default/p"].spec.node_name == "n1"
         assert view["default/p"].metadata.annotations == {"a": "1"}
         assert view["default/v"].metadata.deletion_timestamp == 5.0
+        assert preempted(view["default/v"])  # as the evictor's condition will say
         assert view["default/o"] is other
     assert pods == {"default/p": pending, "default/v": victim, "default/o": other}
     assert all(pods[k] is v for k, v in (("default/p", pending), ("default/v", victim)))

@@ -342,6 +342,13 @@ _PASSED_OVER = [
         "nothing reads this key (did you mean 'predicateErrorCacheEnable'?); ignored",
         id="configurations with a misspelt action argument",
     ),
+    pytest.param(
+        'actions: "reclaim"\nconfigurations:\n- name: reclaim\n'
+        "  arguments:\n    enableTopologyAwarePreemption: true\n",
+        "configurations[0].arguments['enableTopologyAwarePreemption']",
+        "nothing reads this key",
+        id="reclaim has no topology-aware mode (Volcano's reclaim.go reads no such key)",
+    ),
 ]
 
 

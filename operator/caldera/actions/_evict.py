@@ -314,7 +314,7 @@ def evict_for(
         for victim in plan.victims:
             stmt.evict(victim, reason, preemptor.key)
             table.evicted(victim)
-        stmt.pipeline(preemptor, plan.node)
+        stmt.pipeline(preemptor, plan.node, eviction_occurred=bool(plan.victims))
         return plan.victims
     except DecisionFailed as exc:
         nothing(str(exc))

@@ -88,6 +88,7 @@ class NodeWalk:
         allocatable: bool,
         needs_candidates: bool,
         topology_aware: bool = False,
+        nominated: bool = False,
     ) -> None:
         self.ssn = ssn
         self.table = VictimTable(ssn)
@@ -99,6 +100,9 @@ class NodeWalk:
         self.needs_candidates = needs_candidates
         """Reclaim: a node holding no candidate is not a reclaim candidate."""
         self.topology_aware = topology_aware
+        self.nominated = nominated
+        """Preempt: ``taskEligibleToPreempt``'s checks of the pod's nominated node (reclaim
+        has none)."""
         self._asks_for: Task | None = None
         self._asks: list[tuple[int, float]] = []
         """The task ``fits`` last looked at, and its non-zero requests as (column, amount)."""
@@ -137,7 +141,35 @@ class NodeWalk:
         if task.spec.preemption_policy == "Never":
             self.note(task, "its preemptionPolicy is Never")
             return False
+        why = self._nominated_in_the_way(task) if self.nominated and task.nominated else None
+        if why is not None:
+            self.note(task, why)
+            return False
         return True
+
+    def _nominated_in_the_way(self, task: Task) -> str | None:
+        """``taskEligibleToPreempt`` for a pod an earlier preemption nominated to a node: why
+        it may not preempt again (None: it may). It may if the node is refused for a reason
+        evictions cannot cure (``UnschedulableAndUnresolvable``); not if the node has gone, if
+        the filters pass there, or if a lower-priority pod preempted there is still leaving."""
+        ssn = self.ssn
+        name = task.nominated
+        row = ssn.nodes.index.get(name)
+        if row is None:
+            return f"its nominated node {name} is not in this session"
+        reasons = [why for why, rejected in ssn.predicate(task) if rejected[row]]
+        check = ssn.node_check(task, row)
+        if check is not None:
+            reasons.append(check)
+        if not reasons:
+            return f"its nominated node {name} passes every filter: it waits for room there"
+        cured = ssn.releasable_reasons
+        if any(why not in cured and not isinstance(why, Curable) for why in reasons):
+            return None
+        for other in ssn.nodes.tasks[row].values():
+            if other.priority < task.priority and other.preempted:
+                return f"{other.key}, preempted on its nominated node {name}, is still leaving"
+        return None
 
     def make_room(
         self, stmt: Statement, task: Task, job: Job, queue: Queue, rows_of: Filter
@@ -366,9 +398,10 @@ class NodeWalk:
             return False
         node_stmt = self.ssn.statement()
         if self._evict_until_fit(node_stmt, task, queue, row, victims, curable):
-            for victim in node_stmt.evicted():
+            evicted = node_stmt.evicted()
+            for victim in evicted:
                 self.table.evicted(victim)
-            node_stmt.pipeline(task, row)
+            node_stmt.pipeline(task, row, eviction_occurred=bool(evicted))
             stmt.absorb(node_stmt)
             return True
         node_stmt.discard()
@@ -450,6 +483,6 @@ class NodeWalk:
         for victim in best.victims:
             stmt.evict(victim, self.reason, task.key)
             self.table.evicted(victim)
-        stmt.pipeline(task, best.row)
+        stmt.pipeline(task, best.row, eviction_occurred=True)  # topologyAwarePreempt
         self.succeeded(task)
         return True

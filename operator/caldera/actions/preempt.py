@@ -69,6 +69,7 @@ class PreemptAction(Action[PreemptArgs]):
             allocatable=True,
             needs_candidates=False,
             topology_aware=self.args.enable_topology_aware_preemption,
+            nominated=True,
         )
         table = walk.table
         statuses = (TaskStatus.RUNNING, TaskStatus.BOUND)

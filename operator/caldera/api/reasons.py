@@ -23,6 +23,7 @@ __all__ = [
     "REASON_SCHEDULABLE",
     "REASON_UNSCHEDULABLE",
     "job_fit_error",
+    "nominated_node",
     "task_scheduling_reason",
 ]
 
@@ -66,6 +67,16 @@ def task_scheduling_reason(job: Job, task: Task) -> tuple[str, str]:
             return REASON_UNSCHEDULABLE, fit.available()
         return REASON_UNSCHEDULABLE, job.fit_error or ALL_NODES_UNAVAILABLE
     return str(status), job.fit_error
+
+
+def nominated_node(task: Task) -> str:
+    """``TaskSchedulingReason``'s ``nominatedNodeName``: the node a task is pipelined on once
+    pods were evicted there for it ("" otherwise; the pod's old nomination then stands)."""
+    status, node, evicted = task.status, task.node_name, task.eviction_occurred
+    if status is TaskStatus.PENDING and task.last_transaction is not None:
+        tx = task.last_transaction
+        status, node, evicted = tx.status, tx.node, tx.eviction_occurred
+    return node if status is TaskStatus.PIPELINED and evicted else ""
 
 
 def job_fit_error(job: Job) -> str:

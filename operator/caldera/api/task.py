@@ -91,6 +91,8 @@ class Transaction:
 
     status: TaskStatus
     node: str
+    eviction_occurred: bool = False
+    """It was pipelined there after evicting pods (Volcano's ``EvictionOccurred``)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -128,6 +130,14 @@ class Task:
     gate: Gate = Gate.NONE
     reserved: bool = False
     """It holds a reservation in its queue (see :attr:`Gate.LIFTED`), released when placed."""
+    nominated: str = ""
+    """The pod's ``status.nominatedNodeName``: where an earlier preemption made room for it."""
+    preempted: bool = False
+    """The pod is terminating because a scheduler preempted it (``podTerminatingByPreemption``:
+    a deletion timestamp and ``DisruptionTarget=True`` for ``PreemptionByScheduler``)."""
+    eviction_occurred: bool = False
+    """Pipelined in this session after evicting pods for it (Volcano's ``EvictionOccurred``):
+    its pod is then nominated to that node."""
 
     @property
     def gated(self) -> bool:

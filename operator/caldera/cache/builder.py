@@ -8,8 +8,6 @@ earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
 
 from __future__ import annotations
 
-import bisect
-import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,6 +25,7 @@ from caldera.cache.groups import (
     workload_key,
 )
 from caldera.cache.memo import BuildMemo, Implicit, PodEntry
+from caldera.cache.outcome import GONE, HELD, JOBLESS, MEMBER, SKIP, Group, Kind, Members, Outcome
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
 from caldera.devices.vendor import Vendor
@@ -40,23 +39,13 @@ from caldera.models.volcano import (
     PodGroupCondition,
     PodGroupStatus,
 )
-from caldera.models.workload import WorkloadPodGroup
+from caldera.models.workload import (
+    DISRUPTION_TARGET,
+    REASON_PREEMPTION,
+    WorkloadPodGroup,
+)
 
-__all__ = [
-    "GONE",
-    "HELD",
-    "JOBLESS",
-    "MEMBER",
-    "NO_MEMBERS",
-    "SKIP",
-    "Builder",
-    "Group",
-    "Kind",
-    "Members",
-    "Outcome",
-    "Priorities",
-    "is_bare",
-]
+__all__ = ["Builder", "Priorities", "is_bare", "preempted"]
 
 NO_STATUS = PodGroupStatus()
 """The status of an in-memory group: it has no object, so nothing was ever written."""
@@ -202,6 +191,8 @@ class Builder:
             None,
             entry.controller,
             gate_of(spec, annotations, status is TaskStatus.PENDING),
+            nominated=pod.status.nominated_node_name,
+            preempted=pod.metadata.deletion_timestamp is not None and preempted(pod),
         )
 
     def implicit_job(
@@ -441,79 +432,8 @@ class Builder:
         return group
 
 
-class Kind(enum.Enum):
-    """What a build makes of a pod."""
-
-    GONE = "bound to a node that no longer exists"
-    SKIP = "left out"
-    HELD = "waits, and is told why"
-    MEMBER = "a task of a job"
-    JOBLESS = "holds room on its node, in no job of ours"
-
-    __hash__ = object.__hash__
-
-
-GONE, SKIP, HELD, MEMBER, JOBLESS = Kind
-
-
-@dataclass(slots=True, eq=False)
-class Outcome:
-    """What a build made of one pod version, kept for the next build: valid while the build's
-    ``context`` (everything else the answer read) is the same object and, for a bare pod, while
-    its group is described by the same pod (``joins`` says whether one before it did). Never
-    changed once made (not frozen: a frozen dataclass costs ten times as much to make)."""
-
-    context: object
-    kind: Kind
-    job_key: str
-    why: str
-    problems: tuple[ObjectError, ...]
-    row: int
-    """The node row it holds room on (-1: none on a Ready node)."""
-    uid: str
-    group: str
-    """A bare pod's in-memory group ("" for other pods)."""
-    joins: bool
-    first: Group | None
-    """The group this pod describes as its first pod."""
-
-
-class Members:
-    """The pods of one job, in pod order."""
-
-    __slots__ = ("keys", "pods")
-
-    def __init__(self) -> None:
-        self.keys: list[str] = []
-        self.pods: list[Pod] = []
-
-    def insert(self, key: str, pod: Pod) -> None:
-        """Add pod ``key`` in its place in pod order."""
-        i = bisect.bisect_left(self.keys, key)
-        self.keys.insert(i, key)
-        self.pods.insert(i, pod)
-
-    def remove(self, key: str) -> None:
-        """Take pod ``key`` out (nothing if it is not a member)."""
-        i = bisect.bisect_left(self.keys, key)
-        if i < len(self.keys) and self.keys[i] == key:
-            del self.keys[i]
-            del self.pods[i]
-
-
-NO_MEMBERS = Members()
-
-
-@dataclass(slots=True, eq=False)
-class Group:
-    """An in-memory group of bare pods as its first pod describes it (one object per group
-    while it stays the same: equal only to itself; never changed once made)."""
-
-    group: Implicit
-    min_member: int
-    queue: str
-    priority: int
-    namespace: str
-    creation: float
-    workload: bool = False
-    """A Kubernetes PodGroup (``scheduling.k8s.io``) rather than bare pods."""
+def preempted(pod: Pod) -> bool:
+    """``podTerminatingByPreemption`` (Volcano's preempt.go): the pod's ``DisruptionTarget``
+    condition is True for ``PreemptionByScheduler`` (asked of terminating pods only)."""
+    cond = pod.status.condition(DISRUPTION_TARGET)
+    return cond is not None and cond.status == "True" and cond.reason == REASON_PREEMPTION

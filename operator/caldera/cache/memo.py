@@ -133,7 +133,7 @@ class PodEntry:
     group: object = None
     """The last in-memory group this pod described as its first pod (reused while the same)."""
     outcome: object = None
-    """What the last build made of this pod (:class:`caldera.cache.builder.Outcome`)."""
+    """What the last build made of this pod (:class:`caldera.cache.outcome.Outcome`)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -26,21 +26,11 @@ from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, counts_as_resource
 from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
-from caldera.cache.builder import (
-    GONE,
-    HELD,
-    NO_MEMBERS,
-    SKIP,
-    Builder,
-    Group,
-    Members,
-    Outcome,
-    Priorities,
-    is_bare,
-)
+from caldera.cache.builder import Builder, Priorities, is_bare
 from caldera.cache.derived import quota_statuses, quotas, spread_owners
 from caldera.cache.groups import workload_key
 from caldera.cache.memo import BuildMemo, PodEntry, stable_uid
+from caldera.cache.outcome import GONE, HELD, NO_MEMBERS, SKIP, Group, Members, Outcome
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
 from caldera.devices.vendor import Vendor

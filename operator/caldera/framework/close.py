@@ -16,7 +16,7 @@ import numpy as np
 from caldera.api.hypernode import HyperNodeTree
 from caldera.api.job import Job
 from caldera.api.jobtable import sum_by_queue
-from caldera.api.reasons import REASON_UNSCHEDULABLE, task_scheduling_reason
+from caldera.api.reasons import REASON_UNSCHEDULABLE, nominated_node, task_scheduling_reason
 from caldera.api.resources import Vector
 from caldera.api.task import ALLOCATED_STATUSES, Gate, TaskStatus
 from caldera.framework.intents import (
@@ -172,8 +172,11 @@ def close_session(ssn: Session) -> None:
                 if task.gate is Gate.OTHER or (task.gate is Gate.QUEUE and task.reserved):
                     continue  # another's gate (the API server's condition stands), or lifted now
                 reason, message = task_scheduling_reason(job, task)
+                nominated = nominated_node(task)
                 result.pod_conditions.append(
-                    PodCondition(task.namespace, task.name, task.uid, reason, message)
+                    PodCondition(
+                        task.namespace, task.name, task.uid, reason, message, nominated=nominated
+                    )
                 )
     for task, why in (ssn.snapshot.held[k] for k in sorted(ssn.snapshot.held)):
         result.pod_conditions.append(

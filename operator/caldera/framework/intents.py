@@ -149,6 +149,9 @@ class PodCondition:
     """The pod is not considered at all until something else changes (its PodGroup or queue is
     missing or invalid): often a moment's race at creation, so the operator says it only once
     it has lasted."""
+    nominated: str = ""
+    """The node the pod is nominated to (``status.nominatedNodeName``): pods were evicted there
+    for it. Empty leaves the pod's nomination as it is, as Volcano's ``taskUnschedulable``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,10 @@ class Statement:
         self._ssn.place(task, node, TaskStatus.ALLOCATED)
         self._ops.append(_Entry(Op.ALLOCATE, task))
 
-    def pipeline(self, task: Task, node: int) -> None:
+    def pipeline(self, task: Task, node: int, eviction_occurred: bool = False) -> None:
+        """Pipeline ``task`` onto ``node`` (``Statement.Pipeline``); ``eviction_occurred``:
+        pods were evicted there for it, so its pod will be nominated to the node."""
+        task.eviction_occurred = eviction_occurred
         self._ssn.place(task, node, TaskStatus.PIPELINED)
         self._ops.append(_Entry(Op.PIPELINE, task))
 
@@ -86,7 +89,10 @@ class Statement:
             if entry.op is Op.EVICT:
                 ssn.unrelease(task, entry.previous)
             else:
-                task.last_transaction = Transaction(task.status, task.node_name)
+                task.last_transaction = Transaction(
+                    task.status, task.node_name, task.eviction_occurred
+                )
+                task.eviction_occurred = False
                 ssn.unplace(task)
         self._ops.clear()
 

@@ -28,7 +28,9 @@ from caldera.api.job import Job
 from caldera.api.jobtable import SettledJobs, is_settled, partition, unsettle
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
-from caldera.cache.builder import (
+from caldera.cache.kept import same_parts
+from caldera.cache.memo import BuildMemo
+from caldera.cache.outcome import (
     GONE,
     HELD,
     JOBLESS,
@@ -38,8 +40,6 @@ from caldera.cache.builder import (
     Members,
     Outcome,
 )
-from caldera.cache.kept import same_parts
-from caldera.cache.memo import BuildMemo
 from caldera.cache.snapshot import (
     Prelude,
     build_with_parts,

@@ -286,10 +286,13 @@ class Scheduler:
                 continue
             pod = state.pods.get(key)
             old = pod.status.condition("PodScheduled") if pod else None
-            value = (cond.reason, cond.message)
-            if (old is None or (old.reason, old.message) != value) and self._writes.fresh(
-                f"pod/{key}", value
-            ):
+            value = (cond.reason, cond.message, cond.nominated)
+            renominated = bool(cond.nominated) and (
+                pod is None or pod.status.nominated_node_name != cond.nominated
+            )
+            if (
+                old is None or (old.reason, old.message) != value[:2] or renominated
+            ) and self._writes.fresh(f"pod/{key}", value):
                 w.status.pod(cond)
 
     def _workload_condition(self) -> tuple[str, str]:

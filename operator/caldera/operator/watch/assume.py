@@ -16,12 +16,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.api.task import has_queue_gate, without_queue_gate
-from caldera.models.core import Pod
+from caldera.models.core import Pod, PodCondition
+from caldera.models.workload import DISRUPTION_TARGET, REASON_PREEMPTION
 
 __all__ = ["Assumptions", "InFlight", "changed_pods", "overlaid"]
 
 InFlight = dict[str, tuple[str, dict[str, str]]]
 """Pod → (node, annotations written with its bind) for binds still in flight."""
+PREEMPTED = PodCondition(type=DISRUPTION_TARGET, status="True", reason=REASON_PREEMPTION)
+"""The condition the evictor writes on a pod before deleting it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,8 @@ def changed_pods(
     lifting: Sequence[str] = (),
 ) -> dict[str, Pod]:
     """The pods that change in a session's view of ``pods``: each assumed pod sits on its node,
-    with its annotations; each pod being evicted is terminating (since ``now``); each pod whose
-    gate is being lifted has lost it."""
+    with its annotations; each pod being evicted is terminating (since ``now``), with the
+    evictor's ``DisruptionTarget`` condition; each pod whose gate is being lifted has lost it."""
     out: dict[str, Pod] = {}
     for key in lifting:
         pod = pods.get(key)
@@ -156,7 +159,11 @@ def changed_pods(
         pod = out.get(key) or pods.get(key)
         if pod is not None and pod.metadata.deletion_timestamp is None:
             meta = pod.metadata.model_copy(update={"deletion_timestamp": now})
-            out[key] = pod.model_copy(update={"metadata": meta})
+            terminating: dict[str, object] = {"metadata": meta}
+            if pod.status.condition(DISRUPTION_TARGET) is None:
+                conditions = (*pod.status.conditions, PREEMPTED)
+                terminating["status"] = pod.status.model_copy(update={"conditions": conditions})
+            out[key] = pod.model_copy(update=terminating)
     for key, (node, written) in assumed.items():
         pod = out.get(key) or pods[key]
         update: dict[str, object] = {"spec": pod.spec.model_copy(update={"node_name": node})}

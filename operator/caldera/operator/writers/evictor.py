@@ -14,6 +14,7 @@ from caldera.k8s.errors import API_ERRORS, gives_up
 from caldera.k8s.resources import PODS
 from caldera.k8s.rest import STRATEGIC_MERGE_PATCH, Rest
 from caldera.models.base import format_timestamp
+from caldera.models.workload import DISRUPTION_TARGET, REASON_PREEMPTION
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.retry import WorkQueue
 
@@ -48,9 +49,9 @@ class Evictor:
                         "lastTransitionTime": now,
                     },
                     {
-                        "type": "DisruptionTarget",
+                        "type": DISRUPTION_TARGET,
                         "status": "True",
-                        "reason": "PreemptionByScheduler",
+                        "reason": REASON_PREEMPTION,
                         "message": f"{self._scheduler}: preempting to accommodate a higher "
                         "priority pod",
                         "lastTransitionTime": now,

@@ -160,19 +160,20 @@ class StatusWriter:
         return failed is None or gives_up(failed)
 
     async def _pod(self, key: str, cond: PodCondition) -> bool:
-        patch = {
-            "status": {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": cond.reason,
-                        "message": cond.message,
-                        "lastTransitionTime": format_timestamp(datetime.now(UTC).timestamp()),
-                    }
-                ]
-            }
+        status: dict[str, Any] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": cond.reason,
+                    "message": cond.message,
+                    "lastTransitionTime": format_timestamp(datetime.now(UTC).timestamp()),
+                }
+            ]
         }
+        if cond.nominated:  # taskUnschedulable: an empty nomination leaves the old one
+            status["nominatedNodeName"] = cond.nominated
+        patch = {"status": status}
         failed = await self._patch(
             PODS,
             cond.name,
