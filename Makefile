@@ -15,8 +15,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/caldera simulate --cycles 2 examples/
 	@echo
-	@echo "== why is production/climate-sim-0 pending? (caldera explain) =="
-	$(BIN)/caldera explain production/climate-sim-0 examples/
+	@echo "== why is production/climate-sim-0 pending in cycle 2? (caldera explain) =="
+	$(BIN)/caldera explain --cycles 2 production/climate-sim-0 examples/
 
 test: lint typecheck unit
 

@@ -193,6 +193,7 @@ def pod(
         spec["schedulingGates"] = [{"name": g} for g in gates]
     if scheduling_group:
         spec["schedulingGroup"] = {"podGroupName": scheduling_group}
+    status: dict[str, Any] = {"phase": phase or ("Running" if node_name else "Pending")}
     raw = {
         "kind": "Pod",
         "metadata": _meta(
@@ -206,12 +207,12 @@ def pod(
             deletionTimestamp=preempted_at,
         ),
         "spec": spec,
-        "status": {"phase": phase or ("Running" if node_name else "Pending")},
+        "status": status,
     }
     if nominated:
-        raw["status"]["nominatedNodeName"] = nominated
+        status["nominatedNodeName"] = nominated
     if preempted_at is not None:
-        raw["status"]["conditions"] = [
+        status["conditions"] = [
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
         ]
     return _parse(Pod, raw)

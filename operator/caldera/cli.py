@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         "explain", help="why a pod goes where it goes: every node's filter verdicts and scores"
     )
     ex.add_argument("pod", metavar="POD", help="the pending pod, as namespace/name or name")
+    ex.add_argument(
+        "--cycles",
+        type=_positive,
+        default=1,
+        help="explain the pod in this session: the ones before it run first, as simulate "
+        "--cycles runs them (default 1: the next session)",
+    )
     _add_engine_options(ex, "YAML files, or - for stdin")
     _add_run(sub)
     return parser
@@ -266,6 +273,7 @@ def _explain(args: argparse.Namespace) -> int:
             source="the cluster" if _live(args) else "the manifests",
             progress=Progress(sys.stderr),
             node_usage=usage,
+            after=args.cycles - 1,
         )
     except ExplainError as exc:
         console.say(str(exc))

@@ -110,7 +110,7 @@ def test_pods_without_a_node_are_decided_as_far_as_they_can_be(
     assert main(["explain", "p", path]) == 0
     out, err = capsys.readouterr()
     assert err.splitlines() == [no_nodes]
-    assert "verdict: 0/0 nodes are available" in out
+    assert "verdict: Unschedulable: 0/0 nodes are available" in out
 
 
 def test_a_node_skipped_as_malformed_is_reported_before_the_no_nodes_line(
@@ -171,7 +171,7 @@ def test_strict_applies_to_explain(tmp_path: Path, capsys: pytest.CaptureFixture
     path = write(tmp_path, NODE, POD, POD.replace("name: p,", "name: q,").replace('"1"', "x"))
     assert main(["explain", "p", path]) == 0
     assert main(["explain", "--strict", "p", path]) == 1
-    assert "would be placed on n1" in capsys.readouterr().out
+    assert "verdict: bound to n1" in capsys.readouterr().out
 
 
 def test_strict_passes_clean_input_and_kinds_the_scheduler_ignores(

@@ -95,7 +95,7 @@ def test_explain_names_the_cards_a_fitting_node_would_give_and_why_others_give_n
             "device 0: expected 7 or 9 comma-separated fields, not 1"
         )
     ]
-    assert doc["verdict"] == "would be placed on gpu-1"
+    assert doc["verdict"] == "bound to gpu-1"
 
 
 def test_explain_gives_hamis_per_node_reason_when_no_card_has_room(

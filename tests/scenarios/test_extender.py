@@ -482,7 +482,7 @@ def test_explain_asks_the_extender_and_lists_its_reason_per_node(
     argv = ["explain", "--output", "json", "--policy", str(policy_file), "default/p", str(cluster)]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["verdict"] == "would be placed on small"
+    assert doc["verdict"] == "bound to small"
     assert doc["nodes"]["big"]["reasons"] == {
         "extender": ["node big is blocked by the example extender"]
     }

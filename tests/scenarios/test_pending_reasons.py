@@ -76,8 +76,7 @@ def test_a_pod_of_an_invalid_podgroup_stays_pending_naming_what_is_invalid(
     assert json.loads(capsys.readouterr().out)["unschedulable"] == {"default/p": why}
     assert main(["explain", "p", str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"verdict: not scheduled: {why}" in out
-    assert f"next session: Unschedulable: {why}" in out
+    assert f"verdict: Unschedulable: {why}" in out
 
 
 def test_explain_explains_a_pod_whose_queue_is_missing(
@@ -132,7 +131,7 @@ def test_explain_names_the_pods_the_session_placed_first_on_the_nodes_the_table_
     assert main(["explain", "second", str(path)]) == 0
     out = capsys.readouterr().out
     assert "n0    yes" in out  # on its own it fits
-    assert "next session: Unschedulable: " in out
+    assert "verdict: Unschedulable: " in out
     assert (
         "the table is the cluster before this session; in it, 1 pod(s) placed before this one "
         "took room on the nodes it fits: default/first on n0"

@@ -175,9 +175,9 @@ def test_explain_says_what_a_gated_pod_waits_for_or_that_it_is_released() -> Non
     objs += one("first", "q", gated=True) + one("second", "q", gated=True)
     pol = policy(capacity_policy(), REGISTRY)
     first = explain(state_of(objs), pol, REGISTRY, "first", scheduler_names=["volcano"])
-    assert first.session == (
+    assert first.verdict == (
         f"its {GATE} gate is lifted: queue q has room for it (the session after places it)"
     )
     second = explain(state_of(objs), pol, REGISTRY, "second", scheduler_names=["volcano"])
-    assert second.session.startswith(f"stays gated by {GATE}: queue q is at its capability")
-    assert "next session: stays gated by" in explain_table(second)
+    assert second.verdict.startswith(f"stays gated by {GATE}: queue q is at its capability")
+    assert "verdict: stays gated by" in explain_table(second)

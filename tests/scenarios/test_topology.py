@@ -404,7 +404,7 @@ def test_explain_names_the_hypernode_a_gang_would_use(
     assert main(args) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["topology"]["hyperNode"] == "leaf-a"
-    assert doc["session"] in ("bound to n0", "bound to n1")
+    assert doc["verdict"] in ("bound to n0", "bound to n1")
 
 
 def test_simulate_reads_hypernodes_and_reports_the_chosen_one(

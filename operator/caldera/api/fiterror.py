@@ -1,8 +1,10 @@
 """Why a task fits on no node: per-reason node counts, in kube-scheduler's and Volcano's words.
 
-Filters report a rejection mask per reason over all nodes; a node rejected for several reasons
-counts once under each (every failing reason is kept, not just the first). Two texts are made
-from the counts, with the ``<n> <reason>`` entries sorted as strings in both:
+Each node counts once under each reason of the first check that failed it, as Volcano's
+``FitErrors`` counts (:func:`caldera.framework.placement.fit_errors` says which reasons those
+are). The pod's message, its PodGroup's condition, ``simulate`` and ``explain`` all read these
+counts, so they agree. Two texts are made from them, with the ``<n> <reason>`` entries sorted as
+strings in both:
 
 - :meth:`FitErrors.available`, kube-scheduler's ``FitError``, for the pod's ``PodScheduled``
   condition and event (what ``kubectl describe pod`` users know): ``0/<N> nodes are available:
@@ -37,6 +39,9 @@ class FitErrors:
     prefix: str = ""
     plain: bool = False
     """``message`` is not about nodes (a queue share, a skipped role): shown as it is."""
+    nodes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """Node → the (filter, reason) pairs counted against it (kept for the pod ``caldera
+    explain`` traces)."""
 
     def available(self) -> str:
         """kube-scheduler's text: ``0/N nodes are available: …``."""

@@ -172,6 +172,9 @@ def close_session(ssn: Session) -> None:
                 if task.gate is Gate.OTHER or (task.gate is Gate.QUEUE and task.reserved):
                     continue  # another's gate (the API server's condition stands), or lifted now
                 reason, message = task_scheduling_reason(job, task)
+                fit = job.nodes_fit_errors.get(task.uid) if task.key == ssn.traced else None
+                if fit is not None and fit.nodes and message == fit.available():
+                    result.traced_nodes = dict(fit.nodes)  # the nodes its message counts
                 nominated = nominated_node(task)
                 result.pod_conditions.append(
                     PodCondition(

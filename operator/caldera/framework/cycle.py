@@ -21,13 +21,16 @@ def run_cycle(
     on_bind: Callable[[Bind], None] | None = None,
     *,
     detail: bool = True,
+    trace: str = "",
 ) -> CycleResult:
     """Schedule ``snapshot`` once under ``policy``; the snapshot is consumed. ``on_bind`` is told
     of each bind as soon as it is decided (all of them are in the result as well). Without
-    ``detail`` (the operator) the per-node reasons only ``caldera explain`` shows are not kept."""
+    ``detail`` (the operator) the per-node reasons only ``caldera explain`` shows are not kept;
+    with ``trace`` (a pod's ``namespace/name``) every node's reasons for that pod are."""
     ssn = Session(snapshot, policy, registry)
     ssn.on_bind = on_bind
     ssn.detail = detail
+    ssn.traced = trace
     ssn.open()
     ssn.run_actions()
     close_session(ssn)

@@ -203,6 +203,9 @@ class CycleResult:
     """Tasks preempt and reclaim tried to make room for."""
     preemption_notes: dict[str, str] = field(default_factory=dict)
     """Pod → why preempt or reclaim evicted nothing for it (``caldera explain`` says it)."""
+    traced_nodes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    """For the pod the session traces (``Session.traced``, ``caldera explain``): node → the
+    (filter, reason) pairs its message counts against that node, as the session last saw it."""
     preemption_nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     """Pod → node → why preempt or reclaim could not make room for it there (the nodes it
     tried, at most :data:`~caldera.actions._walk.NODES_NOTED` of them)."""

@@ -11,6 +11,7 @@ Complexity per task: O(N·k) for N nodes and k requested resources, plus each pl
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,17 +25,25 @@ from caldera.framework.outside import DecisionFailed
 from caldera.framework.session import Rejection, Session
 
 __all__ = [
+    "RESOURCE_FIT",
+    "ByFilter",
     "Choice",
     "Curable",
+    "Stage",
     "choose_node",
     "first_accepted",
+    "fit_errors",
     "never_fits",
+    "node_reasons",
+    "plugin_rejections",
     "resource_reason",
     "resource_rejections",
 ]
 
 BoolArray = npt.NDArray[np.bool_]
 NO_READY_NODE = "no node is Ready to take pods"
+RESOURCE_FIT = "NodeResourcesFit"
+"""The name the resource check goes by (kube-scheduler's filter)."""
 
 
 def resource_reason(name: str) -> str:
@@ -63,14 +72,85 @@ def never_fits(ssn: Session, task: Task) -> FitErrors | None:
     cols = np.flatnonzero(req)
     if _fits(nodes.allocatable, req, cols).any():
         return None
-    return fit_errors(len(nodes), resource_rejections(ssn.space, req, nodes.allocatable))
+    return fit_errors(
+        len(nodes), [(RESOURCE_FIT, resource_rejections(ssn.space, req, nodes.allocatable))]
+    )
 
 
-def fit_errors(total: int, rejections: list[Rejection]) -> FitErrors:
+class ByFilter(list[Rejection]):
+    """A plugin's rejections with the filter each came from (``filters``, one name per
+    rejection). Volcano runs a plugin's filters in order and stops at the first whose refusal
+    evictions cannot cure, and every reason that filter gives counts; a plain list of
+    rejections is one filter, named after its plugin."""
+
+    __slots__ = ("filters",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filters: list[str] = []
+
+    def add(self, name: str, rejections: Sequence[Rejection]) -> None:
+        self.extend(rejections)
+        self.filters.extend([name] * len(rejections))
+
+    def copy(self) -> ByFilter:
+        out = ByFilter()
+        out.extend(self)
+        out.filters = list(self.filters)
+        return out
+
+
+Stage = tuple[str, Sequence[Rejection]]
+"""A check a task goes through on every node: its name and its rejections."""
+
+
+def fit_errors(
+    total: int,
+    stages: Sequence[Stage],
+    *,
+    curable: Collection[str] = frozenset(),
+    within: BoolArray | None = None,
+    names: Sequence[str] | None = None,
+) -> FitErrors:
+    """Why a task fits none of ``total`` nodes, counted as Volcano counts its ``FitErrors``:
+    each node once under each reason of the first check that fails it.
+
+    ``stages`` are the checks in Volcano's order (allocate's ``predicate``, then
+    ``Session.PredicateFn``): the request against the node's resources (every resource it
+    lacks), each filtering plugin in policy order, the first that fails a node being the last
+    asked, then the per-node checks (extenders) asked of the nodes that passed all else. Within
+    a plugin the filters run in order until one refuses the node for a reason evictions cannot
+    cure (not in ``curable``: kube's ``UnschedulableAndUnresolvable``, ``util.ShouldAbort``).
+    Nodes outside ``within`` are not counted. With ``names``, the (filter, reason) pairs
+    counted against each node are kept as well (``FitErrors.nodes``)."""
     counts: dict[str, int] = {}
-    for reason, mask in rejections:
-        counts[reason] = counts.get(reason, 0) + int(np.count_nonzero(mask))
-    return FitErrors(total=total, counts=counts)
+    per_node: dict[str, list[tuple[str, str]]] = {}
+    done: BoolArray | None = None if within is None else ~within
+    for stage, found in stages:
+        filters = found.filters if isinstance(found, ByFilter) else [stage] * len(found)
+        failed: BoolArray | None = None
+        stopped: BoolArray | None = None  # nodes an earlier filter refused for good
+        aborting: BoolArray | None = None  # the same, for the filter being counted
+        for i, (reason, mask) in enumerate(found):
+            if i and filters[i] != filters[i - 1] and aborting is not None:
+                stopped = aborting if stopped is None else stopped | aborting
+                aborting = None
+            hit = mask if done is None else mask & ~done
+            if stopped is not None:
+                hit = hit & ~stopped
+            k = int(np.count_nonzero(hit))
+            if not k:
+                continue
+            counts[reason] = counts.get(reason, 0) + k
+            if names is not None:
+                for row in np.flatnonzero(hit).tolist():
+                    per_node.setdefault(names[row], []).append((filters[i], reason))
+            failed = hit if failed is None else failed | hit
+            if reason not in curable:
+                aborting = hit if aborting is None else aborting | hit
+        if failed is not None:
+            done = failed if done is None else done | failed
+    return FitErrors(total=total, counts=counts, nodes=per_node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,10 +185,11 @@ def choose_node(
     message = ssn.pre_predicate(task)
     if message is not None:
         return FitErrors(total=n, message=message)
-    rejections = ssn.predicate(task)
+    plugins = plugin_rejections(ssn, task)
     blocked: BoolArray | None = None if within is None else ~within
-    for _, mask in rejections:
-        blocked = mask if blocked is None else (blocked | mask)
+    for _, rejections in plugins:
+        for _, mask in rejections:
+            blocked = mask if blocked is None else (blocked | mask)
 
     req = task.resreq
     cols = np.flatnonzero(req)
@@ -133,10 +214,28 @@ def choose_node(
     except DecisionFailed as exc:
         return FitErrors(total=n, message=str(exc))
     avail = nodes.future_idle if future else nodes.idle
-    found = rejections + resource_rejections(ssn.space, req, avail) + _masks(len(nodes), refused)
-    if within is not None:  # the reasons of the nodes that were in the running only
-        found = [(reason, mask & within) for reason, mask in found]
-    return fit_errors(n, found)
+    return fit_errors(
+        n,
+        [
+            (RESOURCE_FIT, resource_rejections(ssn.space, req, avail)),
+            *plugins,
+            (_checker(ssn), _masks(len(nodes), refused)),
+        ],
+        curable=ssn.releasable_reasons,
+        within=within,
+        names=nodes.names if task.key == ssn.traced else None,
+    )
+
+
+def _checker(ssn: Session) -> str:
+    """The name the per-node checks go by (the plugins that registered them)."""
+    return ", ".join(name for name, _ in ssn.node_check_point.named()) or "node check"
+
+
+def plugin_rejections(ssn: Session, task: Task) -> list[Stage]:
+    """Each filtering plugin's rejections of ``task`` (``Session.predicate``, kept apart by
+    plugin, in policy order; a plugin's :class:`ByFilter` stays one)."""
+    return [(name, fn(task)) for name, fn in ssn.predicate_point.named()]
 
 
 Refused = list[tuple[str, int]]
@@ -194,3 +293,23 @@ def _masks(n: int, refused: Refused) -> list[Rejection]:
             mask = by_reason[why] = np.zeros(n, dtype=np.bool_)
         mask[row] = True
     return list(by_reason.items())
+
+
+def node_reasons(ssn: Session, task: Task) -> FitErrors:
+    """Every node's refusal of ``task``, counted as :func:`choose_node` counts it when no node
+    fits (``caldera explain``'s table): the request against future idle resources, the
+    plugins' filters, and the per-node checks asked of the nodes that pass the rest. Nodes
+    ``task`` fits have no entry in ``nodes``."""
+    nodes = ssn.nodes
+    resources = resource_rejections(ssn.space, task.resreq, nodes.future_idle)
+    plugins = plugin_rejections(ssn, task)
+    blocked = np.zeros(len(nodes), dtype=np.bool_)
+    for _, mask in [*resources, *(r for _, found in plugins for r in found)]:
+        blocked |= mask
+    refused: Refused = []
+    if ssn.node_check_point:
+        for row in np.flatnonzero(~blocked).tolist():
+            if (why := ssn.node_check(task, row)) is not None:
+                refused.append((why, row))
+    stages = [(RESOURCE_FIT, resources), *plugins, (_checker(ssn), _masks(len(nodes), refused))]
+    return fit_errors(len(nodes), stages, curable=ssn.releasable_reasons, names=nodes.names)

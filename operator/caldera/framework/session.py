@@ -86,6 +86,8 @@ class Session:
         self.result = CycleResult(session_id=self.uid)
         self.detail = True
         """Keep the per-node reasons only ``caldera explain`` shows (the operator does not)."""
+        self.traced = ""
+        """The pod (``namespace/name``) whose every refusing node the session keeps (explain)."""
         self.on_bind: Callable[[Bind], None] | None = None
         """Told of each bind the moment it is decided (the operator starts binding before the
         session ends, as Volcano's cache does)."""

@@ -1,12 +1,13 @@
-"""``caldera explain``: for one pod, every node with each filter's verdict and each scorer's score.
+"""``caldera explain``: for one pod, what the next session does with it and every node's verdict.
 
-The pod is explained against the cluster as the next session would open on it: pods already on
-nodes count (whatever their scheduler), bare pods have their PodGroups, and the policy's plugins
-are open. Other pending pods are not placed first, so inside a gang this shows where *this* pod
-could go on its own; what the whole session would do with it (its gang, its queue's share and
-the pods placed before it included) is run as well, on a copy of the cluster, and reported as
-``session``. Scores are shown for the nodes that pass every filter only: that is the set
-kube-scheduler and Caldera score, and the batch scorers normalise over it.
+The verdict is the next session's, run on a copy of the cluster (its gang, its queue's share and
+the pods placed before it included): bound to a node, or the message the pod's ``PodScheduled``
+condition gets. The node table counts reasons as that message does (Volcano's ``FitErrors``,
+:func:`~caldera.framework.placement.fit_errors`): when the session tried the pod on nodes and
+none took it, the table is the nodes as the session saw them (``CycleResult.traced_nodes``), so
+its reasons add up to the verdict's counts; otherwise it is the cluster as the next session
+opens on it, the pod on its own. Scores are shown for the nodes that take the pod only: that is
+the set kube-scheduler and Caldera score, and the batch scorers normalise over it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from caldera.api.fiterror import FitErrors
 from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.resources import Vector
 from caldera.api.task import Task
@@ -29,20 +29,25 @@ from caldera.cache.queues import ensure_builtin_queues
 from caldera.cache.snapshot import BuildMemo, build_snapshot, stable_uid
 from caldera.cache.state import ClusterState
 from caldera.framework.outside import DecisionFailed
-from caldera.framework.placement import choose_node, resource_rejections
+from caldera.framework.placement import node_reasons
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
 from caldera.framework.session import IntArray, Session
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_ALLOCATION_GATE
 from caldera.plugins.deviceshare import DeviceSharePlugin
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
-from caldera.plugins.predicates import PredicatesPlugin
 from caldera.plugins.usage import ACTIVE
 from caldera.simulate.progress import Progress
 from caldera.simulate.runner import adopt_bare_pods, simulate
 from caldera.simulate.usage_file import Reading, at
 
 __all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
+
+SEEN = "nodes as the session saw them when it last tried the pod"
+"""The table's view when the session tried the pod and no node took it: the reasons per node
+are exactly those its message counts."""
+BEFORE = "nodes as they are before the session, the pod on its own"
+"""The table's view otherwise (the pod is bound, or was never tried), counted the same way."""
 
 
 @dataclass(slots=True)
@@ -69,10 +74,10 @@ class Explanation:
     job: str
     queue: str
     verdict: str
-    """Where the pod would go on its own, or why it fits no node."""
-    session: str
     """What the next session would do with it: bind it to a node, or the PodScheduled message
-    it would get (its gang's, its queue's...)."""
+    it would get (its gang's, its queue's...): the one answer to "why is it pending?"."""
+    view: str
+    """Which cluster the node table shows (:data:`SEEN` or :data:`BEFORE`)."""
     chosen: str | None
     pre_filter: str | None
     nodes: list[NodeVerdict]
@@ -131,13 +136,26 @@ def explain(
     source: str = "the manifests",
     progress: Progress | None = None,
     node_usage: Mapping[str, Reading] | None = None,
+    after: int = 0,
 ) -> Explanation:
     """Where the next session puts ``pod``, and every node's filter verdicts and scores for it;
     ``source`` names where the objects came from (for the error when the pod is not among them);
-    ``progress`` (shown on a terminal only) follows that session."""
+    ``progress`` (shown on a terminal only) follows that session. With ``after``, that many
+    sessions run first, their decisions applied to ``state`` as ``simulate`` applies them."""
     shown = progress or Progress()
     try:
         names = list(scheduler_names)
+        if after:
+            simulate(
+                state,
+                policy,
+                registry,
+                scheduler_names=names,
+                cycles=after,
+                default_queue=default_queue,
+                progress=shown,
+                node_usage=node_usage,
+            )
         args = (default_queue, shown, source, node_usage or {})
         return _explain(state, policy, registry, pod, names, *args)
     finally:
@@ -195,68 +213,44 @@ def _explain(
     ]
 
     pre = ssn.pre_predicate(task)
-    predicates = [p for p in ssn.plugins if isinstance(p, PredicatesPlugin)]
-    for predicate in predicates:
-        for name, rejections in predicate.verdicts(task):
-            for reason, mask in rejections:
-                for row in np.flatnonzero(mask):
-                    verdicts[row].reasons.setdefault(name, []).append(reason)
-    itemised = {p.name for p in ssn.plugins if isinstance(p, PredicatesPlugin | DeviceSharePlugin)}
-    for name, fn in ssn.predicate_point.named():
-        if name not in itemised:  # every other plugin's filter, under the plugin's name
-            for reason, mask in fn(task):
-                for row in np.flatnonzero(mask):
-                    verdicts[row].reasons.setdefault(name, []).append(reason)
-    for plugin in ssn.plugins:
-        if isinstance(plugin, DeviceSharePlugin) and plugin.state is not None:
-            for index, node in enumerate(verdicts):
-                said = plugin.state.explain(task, index)
-                if said is None:
-                    break
-                fits, text = said
-                if fits:
-                    node.devices = text
-                else:
-                    node.reasons.setdefault(plugin.name, []).append(text)
-    for reason, mask in resource_rejections(ssn.space, task.resreq, nodes.idle):
-        for row in np.flatnonzero(mask):
-            verdicts[row].reasons.setdefault("NodeResourcesFit", []).append(reason)
-
-    for name, check in ssn.node_check_point.named():  # an extender: asked node by node
-        for index in [i for i, v in enumerate(verdicts) if v.fits]:
-            if (why := check(task, index)) is not None:
-                verdicts[index].reasons.setdefault(name, []).append(why)
+    counted = next_.nodes  # the nodes as the session saw them when it last tried the pod
+    if pre is not None:
+        counted = {v.node: [("PreFilter", pre)] for v in verdicts}
+    elif not counted:
+        counted = node_reasons(ssn, task).nodes
+    cards = next((p for p in ssn.plugins if isinstance(p, DeviceSharePlugin)), None)
+    for index, node in enumerate(verdicts):
+        for origin, reason in counted.get(node.node, []):
+            node.reasons.setdefault(origin, []).append(reason)
+        said = cards.state.explain(task, index) if cards and cards.state else None
+        if said is not None and said[0] and node.fits:
+            node.devices = said[1]
+        elif said is not None and cards is not None and cards.name in node.reasons:
+            node.reasons[cards.name] = [said[1]]  # the cards it tried there, and why
     feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
     weights: dict[str, int] = {}
     if pre is None and len(feasible):
-        with contextlib.suppress(DecisionFailed):  # the verdict below says why
+        with contextlib.suppress(DecisionFailed):  # the verdict says why
             for name, values in _scores(ssn, task, feasible, weights):
                 for row, value in zip(feasible, values.tolist(), strict=True):
                     verdicts[row].scores[name] = value
             totals = ssn.node_order(task, feasible)
             for row, value in zip(feasible, totals.tolist(), strict=True):
                 verdicts[row].total = value
-
-    choice = choose_node(ssn, task)
-    if held is not None:
-        verdict, chosen = f"not scheduled: {held[1]}", None
-    elif isinstance(choice, FitErrors):
-        verdict, chosen = choice.available(), None
-    else:
-        chosen = nodes.names[choice.node]
-        verdict = f"would be placed on {chosen}"
     return Explanation(
         pod=key,
         job=task.job or f"{found.metadata.namespace}/{group}",
         queue=job.queue if job is not None else "-",
-        verdict=verdict,
-        session=next_.text,
+        verdict=next_.text,
+        view=SEEN if next_.nodes else BEFORE,
         victims=next_.victims,
         no_victims=next_.no_victims,
         victim_nodes=next_.victim_nodes,
         topology=next_.topology,
         taken=_taken(next_, {v.node for v in verdicts if v.fits}),
-        chosen=chosen,
+        chosen=next(
+            (node for pod_key, node in next_.binds if pod_key == key and next_.bound), None
+        ),
         pre_filter=pre,
         nodes=verdicts,
         weights=weights,
@@ -275,6 +269,8 @@ class _Next:
     bound: bool
     binds: list[tuple[str, str]]
     """Every bind of the session: (pod, node)."""
+    nodes: dict[str, list[tuple[str, str]]]
+    """Node → the (filter, reason) pairs the pod's message counts (empty: no such message)."""
 
 
 def _next_session(
@@ -301,6 +297,7 @@ def _next_session(
         progress=progress,
         memo=memo,
         node_usage=node_usage,
+        trace=key,
     )
     result = sim.cycles[0].result
     victims = sorted(
@@ -328,8 +325,8 @@ def _next_session(
         text = f"stays gated by {QUEUE_ALLOCATION_GATE}: {result.gate_waits[key]}"
     for pod_key, node in binds:
         if pod_key == key:
-            return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds)
-    return _Next(text, victims, note, per_node, trace, False, binds)
+            return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds, {})
+    return _Next(text, victims, note, per_node, trace, False, binds, result.traced_nodes)
 
 
 def _taken(next_: _Next, fitting: set[str]) -> str:
@@ -355,7 +352,7 @@ def to_json(ex: Explanation) -> str:
         "podGroup": ex.job,
         "queue": ex.queue,
         "verdict": ex.verdict,
-        "session": ex.session,
+        "view": ex.view,
         "victims": ex.victims,
         "takenBy": ex.taken or None,
         "noVictims": ex.no_victims or None,
@@ -459,7 +456,6 @@ def to_table(ex: Explanation) -> str:
     lines = [
         f"pod {ex.pod}  ({group_label(ex.job)}, queue {ex.queue})",
         f"verdict: {ex.verdict}",
-        f"next session: {ex.session}",
     ]
     if ex.taken:
         lines.append(ex.taken)
@@ -473,6 +469,7 @@ def to_table(ex: Explanation) -> str:
         lines += _topology_lines(ex.topology)
     if ex.pre_filter:
         lines.append(f"pre-filter: {ex.pre_filter}")
+    lines.append(f"{ex.view}:")
     scorers = list(ex.weights)
     scorers += sorted({s for v in ex.nodes for s in v.scores} - set(scorers))
     last = "WHY NOT / CARDS" if any(v.devices for v in ex.nodes) else "WHY NOT"

@@ -227,12 +227,14 @@ def simulate(
     progress: Progress | None = None,
     memo: BuildMemo | None = None,
     node_usage: Mapping[str, Reading] | None = None,
+    trace: str = "",
 ) -> Simulation:
     """Run ``cycles`` cycles, applying each one's decisions before the next; ``progress`` (shown
     on a terminal only) says which cycle runs and how many pods were bound so far. Pod requests
     are worked out once per pod object over all cycles (in ``memo``, when given, shared with
     snapshots built elsewhere on the same objects). ``node_usage`` is the nodes' real load for
-    the ``usage`` plugin, the same age at every cycle."""
+    the ``usage`` plugin, the same age at every cycle. ``trace`` names a pod whose every
+    refusing node each cycle keeps (``CycleResult.traced_nodes``)."""
     names = list(scheduler_names)
     memo = memo if memo is not None else BuildMemo()
     shown = progress or Progress()
@@ -257,7 +259,8 @@ def simulate(
         if node_usage:
             snapshot.node_usage = at(node_usage, now)
         shown.show(f"{step}: scheduling {len(snapshot.jobs):,} jobs")
-        return CycleRecord(cycle, now, run_cycle(snapshot, policy, registry), problems)
+        result = run_cycle(snapshot, policy, registry, trace=trace)
+        return CycleRecord(cycle, now, result, problems)
 
     bound = 0
     try:

@@ -34,6 +34,7 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from caldera.api.task import Task
+from caldera.framework.placement import ByFilter
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.policy import PluginOption
 from caldera.framework.session import Rejection, Session
@@ -105,7 +106,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         super().__init__(args, option)
         self.filters: list[NodeFilter] = []
         self._skipped: dict[str, frozenset[str]] = {}
-        self._template_cache: dict[str, list[Rejection]] = {}
+        self._template_cache: dict[str, ByFilter] = {}
         self.volume_binding: VolumeBinding | None = None
         self.dynamic_resources: DynamicResources | None = None
 
@@ -172,6 +173,8 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         return None
 
     def predicate(self, task: Task) -> list[Rejection]:
+        """Every filter's rejections, stable filters first (as Volcano's ``Predicate``: its
+        ``predicateByStablefilter``, then the others), each marked with its filter."""
         skipped = self._skipped.pop(task.uid, None)
         if skipped is None:
             skipped = frozenset(
@@ -180,21 +183,21 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         out = self._stable(task)
         for f in self.filters:
             if not f.stable and f.name not in skipped:
-                out.extend(f.filter(task))
+                out.add(f.name, f.filter(task))
         return out
 
-    def _stable(self, task: Task) -> list[Rejection]:
+    def _stable(self, task: Task) -> ByFilter:
         template = task.annotations.get(TEMPLATE_UID_ANNOTATION) if self.args.cache else None
         if template:
             hit = self._template_cache.get(template)
             if hit is not None:
-                return list(hit)
-        out: list[Rejection] = []
+                return hit.copy()
+        out = ByFilter()
         for f in self.filters:
             if f.stable:
-                out.extend(f.filter(task))
+                out.add(f.name, f.filter(task))
         if template:
-            self._template_cache[template] = list(out)
+            self._template_cache[template] = out.copy()
         return out
 
     def verdicts(self, task: Task) -> list[tuple[str, Sequence[Rejection]]]:
