@@ -75,9 +75,12 @@ async def test_explain_on_the_live_cluster_says_what_it_says_on_the_exported_man
     assert code == 0
     assert json.loads(live) == json.loads(offline)
     doc = json.loads(live)
-    # the other scheduler's pod holds node a: only b has room for a 3-cpu pod
+    # the other scheduler's pod holds node a; the pods the session placed before train-0 took
+    # b: the verdict counts both nodes, and the table shows them as the session saw them
+    assert doc["verdict"] == "Unschedulable: 0/2 nodes are available: 2 Insufficient cpu."
+    assert doc["view"] == "nodes as the session saw them when it last tried the pod"
     assert doc["nodes"]["a"]["reasons"] == {"NodeResourcesFit": ["Insufficient cpu"]}
-    assert doc["nodes"]["b"]["fits"] is True
+    assert doc["nodes"]["b"]["reasons"] == {"NodeResourcesFit": ["Insufficient cpu"]}
 
 
 async def test_simulate_with_a_new_job_shows_where_it_would_go_among_the_clusters_pods(

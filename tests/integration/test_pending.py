@@ -22,11 +22,12 @@ async def test_a_pod_that_fits_nowhere_says_why_in_kube_schedulers_words(k8s: K8
     spec = pod("wants-zone-a", cpu="2", namespace=ns)
     spec["spec"]["nodeSelector"] = {"zone": "a"}
     created = await k8s.create("pods", spec, namespace=ns)
-    # every node fails the selector (two have no zone label), and two also lack cpu: each
-    # node counts under every reason it fails for, "<n> <reason>" entries sorted as strings
+    # every node fails the selector (two have no zone label), and two also lack cpu: as
+    # Volcano's FitErrors counts, a node short of cpu counts under that alone (the resource
+    # check comes first), "<n> <reason>" entries sorted as strings
     expected = (
-        "0/3 nodes are available: 2 Insufficient cpu, "
-        "3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, "
+        "2 Insufficient cpu."
     )
     async with running_operator(k8s):
         obj = await k8s.wait_for(

@@ -427,9 +427,10 @@ def test_switch_of_the_wrong_type_is_rejected_at_policy_load() -> None:
 # -- end to end: placement and the pending message ------------------------------------------
 
 
-def test_every_failing_reason_of_every_node_is_counted_in_the_pending_message() -> None:
+def test_each_node_counts_under_the_first_filter_that_refuses_it_for_good() -> None:
+    # PredicatesPlugin.Predicate stops at a filter whose status is UnschedulableAndUnresolvable
+    # (util.ShouldAbort): the cordoned, tainted node counts as unschedulable only
     nodes: list[Obj] = [
-        # fails two filters: counted under both
         node(
             "n1", labels={"zone": "a"}, unschedulable=True, taints=[taint("k", "v", "NoSchedule")]
         ),
@@ -441,8 +442,8 @@ def test_every_failing_reason_of_every_node_is_counted_in_the_pending_message() 
     assert summary(sim)["unschedulable"]["default/p"] == (
         "0/3 nodes are available: "
         "1 node(s) didn't match Pod's node affinity/selector, "
-        "1 node(s) were unschedulable, "
-        "2 node(s) had untolerated taint {k: v}."
+        "1 node(s) had untolerated taint {k: v}, "
+        "1 node(s) were unschedulable."
     )
 
 
