@@ -90,8 +90,9 @@ class ByFilter(list[Rejection]):
         self.filters: list[str] = []
 
     def add(self, name: str, rejections: Sequence[Rejection]) -> None:
-        self.extend(rejections)
-        self.filters.extend([name] * len(rejections))
+        if rejections:  # most filters pass every node: nothing to add
+            self.extend(rejections)
+            self.filters.extend([name] * len(rejections))
 
     def copy(self) -> ByFilter:
         out = ByFilter()

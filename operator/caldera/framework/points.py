@@ -110,7 +110,7 @@ class Point(Generic[F]):
     so dispatch never re-checks flags.
     """
 
-    __slots__ = ("_by_plugin", "_enabled", "_layout", "_tiers", "name")
+    __slots__ = ("_by_plugin", "_enabled", "_layout", "_named", "_tiers", "name")
 
     def __init__(
         self,
@@ -123,12 +123,13 @@ class Point(Generic[F]):
         self._enabled = enabled
         self._by_plugin: dict[str, list[F]] = {}
         self._tiers: list[list[F]] | None = None
+        self._named: list[tuple[str, F]] | None = None
 
     def add(self, plugin: str, fn: F) -> None:
         if not self._enabled(plugin, self.name):
             return
         self._by_plugin.setdefault(plugin, []).append(fn)
-        self._tiers = None
+        self._tiers = self._named = None
 
     @property
     def tiers(self) -> list[list[F]]:
@@ -146,12 +147,16 @@ class Point(Generic[F]):
         for tier in self.tiers:
             yield from tier
 
-    def named(self) -> Iterator[tuple[str, F]]:
+    def named(self) -> list[tuple[str, F]]:
         """Each registered function with its plugin's name, in policy order."""
-        for names in self._layout:
-            for name in names:
-                for fn in self._by_plugin.get(name, ()):
-                    yield name, fn
+        if self._named is None:
+            self._named = [
+                (name, fn)
+                for names in self._layout
+                for name in names
+                for fn in self._by_plugin.get(name, ())
+            ]
+        return self._named
 
     def __bool__(self) -> bool:
         return bool(self._by_plugin)
