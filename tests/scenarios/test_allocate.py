@@ -84,6 +84,25 @@ def bind_order(sim: Simulation, cycle: int = 0) -> list[str]:
             {},
             id="a pod larger than every node is not bound",
         ),
+        pytest.param(
+            [node("n1", cpu="4"), node("n2", cpu="4"), pod("a", nominated="n2")],
+            {"default/a": "n2"},
+            id="allocateResourcesForTasks: a pod goes to its nominated node first",
+        ),
+        pytest.param(
+            [node("n1", cpu="4"), node("n2", cpu="1"), pod("a", cpu="2", nominated="n2")],
+            {"default/a": "n1"},
+            id="allocateResourcesForTasks: a nominated node without room is passed over",
+        ),
+        pytest.param(
+            [
+                node("n1", cpu="4"),
+                node("n2", cpu="4", unschedulable=True),
+                pod("a", nominated="n2"),
+            ],
+            {"default/a": "n1"},
+            id="allocateResourcesForTasks: a nominated node its filters refuse is passed over",
+        ),
     ],
 )
 def test_single_pods(objects: list[Obj], expected: dict[str, str]) -> None:

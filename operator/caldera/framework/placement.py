@@ -198,6 +198,9 @@ def choose_node(
         fits_idle = _fits(nodes.idle, req, cols)
         if blocked is not None:
             fits_idle &= ~blocked
+        nominated = _nominated(ssn, task, blocked, fits_idle, future)
+        if nominated is not None:
+            return nominated
         picked = _pick(ssn, task, np.flatnonzero(fits_idle))
         if isinstance(picked, int):
             return Choice(picked, True)
@@ -231,6 +234,27 @@ def choose_node(
 def _checker(ssn: Session) -> str:
     """The name the per-node checks go by (the plugins that registered them)."""
     return ", ".join(name for name, _ in ssn.node_check_point.named()) or "node check"
+
+
+def _nominated(
+    ssn: Session, task: Task, blocked: BoolArray | None, fits_idle: BoolArray, future: bool
+) -> Choice | None:
+    """allocate's first try (``allocateResourcesForTasks``): the node an earlier preemption
+    nominated the pod to, when the pod fits its future idle resources and passes its filters
+    there; None otherwise (every node is then considered)."""
+    row = ssn.nodes.index.get(task.nominated) if task.nominated else None
+    if row is None or (blocked is not None and blocked[row]):
+        return None
+    cols = np.flatnonzero(task.resreq)
+    if fits_idle[row]:
+        idle = True
+    elif future and (ssn.nodes.future_idle[row, cols] >= task.resreq[cols]).all():
+        idle = False
+    else:
+        return None
+    if ssn.node_check_point and ssn.node_check(task, row) is not None:
+        return None
+    return Choice(row, idle)
 
 
 def plugin_rejections(ssn: Session, task: Task) -> list[Stage]:
