@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -30,6 +30,8 @@ __all__ = [
     "FitOptions",
     "NodeFit",
     "Quota",
+    "Walk",
+    "Walked",
     "card_order",
     "card_score",
     "fit_node",
@@ -74,6 +76,11 @@ class FitOptions:
     """The node's link score between two cards (topology-aware policy)."""
     quota: Quota | None = None
     """What the pod's namespace may still take (None: no GPU quota there)."""
+    soft_split: bool = False
+    """The pod asks for a soft split of its cards (Ascend's ``huawei.com/vnpu-mode: hami-core``:
+    cores in percent)."""
+    node_soft_split: bool = False
+    """The node's cards can be soft split."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,15 @@ def kind_ok(model: str, mode: str, request: CardRequest, opts: FitOptions, vendo
     return request.vendor == vendor
 
 
+Walked = tuple[list[Grant] | None, Counter[str], int | None]
+"""A container's walk: its grants, or None; the reason counts; the number of cards the reasons
+are out of, when it is not the node's (Ascend 910C counts against the NPUs asked)."""
+Walk = Callable[
+    [Sequence[Card], list[CardUse], CardRequest, FitOptions, str, tuple[int, int]], Walked
+]
+"""A vendor's walk over one node's cards for one container (HAMi's ``Fit``)."""
+
+
 def _fit_container(
     cards: Sequence[Card],
     uses: list[CardUse],
@@ -161,7 +177,7 @@ def _fit_container(
     opts: FitOptions,
     vendor: str,
     given: tuple[int, int] = (0, 0),
-) -> tuple[list[Grant] | None, Counter[str]]:
+) -> Walked:
     """§4.2: the cards for one container, or the reasons each card said no. ``given`` is the
     (memory, cores) earlier containers of the pod were given (the quota counts them)."""
     reasons: Counter[str] = Counter()
@@ -232,12 +248,12 @@ def _fit_container(
             continue  # every fitting card is collected; the pair scores choose below
         nums -= 1
         if nums == 0:
-            return taken, reasons
+            return taken, reasons, None
     if topology and len(taken) >= request.nums:
-        return _by_topology(taken, request.nums, opts.pair_scores), reasons
+        return _by_topology(taken, request.nums, opts.pair_scores), reasons, None
     if taken:
         reasons["AllocatedCardsInsufficientRequest"] += len(taken)
-    return None, reasons
+    return None, reasons, None
 
 
 def _by_topology(
@@ -285,6 +301,7 @@ def fit_node(
     requests: Sequence[tuple[bool, CardRequest | None]],
     opts: FitOptions,
     vendor: str = "NVIDIA",
+    walk: Walk | None = None,
 ) -> NodeFit:
     """§4.1 for one node and one vendor (the cards whose model names it): ``requests`` is (is an
     init container, its request) per container, init containers first. ``uses`` is not changed."""
@@ -306,9 +323,10 @@ def fit_node(
             counts = Counter({"NodeInsufficientDevice": 1})
             return NodeFit(None, reason_text(counts, len(own)), counts)
         pool = as_is if init else shared
-        chosen, reasons = _fit_container(own, pool, request, opts, vendor, given)
+        chosen, reasons, out_of = (walk or _fit_container)(own, pool, request, opts, vendor, given)
         if chosen is None:
-            return NodeFit(None, reason_text(reasons, len(own)), reasons)
+            total = len(own) if out_of is None else out_of
+            return NodeFit(None, reason_text(reasons, total), reasons)
         given = (
             given[0] + sum(g.memory for g in chosen),
             given[1] + sum(g.cores for g in chosen),

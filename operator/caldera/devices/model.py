@@ -44,6 +44,8 @@ class Card:
     index: int = 0
     numa: int = 0
     mode: str = "hami-core"
+    network: int | None = None
+    """The network the card is wired to (Ascend 910's ``custominfo.NetworkID``), if known."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,11 +233,12 @@ class DeviceTable:
         else:
             mem = 0
         check("CardInsufficientMemory", devmem - usedmem >= mem)
-        check("CardInsufficientCore", devcore - usedcores >= cores)
-        if cores == 100:
-            check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
-        if cores == 0:
-            check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
+        if not opts.soft_split:  # a soft split counts cores in percent: the exact walk checks
+            check("CardInsufficientCore", devcore - usedcores >= cores)
+            if cores == 100:
+                check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
+            if cores == 0:
+                check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
         if self.has_mig:
             check("CardMigTopologyInfeasible", ~self.mig[sel])
         passing = remaining.sum(axis=1)

@@ -11,11 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from caldera.devices.fit import FitOptions
+from caldera.devices.fit import FitOptions, Walk
 from caldera.devices.hami import CORDON_ANNOTATION
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
-__all__ = ["BindKeys", "Vendor"]
+__all__ = [
+    "BindKeys",
+    "MoreAnnotations",
+    "NodeReader",
+    "OptionsReader",
+    "RequestReader",
+    "Vendor",
+]
 
 RequestReader = Callable[
     [Mapping[str, float], Mapping[str, float], DeviceDefaults], CardRequest | None
@@ -23,6 +30,10 @@ RequestReader = Callable[
 """(container limits, container requests, defaults) → what the container asks of each card."""
 OptionsReader = Callable[[Mapping[str, str], str, frozenset[str]], FitOptions]
 """(pod annotations, default GPU policy, cordoned card ids) → the pod's fit options."""
+NodeReader = Callable[[Mapping[str, str], FitOptions], FitOptions]
+"""(node annotations, the pod's fit options) → the options on that node."""
+MoreAnnotations = Callable[[Mapping[str, str], Sequence[Sequence[Grant]], float], dict[str, str]]
+"""(pod annotations, grants per container, now) → the vendor's own bind annotations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +94,35 @@ class Vendor:
     """The node annotation with the cards' pair scores (topology-aware), if the vendor has one."""
     read_pair_scores: Callable[[str], dict[str, dict[str, int]]] | None = None
     cordon_annotation: str = CORDON_ANNOTATION
+    """The node annotation listing cordoned cards ("": the vendor has none)."""
+    walk: Walk | None = None
+    """The vendor's own card walk (None: HAMi's NVIDIA ``Fit``)."""
+    read_node: NodeReader | None = None
+    more_annotations: MoreAnnotations | None = None
+    more_keys: tuple[str, ...] = ()
+    """The keys ``more_annotations`` writes."""
+    walk_decides: Callable[[CardRequest, FitOptions], bool] | None = None
+    """Whether only the vendor's walk can tell if a node holds this request (the arrays' walk
+    is then a first sieve)."""
 
     def bind_annotations(
-        self, node: str, containers: Sequence[Sequence[Grant]], now: float
+        self,
+        node: str,
+        containers: Sequence[Sequence[Grant]],
+        now: float,
+        pod: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """What the pod gets before its binding: HAMi's Filter and Bind writes in one patch."""
+        """What the pod (``pod``: its annotations) gets before its binding: HAMi's Filter and
+        Bind writes, and the vendor's own, in one patch."""
         encoded = self.encode(containers)
         seconds = str(int(now))
         values = (node, seconds, encoded, encoded, "allocating", seconds)
-        return dict(zip(self.keys.written, values, strict=True))
+        out = dict(zip(self.keys.written, values, strict=True))
+        if self.more_annotations is not None:
+            out.update(self.more_annotations(pod or {}, containers, now))
+        return out
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        """Every pod annotation a bind writes."""
+        return self.keys.written + self.more_keys

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+from caldera.devices.ascend import ASCEND
 from caldera.devices.hygon import HYGON_DCU
 from caldera.devices.model import Card, Grant, RegistrationError
 from caldera.devices.nvidia import NVIDIA
@@ -24,8 +25,9 @@ __all__ = [
     "pod_problems",
 ]
 
-VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU)
-"""HAMi's NVIDIA dialect, Volcano's own vGPU dialect, and HAMi's Hygon DCU."""
+VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU, *ASCEND)
+"""HAMi's NVIDIA dialect, Volcano's own vGPU dialect, HAMi's Hygon DCU, and HAMi's Ascend NPUs
+(one per card type of its default device ConfigMap)."""
 
 
 @functools.lru_cache(maxsize=4096)

@@ -4,8 +4,8 @@ Volcano's plugin name and arguments; HAMi's protocol and algorithms. With
 ``deviceshare.VGPUEnable`` the plugin
 
 - keeps every vendor's device resources (``nvidia.com/gpu``, ``gpumem``, ``gpumem-percentage``,
-  ``gpucores``, Volcano's ``volcano.sh/vgpu-*``, Hygon's ``hygon.com/dcu*``) out of the generic
-  resource fit, as HAMi tells kube-scheduler to;
+  ``gpucores``, Volcano's ``volcano.sh/vgpu-*``, Hygon's ``hygon.com/dcu*``, Ascend's
+  ``huawei.com/<card type>*``) out of the generic resource fit, as HAMi tells kube-scheduler to;
 - filters nodes with HAMi's per-card walk (its reasons, e.g. ``CardInsufficientMemory``, join
   the pod's pending message), registered on the predicate point (``enablePredicate``);
 - scores nodes with HAMi's node score, binpack (fullest first) or spread (emptiest first) by

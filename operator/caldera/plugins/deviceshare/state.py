@@ -227,6 +227,8 @@ class DeviceState:
                 opts = dataclasses.replace(opts, quota=quota)
             apps = sum(1 for init, r in reqs if r is not None and not init)
             exact = apps > 1 or opts.numa_bind or quota is not None
+            if vendor.walk_decides is not None:
+                exact = exact or any(vendor.walk_decides(r, opts) for _, r in reqs if r)
             screen_opts = opts if quota is None else dataclasses.replace(opts, quota=None)
             out.append(PodNeed(v, reqs, opts, exact, screen_opts))
         return out
@@ -373,13 +375,16 @@ class DeviceState:
         opts = self._node_opts.get(key)
         if opts is None:
             annotations = self.nodes.annotations[row]
-            opts = self._node_opts[key] = dataclasses.replace(
+            opts = dataclasses.replace(
                 need.opts,
                 cordoned=cordoned(annotations, vendor.cordon_annotation),
                 pair_scores=_pair_scores(vendor, annotations.get(vendor.score_annotation, "")),
             )
+            if vendor.read_node is not None:
+                opts = vendor.read_node(annotations, opts)
+            self._node_opts[key] = opts
         current = uses if uses is not None else table.uses(row)
-        return fit_node(table.cards[row], current, need.containers, opts, vendor.name)
+        return fit_node(table.cards[row], current, need.containers, opts, vendor.name, vendor.walk)
 
     def explain(self, task: Task, row: int) -> tuple[bool, str] | None:
         """For ``caldera explain``: the cards ``task`` would get on node ``row`` (True), or why
@@ -424,8 +429,9 @@ class DeviceState:
             containers = tuple(tuple(g) for g in fit.grants)
             self._hold(need.vendor, row, task, containers)
             held.append((need.vendor, row, containers))
+            vendor = self.vendors[need.vendor]
             annotations.update(
-                self.vendors[need.vendor].bind_annotations(task.node_name, containers, now)
+                vendor.bind_annotations(task.node_name, containers, now, task.annotations)
             )
         self.grants[task.uid] = held
         task.bind_annotations.update(annotations)
@@ -434,7 +440,7 @@ class DeviceState:
     def unreserve(self, task: Task) -> None:
         for v, row, containers in self.grants.pop(task.uid, ()):
             self._hold(v, row, task, containers, sign=-1)
-            for key in self.vendors[v].keys.written:
+            for key in self.vendors[v].written:
                 task.bind_annotations.pop(key, None)
 
     # -- score --------------------------------------------------------------------------------
