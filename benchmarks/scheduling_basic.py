@@ -16,13 +16,16 @@ With ``--gpus-per-node N`` every node registers N shared GPUs the HAMi way (16 G
 each), the policy adds ``deviceshare`` (``VGPUEnable``), every pending pod asks one GPU for a
 fraction of its memory and cores (1000–8000 MiB, 10–30 %), and a fifth of them come in gangs of 8.
 
+With ``--npu`` those devices are Ascend 910B3 NPUs the HAMi way (64 GiB, 20 AI cores, 4 slots,
+eight to a network) and every pending pod asks one NPU for 4-32 GiB and 1-10 AI cores.
+
 With ``--leaf-size L`` the nodes form a three-tier HyperNode tree (leaves of L nodes at tier 1,
 16 leaves per tier-2 HyperNode, one tier-3 root), every PodGroup asks ``networkTopology`` hard
 with ``highestTierAllowed: 1`` (each gang inside one leaf), and the policy adds
 ``network-topology-aware``.
 
     python benchmarks/scheduling_basic.py --nodes 5000 --pods 10000 [--gang-size 20] [--affinity]
-        [--gpus-per-node 8] [--leaf-size 16] [--operator-gc] [--json]
+        [--gpus-per-node 8 [--npu]] [--leaf-size 16] [--operator-gc] [--json]
 """
 
 from __future__ import annotations
@@ -81,15 +84,26 @@ GPU_SHARES = ((1000, 10), (2000, 20), (4000, 30), (8000, 25))
 """(gpumem MiB, gpucores %) the GPU pods cycle through."""
 
 
-def _gpu_limits(i: int) -> dict[str, str]:
+NPU = "Ascend910B3"
+NPU_SHARES = ((4096, 1), (8192, 2), (16384, 5), (32768, 10))
+"""(memory MiB, AI cores) the NPU pods cycle through (with ``--npu``)."""
+
+
+def _gpu_limits(i: int, npu: bool = False) -> dict[str, str]:
+    if npu:
+        mem, cores = NPU_SHARES[i % len(NPU_SHARES)]
+        word = f"huawei.com/{NPU}"
+        return {word: "1", f"{word}-memory": str(mem), f"{word}-core": str(cores)}
     mem, cores = GPU_SHARES[i % len(GPU_SHARES)]
     return {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(mem), "nvidia.com/gpucores": str(cores)}
 
 
-def _pod(name: str, *, node: str = "", group: str = "", app: str = "", gpu: int = -1) -> Pod:
+def _pod(
+    name: str, *, node: str = "", group: str = "", app: str = "", gpu: int = -1, npu: bool = False
+) -> Pod:
     resources: dict[str, Any] = {"requests": {"cpu": "100m", "memory": "500Mi"}}
     if gpu >= 0:
-        resources["limits"] = _gpu_limits(gpu)
+        resources["limits"] = _gpu_limits(gpu, npu)
     spec: dict[str, Any] = {
         "schedulerName": "volcano" if group else "default-scheduler",
         "nodeName": node,
@@ -113,19 +127,27 @@ def _pod(name: str, *, node: str = "", group: str = "", app: str = "", gpu: int 
     )
 
 
-def _register(node: str, gpus: int) -> str:
-    cards = [
-        {"id": f"GPU-{node}-{g}", "index": g, "count": 10, "devmem": 16384, "devcore": 100}
-        | {"type": "NVIDIA-A10", "mode": "hami-core", "health": True}
-        for g in range(gpus)
-    ]
+def _register(node: str, gpus: int, npu: bool = False) -> str:
+    if npu:  # HAMi's Ascend registration: 64 GiB, 20 AI cores, 4 containers, 8 to a network
+        cards = [
+            {"ID": f"NPU-{node}-{g}", "Index": g, "Count": 4, "Devmem": 65536, "Devcore": 20}
+            | {"Type": NPU, "Health": True, "CustomInfo": {"NetworkID": g // 8}}
+            for g in range(gpus)
+        ]
+    else:
+        cards = [
+            {"id": f"GPU-{node}-{g}", "index": g, "count": 10, "devmem": 16384, "devcore": 100}
+            | {"type": "NVIDIA-A10", "mode": "hami-core", "health": True}
+            for g in range(gpus)
+        ]
     return json.dumps(cards, separators=(",", ":"))
 
 
-def _node(i: int, affinity: bool, gpus: int = 0) -> Node:
+def _node(i: int, affinity: bool, gpus: int = 0, npu: bool = False) -> Node:
     name = f"node-{i:05d}"
     labels = {HOSTNAME: name, ZONE: f"zone-{i % ZONES}"} if affinity else {}
-    annotations = {"hami.io/node-nvidia-register": _register(name, gpus)} if gpus else {}
+    key = f"hami.io/node-register-{NPU}" if npu else "hami.io/node-nvidia-register"
+    annotations = {key: _register(name, gpus, npu)} if gpus else {}
     return Node.model_validate(
         {
             "metadata": {"name": name, "labels": labels, "annotations": annotations},
@@ -168,14 +190,20 @@ def add_tree(state: ClusterState, nodes: int, leaf: int) -> None:
 
 
 def build_state(
-    nodes: int, pods: int, gang: int, affinity: bool = False, gpus: int = 0, leaf: int = 0
+    nodes: int,
+    pods: int,
+    gang: int,
+    affinity: bool = False,
+    gpus: int = 0,
+    leaf: int = 0,
+    npu: bool = False,
 ) -> ClusterState:
     state = ClusterState()
     if leaf:
         add_tree(state, nodes, leaf)
     apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
-        state.add(_node(i, affinity, gpus))
+        state.add(_node(i, affinity, gpus, npu))
     state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
     for i in range(RUNNING):
         app = f"app-{i % apps:04d}" if affinity else ""
@@ -213,7 +241,7 @@ def build_state(
         for k in range(members):
             app = f"app-{(g + k) // APP_SIZE:04d}" if affinity else ""
             gpu = g + k if gpus else -1
-            state.add(_pod(f"pending-{g + k:05d}", group=group, app=app, gpu=gpu))
+            state.add(_pod(f"pending-{g + k:05d}", group=group, app=app, gpu=gpu, npu=npu))
         g += members
     return state
 
@@ -304,9 +332,10 @@ def run(
     leaf: int = 0,
     extras: bool = False,
     usage: bool = False,
+    npu: bool = False,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang, affinity, gpus, leaf)
+    state = build_state(nodes, pods, gang, affinity, gpus, leaf, npu)
     if extras:
         add_extras(state)
     objects_s = time.perf_counter() - t0
@@ -355,6 +384,7 @@ def run(
         "gang_size": gang,
         "affinity": affinity,
         "gpus_per_node": gpus,
+        "npu": npu,
         "leaf_size": leaf,
         "more_plugins": extras,
         "usage": usage,
@@ -384,6 +414,11 @@ def main() -> None:
         type=int,
         default=0,
         help="shared GPUs per node (HAMi registration); pods ask a fraction of one",
+    )
+    parser.add_argument(
+        "--npu",
+        action="store_true",
+        help="with --gpus-per-node: Ascend 910B3 NPUs the HAMi way instead of NVIDIA GPUs",
     )
     parser.add_argument(
         "--leaf-size",
@@ -422,6 +457,7 @@ def main() -> None:
         leaf=args.leaf_size,
         extras=args.more_plugins,
         usage=args.usage,
+        npu=args.npu,
     )
     if args.json:
         print(json.dumps(out))
