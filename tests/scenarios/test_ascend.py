@@ -8,7 +8,7 @@ from typing import Any
 
 from test_deviceshare import deviceshare_policy
 
-from builders import REGISTRY, Obj, binds, node, pod, policy, state_of
+from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, state_of
 from caldera.simulate.runner import Simulation, simulate
 
 WORD = "Ascend910B3"
@@ -103,3 +103,12 @@ def test_a_soft_split_pod_needs_a_node_that_says_it_can() -> None:
     assert binds(sim) == {"default/p": "soft"}
     runtime = json.loads(bound_with(sim, "p")[f"huawei.com/{WORD}"])
     assert runtime == [{"UUID": "NPU-9", "memory": 4096, "core": 30}]  # no template
+
+
+def test_a_gang_of_npu_pods_starts_whole_or_not_at_all() -> None:
+    sim = run(
+        npu_node("n1", npu("NPU-0", 0, 0), npu("NPU-1", 1, 0)),
+        podgroup("g", min_member=3),
+        *(pod(f"g-{i}", group="g", extra=asks(1)) for i in range(3)),  # whole NPUs: two fit
+    )
+    assert binds(sim) == {}
