@@ -9,6 +9,7 @@ from typing import Any
 from test_deviceshare import deviceshare_policy
 
 from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, state_of
+from caldera.simulate.explain import explain
 from caldera.simulate.runner import Simulation, simulate
 
 WORD = "Ascend910B3"
@@ -112,3 +113,30 @@ def test_a_gang_of_npu_pods_starts_whole_or_not_at_all() -> None:
         *(pod(f"g-{i}", group="g", extra=asks(1)) for i in range(3)),  # whole NPUs: two fit
     )
     assert binds(sim) == {}
+
+
+def test_explain_names_the_npus_tried_and_hamis_reason_per_node() -> None:
+    """``caldera explain`` on an NPU pod: the NPUs a fitting node would give, and on a full one
+    HAMi's reason string (the NPUs tried and why each said no)."""
+    objs = [
+        npu_node("free", npu("NPU-f0", 0, 0)),
+        npu_node("full", npu("NPU-x0", 0, 0), npu("NPU-x1", 1, 0)),
+        pod("holder", node_name="full", extra=asks(2), annotations=_holding("full")),
+        pod("p", extra=asks(1, 40000, 5)),
+    ]
+    ex = explain(
+        state_of(objs),
+        policy(deviceshare_policy(), REGISTRY),
+        REGISTRY,
+        "p",
+        scheduler_names=["volcano"],
+    )
+    nodes = {v.node: v for v in ex.nodes}
+    assert nodes["free"].devices == "NPU-f0 (40000 MiB, 5 AI cores)"
+    assert nodes["full"].reasons == {"deviceshare": ["2/2 CardInsufficientMemory"]}
+
+
+def _holding(node_name: str) -> dict[str, str]:
+    """What a pod holding both of ``node_name``'s NPUs whole carries (HAMi's bind keys)."""
+    grants = f"NPU-x0,{WORD},65536,0:NPU-x1,{WORD},65536,0:;"
+    return {"hami.io/vgpu-node": node_name, f"hami.io/{WORD}-devices-allocated": grants}

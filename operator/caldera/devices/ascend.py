@@ -473,6 +473,7 @@ def ascend_vendor(config: VnpuConfig, hami_core_default: bool = False) -> Vendor
         more_annotations=_runtime_info(config),
         more_keys=("predicate-time", f"huawei.com/{word}"),
         walk_decides=_decides(config),
+        core_unit=" AI cores",
     )
 
 

@@ -101,6 +101,9 @@ class Vendor:
     more_annotations: MoreAnnotations | None = None
     more_keys: tuple[str, ...] = ()
     """The keys ``more_annotations`` writes."""
+    core_unit: str = "% cores"
+    """How a grant's cores read (``caldera explain``): percent of a card, or Ascend's AI cores
+    (a soft split counts in percent whatever the vendor)."""
     walk_decides: Callable[[CardRequest, FitOptions], bool] | None = None
     """Whether only the vendor's walk can tell if a node holds this request (the arrays' walk
     is then a first sieve)."""

@@ -403,8 +403,9 @@ class DeviceState:
             fit = self.fit(need, row)
             if fit.grants is None:
                 return False, fit.reason
+            unit = "% cores" if need.opts.soft_split else vendor.core_unit
             parts.extend(
-                f"{g.uuid} ({g.memory} MiB, {g.cores}% cores)" for c in fit.grants for g in c
+                f"{g.uuid} ({g.memory} MiB, {g.cores}{unit})" for c in fit.grants for g in c
             )
         return True, ", ".join(parts)
 
