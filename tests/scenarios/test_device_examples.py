@@ -4,12 +4,10 @@ annotations it is bound with (what the vendor's device plugin reads)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-
-from caldera.cli import main
+from test_plugin_examples import simulated
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "devices"
 DIRECTORIES = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
@@ -23,11 +21,7 @@ def test_there_are_examples() -> None:
 def test_the_device_example_decides_what_it_says(
     example: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    policy, cluster = example / "volcano-scheduler.conf", example / "cluster.yaml"
-    argv = ["simulate", "--strict", "--output", "json", "--policy", str(policy), str(cluster)]
-    assert main(argv) == 0, capsys.readouterr().err
-    result = json.loads(capsys.readouterr().out)
-    expected = json.loads((example / "expected.json").read_text())
+    result, expected = simulated(example, capsys)
     assert {b["pod"]: b["node"] for b in result["binds"]} == expected["bound"]
     for pod, wanted in expected["annotations"].items():
         got = result["pods"][pod]["annotations"]

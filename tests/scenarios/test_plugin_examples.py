@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,15 +23,24 @@ def test_there_are_examples() -> None:
     assert [d.name for d in DIRECTORIES], "examples/plugins/ has no example"
 
 
+def simulated(
+    example: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``caldera simulate --strict`` on an example directory: its JSON result, and what the
+    example's ``expected.json`` says."""
+    policy, cluster = example / "volcano-scheduler.conf", example / "cluster.yaml"
+    argv = ["simulate", "--strict", "--output", "json", "--policy", str(policy), str(cluster)]
+    assert main(argv) == 0, capsys.readouterr().err
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
+    expected: dict[str, Any] = json.loads((example / "expected.json").read_text())
+    return result, expected
+
+
 @pytest.mark.parametrize("example", DIRECTORIES, ids=lambda p: p.name)
 def test_the_example_decides_what_it_says(
     example: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    policy, cluster = example / "volcano-scheduler.conf", example / "cluster.yaml"
-    argv = ["simulate", "--strict", "--output", "json", "--policy", str(policy), str(cluster)]
-    assert main(argv) == 0, capsys.readouterr().err
-    result = json.loads(capsys.readouterr().out)
-    expected = json.loads((example / "expected.json").read_text())
+    result, expected = simulated(example, capsys)
     assert sorted(b["pod"] for b in result["binds"]) == sorted(expected["bound"])
     assert sorted(e["pod"] for e in result["evictions"]) == sorted(expected.get("evicted", []))
     phases = {key: pg["phase"] for key, pg in result["podGroups"].items()}

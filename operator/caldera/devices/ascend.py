@@ -31,14 +31,24 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from caldera.devices.fit import CardUse, FitOptions, Walk, Walked, card_order, policy_words
+from caldera.devices.fit import (
+    CardUse,
+    FitOptions,
+    Walk,
+    Walked,
+    card_order,
+    policy_words,
+    share_refusal,
+    slot_refusal,
+    uuid_refusal,
+)
 from caldera.devices.hami import (
     GPU_POLICY,
     SCORING_WEIGHTS,
-    card_of,
     comma_list,
     decode_allocation,
     encode_allocation,
+    from_json,
     named,
     scoring_weights,
 )
@@ -75,7 +85,6 @@ TYPE_910C = "Ascend910C"
 NPUS_PER_MODULE = 2
 """A 910C module holds two NPUs (``MaxCardNPUNum``)."""
 _INT32_MAX = 2**31 - 1
-_FIELDS = ("id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,28 +221,20 @@ factor: 0, which leaves memory as asked)."""
 
 
 def registered_cards(text: str) -> list[Card]:
-    """The NPUs a node registers (``UnMarshalNodeDevices``: a JSON array, keys matched as Go
-    matches them), each with its ``custominfo.NetworkID``; none at all is an error."""
-    try:
-        items = json.loads(text)
-    except ValueError as exc:
-        raise RegistrationError(f"not valid JSON: {exc}") from None
-    if not isinstance(items, list):
-        raise RegistrationError("expected a JSON array of devices")
-    if not items:
+    """The NPUs a node registers (``UnMarshalNodeDevices``), each with its
+    ``custominfo.NetworkID``; none at all is an error (``GetNodeDevices``)."""
+    cards = from_json(text, _network)
+    if not cards:
         raise RegistrationError("no device found on node")
-    cards = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise RegistrationError(f"[{i}]: expected an object")
-        fields = {key.lower(): value for key, value in item.items()}
-        card = card_of({k: v for k, v in fields.items() if k in _FIELDS}, f"[{i}]")
-        custom = fields.get("custominfo")
-        network = custom.get("NetworkID") if isinstance(custom, dict) else None
-        if isinstance(network, int | float) and not isinstance(network, bool):
-            card = dataclasses.replace(card, network=int(network))
-        cards.append(card)
     return cards
+
+
+def _network(card: Card, fields: Mapping[str, object]) -> Card:
+    custom = fields.get("custominfo")
+    network = custom.get("NetworkID") if isinstance(custom, dict) else None
+    if isinstance(network, int | float) and not isinstance(network, bool):
+        return dataclasses.replace(card, network=int(network))
+    return card
 
 
 def _request_reader(config: VnpuConfig) -> RequestReader:
@@ -339,28 +340,15 @@ def _walker(config: VnpuConfig) -> Walk:
             if not card.health:
                 reasons["CardNotHealth"] += 1
                 continue
-            if (opts.use_uuids and card.id not in opts.use_uuids) or card.id in opts.nouse_uuids:
-                reasons["CardUuidMismatch"] += 1
-                continue
-            if card.count <= use.used:
-                reasons["CardTimeSlicingExhausted"] += 1
-                continue
-            if mutex and use.used > 0:
-                reasons["ExclusiveDeviceAllocateConflict"] += 1
-                continue
             mem = request.memory_on(card)
-            if card.devmem - use.usedmem < mem:
-                reasons["CardInsufficientMemory"] += 1
-                continue
-            total = 100 if opts.soft_split else card.devcore
-            if total - use.usedcores < cores:
-                reasons["CardInsufficientCore"] += 1
-                continue
-            if total == 100 and cores == 100 and use.used > 0:
-                reasons["ExclusiveDeviceAllocateConflict"] += 1
-                continue
-            if total != 0 and use.usedcores == total and cores == 0:
-                reasons["CardComputeUnitsExhausted"] += 1
+            compute = 100 if opts.soft_split else card.devcore
+            refused = (
+                uuid_refusal(card, opts)
+                or slot_refusal(card, use, mutex)
+                or share_refusal(card, use, mem, cores, compute)
+            )
+            if refused:
+                reasons[refused] += 1
                 continue
             if nums > 0:
                 if not topology and not whole:

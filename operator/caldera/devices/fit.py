@@ -39,6 +39,9 @@ __all__ = [
     "pod_usage",
     "policy_words",
     "reason_text",
+    "share_refusal",
+    "slot_refusal",
+    "uuid_refusal",
 ]
 
 
@@ -210,14 +213,9 @@ def _fit_container(
                 reasons["NumaNotFit"] += len(taken)
             taken, nums = [], request.nums
         prev_numa = card.numa
-        if (opts.use_uuids and card.id not in opts.use_uuids) or card.id in opts.nouse_uuids:
-            reasons["CardUuidMismatch"] += 1
-            continue
-        if card.count <= use.used:
-            reasons["CardTimeSlicingExhausted"] += 1
-            continue
-        if mutex and use.used > 0:
-            reasons["ExclusiveDeviceAllocateConflict"] += 1
+        refused = uuid_refusal(card, opts) or slot_refusal(card, use, mutex)
+        if refused:
+            reasons[refused] += 1
             continue
         mem = request.memory_on(card)
         if quota is not None and not quota.allows(
@@ -226,17 +224,9 @@ def _fit_container(
         ):
             reasons["ResourceQuotaNotFit"] += 1
             continue
-        if card.devmem - use.usedmem < mem:
-            reasons["CardInsufficientMemory"] += 1
-            continue
-        if card.devcore - use.usedcores < cores:
-            reasons["CardInsufficientCore"] += 1
-            continue
-        if card.devcore == 100 and cores == 100 and use.used > 0:
-            reasons["ExclusiveDeviceAllocateConflict"] += 1
-            continue
-        if card.devcore != 0 and use.usedcores == card.devcore and cores == 0:
-            reasons["CardComputeUnitsExhausted"] += 1
+        refused = share_refusal(card, use, mem, cores, card.devcore)
+        if refused:
+            reasons[refused] += 1
             continue
         if card.mode == MIG_MODE:
             # HAMi places MIG instances by the geometries of the card's model, which Caldera
@@ -254,6 +244,36 @@ def _fit_container(
     if taken:
         reasons["AllocatedCardsInsufficientRequest"] += len(taken)
     return None, reasons, None
+
+
+def uuid_refusal(card: Card, opts: FitOptions) -> str | None:
+    """``CheckUUID``: the pod's use/no-use UUID selectors."""
+    if (opts.use_uuids and card.id not in opts.use_uuids) or card.id in opts.nouse_uuids:
+        return "CardUuidMismatch"
+    return None
+
+
+def slot_refusal(card: Card, use: CardUse, mutex: bool) -> str | None:
+    """The card has no free sharing slot, or the mutex policy wants it unused."""
+    if card.count <= use.used:
+        return "CardTimeSlicingExhausted"
+    if mutex and use.used > 0:
+        return "ExclusiveDeviceAllocateConflict"
+    return None
+
+
+def share_refusal(card: Card, use: CardUse, mem: int, cores: int, compute: int) -> str | None:
+    """HAMi's checks of one share against a card's free memory and compute (``compute``: the
+    card's total, 100 for a soft split): every vendor's ``Fit`` makes them in this order."""
+    if card.devmem - use.usedmem < mem:
+        return "CardInsufficientMemory"
+    if compute - use.usedcores < cores:
+        return "CardInsufficientCore"
+    if compute == 100 and cores == 100 and use.used > 0:  # a whole card is exclusive
+        return "ExclusiveDeviceAllocateConflict"
+    if compute != 0 and use.usedcores == compute and cores == 0:
+        return "CardComputeUnitsExhausted"
+    return None
 
 
 def _by_topology(

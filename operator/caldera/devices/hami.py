@@ -15,7 +15,7 @@ Vendor modules (:mod:`caldera.devices.nvidia`, :mod:`~caldera.devices.hygon`,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from caldera.devices.model import Card, DeviceDefaults, Grant, RegistrationError
@@ -57,7 +57,11 @@ def registered_cards(text: str) -> list[Card]:
     return from_colons(stripped)
 
 
-def from_json(text: str) -> list[Card]:
+def from_json(
+    text: str, more: Callable[[Card, Mapping[str, Any]], Card] | None = None
+) -> list[Card]:
+    """HAMi's JSON registration (``UnMarshalNodeDevices``); ``more`` reads what a vendor keeps
+    beyond the common fields from each device's keys (lower-cased)."""
     try:
         items = json.loads(text)
     except ValueError as exc:
@@ -69,8 +73,9 @@ def from_json(text: str) -> list[Card]:
         if not isinstance(item, dict):
             raise RegistrationError(f"[{i}]: expected an object")
         # Go's encoding/json matches keys case-insensitively (the last match wins)
-        fields = {key.lower(): value for key, value in item.items() if key.lower() in _FIELDS}
-        cards.append(card_of(fields, f"[{i}]"))
+        fields = {key.lower(): value for key, value in item.items()}
+        card = card_of({k: v for k, v in fields.items() if k in _FIELDS}, f"[{i}]")
+        cards.append(card if more is None else more(card, fields))
     return cards
 
 
