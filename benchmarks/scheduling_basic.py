@@ -266,6 +266,7 @@ GPU_POLICY = (
     DEFAULT_POLICY_YAML
     + "  - name: deviceshare\n    arguments:\n      deviceshare.VGPUEnable: true\n"
 )
+NPU_POLICY = GPU_POLICY + "      deviceshare.AscendEnable: true\n"
 TOPOLOGY_POLICY = DEFAULT_POLICY_YAML + "  - name: network-topology-aware\n"
 EXTRAS_POLICY = (
     DEFAULT_POLICY_YAML.replace(
@@ -345,7 +346,7 @@ def run(
     elif usage:
         policy = load_policy(USAGE_POLICY, registry, strict=True)
     elif gpus:
-        policy = load_policy(GPU_POLICY, registry)
+        policy = load_policy(NPU_POLICY if npu else GPU_POLICY, registry)
     elif leaf:
         policy = load_policy(TOPOLOGY_POLICY, registry)
     else:

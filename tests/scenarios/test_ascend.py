@@ -1,5 +1,6 @@
-"""Ascend NPUs end to end: HAMi's dialect through deviceshare (``deviceshare.VGPUEnable``), from
-the node's registration to the annotations HAMi's Ascend device plugin reads at bind."""
+"""Ascend NPUs end to end: HAMi's dialect through deviceshare (``deviceshare.VGPUEnable`` and
+``deviceshare.AscendEnable``), from the node's registration to the annotations HAMi's Ascend
+device plugin reads at bind."""
 
 from __future__ import annotations
 
@@ -48,10 +49,13 @@ def asks(count: int, memory: int | None = None, cores: int | None = None) -> dic
     return out
 
 
+ASCEND_POLICY = deviceshare_policy(AscendEnable=True)
+
+
 def run(*objects: Obj, cycles: int = 1) -> Simulation:
     return simulate(
         state_of(objects),
-        policy(deviceshare_policy(), REGISTRY),
+        policy(ASCEND_POLICY, REGISTRY),
         REGISTRY,
         scheduler_names=["volcano"],
         cycles=cycles,
@@ -126,7 +130,7 @@ def test_explain_names_the_npus_tried_and_hamis_reason_per_node() -> None:
     ]
     ex = explain(
         state_of(objs),
-        policy(deviceshare_policy(), REGISTRY),
+        policy(ASCEND_POLICY, REGISTRY),
         REGISTRY,
         "p",
         scheduler_names=["volcano"],
@@ -140,3 +144,17 @@ def _holding(node_name: str) -> dict[str, str]:
     """What a pod holding both of ``node_name``'s NPUs whole carries (HAMi's bind keys)."""
     grants = f"NPU-x0,{WORD},65536,0:NPU-x1,{WORD},65536,0:;"
     return {"hami.io/vgpu-node": node_name, f"hami.io/{WORD}-devices-allocated": grants}
+
+
+def test_without_ascend_enable_npus_stay_ordinary_extended_resources() -> None:
+    """A cluster on Huawei's own device plugin: whole NPUs counted against node allocatable."""
+    whole = node("n1", cpu="8", extra={f"huawei.com/{WORD}": "1"})
+    sim = simulate(
+        state_of([whole, pod("a", extra=asks(1)), pod("b", extra=asks(1))]),
+        policy(deviceshare_policy(), REGISTRY),
+        REGISTRY,
+        scheduler_names=["volcano"],
+    )
+    assert len(binds(sim)) == 1  # one NPU in the cluster: the second pod waits for it
+    (waiting,) = sim.cycles[0].result.pod_conditions
+    assert f"insufficient huawei.com/{WORD}" in waiting.message  # counted as any resource

@@ -19,7 +19,8 @@ Volcano's plugin name and arguments; HAMi's protocol and algorithms. With
 HAMi's own knobs, which Volcano's plugin does not have, are arguments too:
 ``deviceshare.GPUSchedulerPolicy`` (card order: ``spread``, ``binpack``, ``topology-aware``,
 ``mutex``, with ``numa`` chains), ``deviceshare.DefaultMemory``, ``deviceshare.DefaultCores``,
-``deviceshare.MemoryFactor`` and ``deviceshare.NodeLockTimeout``.
+``deviceshare.MemoryFactor`` and ``deviceshare.NodeLockTimeout``; ``deviceshare.AscendEnable``
+(HAMi's ``--enable-ascend``) adds Ascend NPUs in HAMi's dialect.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from caldera.api.task import NodeLock, Task
+from caldera.devices.ascend import ASCEND
 from caldera.devices.hami import node_policy
 from caldera.devices.model import DeviceDefaults
+from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.plugin import Args, Plugin
@@ -59,6 +62,10 @@ class DeviceShareArgs(Args):
     gpu_number: bool = Field(False, alias="deviceshare.GPUNumberEnable")
     ascend_mindcluster: bool = Field(False, alias="deviceshare.AscendMindClusterVNPUEnable")
     ascend_hami: bool = Field(False, alias="deviceshare.AscendHAMiVNPUEnable")
+    ascend: bool = Field(False, alias="deviceshare.AscendEnable")
+    """Caldera's, as HAMi's scheduler flag ``--enable-ascend``: with ``VGPUEnable``, share
+    Ascend NPUs in HAMi's dialect. Off, Ascend resources stay ordinary extended resources (a
+    cluster on Huawei's own device plugin keeps scheduling whole NPUs that way)."""
     known_geometries_name: str = Field(
         "volcano-vgpu-device-config", alias="deviceshare.KnownGeometriesCMName"
     )
@@ -110,6 +117,12 @@ class DeviceShareArgs(Args):
         return value
 
     @property
+    def vendors(self) -> tuple[Vendor, ...]:
+        """The dialects shared: all but Ascend's unless ``deviceshare.AscendEnable``."""
+        ascend = {id(v) for v in ASCEND}
+        return tuple(v for v in VENDORS if self.ascend or id(v) not in ascend)
+
+    @property
     def defaults(self) -> DeviceDefaults:
         return DeviceDefaults(self.default_memory, self.default_cores, self.memory_factor)
 
@@ -122,7 +135,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
     def managed_resources(cls, args: BaseArgs) -> frozenset[str]:
         if not isinstance(args, DeviceShareArgs) or not args.vgpu:
             return frozenset()
-        return frozenset().union(*(v.resources for v in VENDORS))
+        return frozenset().union(*(v.resources for v in args.vendors))
 
     def on_session_open(self, ssn: Session) -> None:
         self.state: DeviceState | None = None
@@ -134,7 +147,9 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             )
         if not self.args.vgpu:
             return
-        state = DeviceState(ssn.snapshot, self.args.defaults, self.args.gpu_policy)
+        state = DeviceState(
+            ssn.snapshot, self.args.defaults, self.args.gpu_policy, self.args.vendors
+        )
         self.state = state
         timeout = parse_go_duration(self.args.node_lock_timeout)
         now = ssn.now

@@ -13,6 +13,7 @@ as rows change, and the pods' grants looked up in the rows when a victim search 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,15 +23,17 @@ from caldera.api.task import Task
 from caldera.devices.hami import cordoned
 from caldera.devices.model import Card, Grant
 from caldera.devices.table import DeviceTable
-from caldera.devices.vendors import VENDORS, node_cards
+from caldera.devices.vendor import Vendor
+from caldera.devices.vendors import node_cards
 
 __all__ = ["Grants", "Held", "Row", "RowUsage", "device_tables"]
 
 
-def device_tables(nodes: NodeTable) -> list[DeviceTable]:
-    """Every vendor's cards on the nodes (no usage): the tables each session starts from."""
+def device_tables(nodes: NodeTable, vendors: Sequence[Vendor]) -> list[DeviceTable]:
+    """Each of ``vendors``' cards on the nodes (no usage): the tables each session starts
+    from."""
     out: list[DeviceTable] = []
-    for vendor in VENDORS:
+    for vendor in vendors:
         rows = [node_cards(vendor, a) for a in nodes.annotations]
         if not any(rows):
             # no node registers this vendor's cards: its pods fit nowhere

@@ -82,14 +82,16 @@ class DeviceState:
         snapshot: Snapshot,
         defaults: DeviceDefaults,
         gpu_policy: str,
+        vendors: Sequence[Vendor] = VENDORS,
     ) -> None:
         nodes = snapshot.nodes
         self.nodes = nodes
         self.defaults = defaults
         self.gpu_policy = gpu_policy
-        self.vendors: list[Vendor] = list(VENDORS)
+        self.vendors: list[Vendor] = list(vendors)
         # the cards change only with the nodes: worked out once per node set
-        templates = nodes.derived("device tables", lambda: device_tables(nodes))
+        key = ("device tables", tuple(v.name for v in self.vendors))
+        templates = nodes.derived(key, lambda: device_tables(nodes, self.vendors))
         self.tables: list[DeviceTable] = [t.fresh() for t in templates]
         self.quota_limits = {
             ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
@@ -107,7 +109,8 @@ class DeviceState:
 
     def _has_device_quota(self, hard: dict[str, float]) -> bool:
         return any(
-            f"limits.{v.quota_memory}" in hard or f"limits.{v.quota_cores}" in hard for v in VENDORS
+            f"limits.{v.quota_memory}" in hard or f"limits.{v.quota_cores}" in hard
+            for v in self.vendors
         )
 
     # -- usage rebuild -----------------------------------------------------------------------
