@@ -158,3 +158,15 @@ def test_without_ascend_enable_npus_stay_ordinary_extended_resources() -> None:
     assert len(binds(sim)) == 1  # one NPU in the cluster: the second pod waits for it
     (waiting,) = sim.cycles[0].result.pod_conditions
     assert f"insufficient huawei.com/{WORD}" in waiting.message  # counted as any resource
+
+
+def test_a_later_session_counts_the_npus_bound_pods_hold() -> None:
+    """The usage rebuild reads ``hami.io/<type>-devices-allocated`` of bound pods: a pod that
+    arrives after the NPU was half taken gets the other half, and the third waits."""
+    first = run(npu_node("n1", npu("NPU-0", 0, 0)), pod("a", extra=asks(1, 32768)))
+    assert binds(first) == {"default/a": "n1"}
+    state = first.state  # the simulator applied the bind and its annotations
+    state.add(pod("b", extra=asks(1, 32768)))
+    state.add(pod("c", extra=asks(1, 32768)))
+    later = simulate(state, policy(ASCEND_POLICY, REGISTRY), REGISTRY, scheduler_names=["volcano"])
+    assert len(binds(later)) == 1
