@@ -270,6 +270,32 @@ def test_a_card_assignment_patched_on_a_pending_pod_or_a_node_lock_is_not_news()
     assert r.news == news + 2
 
 
+def test_a_nodes_soft_split_say_is_news_and_our_ascend_bind_writes_are_not() -> None:
+    # Ascend: the node's hami-vnpu-core decides where a soft split may go; the bind writes
+    # predicate-time and huawei.com/<type> beside HAMi's keys
+    r = Recorder()
+    cache = r.cache()
+    raw = _uid(node("n1"))
+    raw["metadata"]["annotations"] = {"hami.io/node-register-Ascend910B3": "[]"}
+    cache.apply(NODE, "ADDED", raw)
+    pending = _uid(pod("p"), "p1")
+    cache.apply(POD, "ADDED", pending)
+    news = r.news
+    written = copy.deepcopy(pending)
+    written["metadata"]["annotations"] = {
+        "hami.io/Ascend910B3-devices-allocated": "NPU-0,Ascend910B3,4096,1:;",
+        "predicate-time": "1800000000",
+        "huawei.com/Ascend910B3": '[{"UUID":"NPU-0"}]',
+    }
+    cache.apply(POD, "MODIFIED", written)
+    assert r.news == news  # our own writes
+    soft = copy.deepcopy(raw)
+    soft["metadata"]["annotations"]["hami-vnpu-core"] = "true"
+    cache.apply(NODE, "MODIFIED", soft)
+    assert r.news == news + 1
+    assert cache.state.nodes["n1"].metadata.annotations["hami-vnpu-core"] == "true"
+
+
 def _replica_set(app: str, ready: int = 0) -> dict[str, Any]:
     return {
         "metadata": {"name": "web", "namespace": "default", "uid": "rs1"},

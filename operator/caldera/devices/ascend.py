@@ -458,6 +458,7 @@ def ascend_vendor(config: VnpuConfig, hami_core_default: bool = False) -> Vendor
         cordon_annotation="",
         walk=_walker(config),
         read_node=_node_reader(hami_core_default),
+        node_keys=(NODE_HAMI_CORE,),
         more_annotations=_runtime_info(config),
         more_keys=("predicate-time", f"huawei.com/{word}"),
         walk_decides=_decides(config),

@@ -98,6 +98,8 @@ class Vendor:
     walk: Walk | None = None
     """The vendor's own card walk (None: HAMi's NVIDIA ``Fit``)."""
     read_node: NodeReader | None = None
+    node_keys: tuple[str, ...] = ()
+    """The node annotations ``read_node`` reads (a change to one is news to the operator)."""
     more_annotations: MoreAnnotations | None = None
     more_keys: tuple[str, ...] = ()
     """The keys ``more_annotations`` writes."""

@@ -46,11 +46,17 @@ Json = bytes | memoryview
 NODE_ANNOTATIONS = frozenset(
     key
     for vendor in VENDORS
-    for key in (vendor.register_annotation, vendor.cordon_annotation, vendor.score_annotation)
+    for key in (
+        vendor.register_annotation,
+        vendor.cordon_annotation,
+        vendor.score_annotation,
+        *vendor.node_keys,
+    )
     if key
 )
-"""The node annotations a session reads: the shared-device registrations."""
-ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.keys.written)
+"""The node annotations a session reads: the shared-device registrations and what the vendors
+read beside them (Ascend's ``hami-vnpu-core``)."""
+ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.written)
 """Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 
 
