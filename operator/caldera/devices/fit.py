@@ -9,19 +9,23 @@ running pods were given, as HAMi rebuilds it.
 
 Topology-aware selection uses the node's pair scores (§4.2: one card: the worst connected of the
 fitting cards; several: the best connected combination), and the namespace quota (§6) is checked
-per card against what the pod was given so far. Not here: MIG placement (a card in MIG mode takes
-no share: ``CardMigTopologyInfeasible``), and comma chains of GPU policies other than ``numa``
+per card against what the pod was given so far. A card in MIG mode gives instances of its MIG
+profiles placed apart (:mod:`caldera.devices.mig`: ``CustomFilterRule``, ``AddResourceUsage``,
+and the same card tried again for the next instance); one it cannot place says
+``CardMigTopologyInfeasible``. Not here: comma chains of GPU policies other than ``numa``
 grouping.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from caldera.devices import mig
 from caldera.devices.model import Card, CardRequest, Grant
 
 __all__ = [
@@ -54,9 +58,11 @@ class CardUse:
     """Containers on the card (sharing slots taken)."""
     usedmem: int = 0
     usedcores: int = 0
+    placements: tuple[tuple[int, int], ...] = ()
+    """The (start, size) of the MIG instances on a card in MIG mode."""
 
     def copy(self) -> CardUse:
-        return CardUse(self.used, self.usedmem, self.usedcores)
+        return CardUse(self.used, self.usedmem, self.usedcores, self.placements)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,8 +199,11 @@ def _fit_container(
     cores = min(request.coresreq, 100)
     quota = opts.quota
     prev_numa: int | None = None
-    for i in reversed(card_order(cards, uses, request, opts)):
-        card, use = cards[i], uses[i]
+    order = card_order(cards, uses, request, opts)
+    j = len(order)
+    while j > 0:  # HAMi's ``for i := len(devices) - 1; i >= 0; i--``, walked from the end
+        j -= 1
+        card, use = cards[order[j]], uses[order[j]]
         if not card.health:
             reasons["CardNotHealth"] += 1
             continue
@@ -228,17 +237,26 @@ def _fit_container(
         if refused:
             reasons[refused] += 1
             continue
+        grant = Grant(card.id, request.vendor, mem, cores)
         if card.mode == MIG_MODE:
-            # HAMi places MIG instances by the geometries of the card's model, which Caldera
-            # does not know: a card in MIG mode takes no share
-            reasons["CardMigTopologyInfeasible"] += 1
-            continue
-        taken.append(Grant(card.id, request.vendor, mem, cores))
-        if topology:
-            continue  # every fitting card is collected; the pair scores choose below
-        nums -= 1
-        if nums == 0:
-            return taken, reasons, None
+            # CustomFilterRule: an instance of a profile holding the memory has a free placement
+            # among the card's instances and those this container took there already
+            held = [*use.placements, *(g.mig[1:] for g in taken if g.uuid == card.id and g.mig)]
+            chosen = mig.select(card.mig_profiles, held, mem)
+            if chosen is None:
+                reasons["CardMigTopologyInfeasible"] += 1
+                continue
+            profile, (start, size) = chosen
+            # AddResourceUsage: the instance is charged its profile's memory and compute
+            grant = Grant(card.id, request.vendor, profile.memory, profile.core)
+            grant = dataclasses.replace(grant, mig=(profile.name, start, size))
+        taken.append(grant)
+        if not topology:
+            nums -= 1
+            if nums == 0:
+                return taken, reasons, None
+        if card.mode == MIG_MODE:
+            j += 1  # ``i++``: the same card is tried again for the next instance
     if topology and len(taken) >= request.nums:
         return _by_topology(taken, request.nums, opts.pair_scores), reasons, None
     if taken:
@@ -308,6 +326,8 @@ def _take(cards: Sequence[Card], uses: list[CardUse], grants: Sequence[Grant]) -
         use.used += 1
         use.usedmem += g.memory
         use.usedcores += g.cores
+        if g.mig is not None:
+            use.placements = (*use.placements, g.mig[1:])
 
 
 def reason_text(reasons: Counter[str], total: int) -> str:
@@ -339,7 +359,7 @@ def fit_node(
         if request is None:
             grants.append([])
             continue
-        if request.nums > len(own):
+        if request.nums > len(own) and not _mig_request(own, opts, vendor):
             counts = Counter({"NodeInsufficientDevice": 1})
             return NodeFit(None, reason_text(counts, len(own)), counts)
         pool = as_is if init else shared
@@ -359,13 +379,25 @@ def fit_node(
     return NodeFit(grants)
 
 
+def _mig_request(cards: Sequence[Card], opts: FitOptions, vendor: str) -> bool:
+    """``isMIGRequest``: an NVIDIA request the pod lets go to MIG, on a node with a card in MIG
+    mode (one card may then hold several of its instances)."""
+    if vendor != "NVIDIA" or (opts.vgpu_mode is not None and MIG_MODE not in opts.vgpu_mode):
+        return False
+    return any(c.mode == MIG_MODE for c in cards)
+
+
 def pod_usage(inits: int, containers: Sequence[Sequence[Grant]]) -> dict[str, CardUse]:
     """§3.5 for one pod: per card, app containers summed (one slot each), init containers as
-    their peak (one slot), the larger of the two counting."""
+    their peak (one slot), the larger of the two counting; every MIG instance the pod holds
+    (HAMi keeps each one reserved, ``MigAllocationsInUse``)."""
     app: dict[str, CardUse] = {}
     peak: dict[str, CardUse] = {}
+    instances: dict[str, tuple[tuple[int, int], ...]] = {}
     for n, grants in enumerate(containers):
         for g in grants:
+            if g.mig is not None:
+                instances[g.uuid] = (*instances.get(g.uuid, ()), g.mig[1:])
             if n < inits:
                 p = peak.setdefault(g.uuid, CardUse(used=1))
                 p.usedmem, p.usedcores = max(p.usedmem, g.memory), max(p.usedcores, g.cores)
@@ -378,6 +410,9 @@ def pod_usage(inits: int, containers: Sequence[Sequence[Grant]]) -> dict[str, Ca
     for uuid in app.keys() | peak.keys():
         a, p = app.get(uuid, CardUse()), peak.get(uuid, CardUse())
         out[uuid] = CardUse(
-            max(a.used, p.used), max(a.usedmem, p.usedmem), max(a.usedcores, p.usedcores)
+            max(a.used, p.used),
+            max(a.usedmem, p.usedmem),
+            max(a.usedcores, p.usedcores),
+            instances.get(uuid, ()),
         )
     return out

@@ -49,11 +49,14 @@ CORDON_ANNOTATION = "hami.io/device-cordon"
 _FIELDS = ("id", "index", "count", "devmem", "devcore", "type", "numa", "mode", "health")
 
 
-def registered_cards(text: str) -> list[Card]:
-    """The cards a node registers (JSON, or the legacy colon form); ``[]``: no GPU on the node."""
+def registered_cards(
+    text: str, more: Callable[[Card, Mapping[str, Any]], Card] | None = None
+) -> list[Card]:
+    """The cards a node registers (JSON, or the legacy colon form); ``[]``: no GPU on the node.
+    ``more`` reads a vendor's extra keys of the JSON form (:func:`from_json`)."""
     stripped = text.strip()
     if stripped.startswith(("[", "{")):
-        return from_json(stripped)
+        return from_json(stripped, more)
     return from_colons(stripped)
 
 

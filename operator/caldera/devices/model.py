@@ -15,6 +15,7 @@ __all__ = [
     "CardRequest",
     "DeviceDefaults",
     "Grant",
+    "MigProfile",
     "RegistrationError",
 ]
 
@@ -24,6 +25,19 @@ UNSET_PERCENTAGE = 101
 
 class RegistrationError(ValueError):
     """A node's registration text cannot be read; the message says where it goes wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """A MIG profile NVML reports for a card in MIG mode (HAMi's ``MigProfile``)."""
+
+    name: str
+    """e.g. ``1g.10gb``."""
+    memory: int
+    core: int
+    slices: int
+    placements: tuple[tuple[int, int], ...]
+    """(start, size) where an instance of this profile may sit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +60,8 @@ class Card:
     mode: str = "hami-core"
     network: int | None = None
     """The network the card is wired to (Ascend 910's ``custominfo.NetworkID``), if known."""
+    mig_profiles: tuple[MigProfile, ...] = ()
+    """The MIG profiles of a card in ``mig`` mode."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,8 @@ class Grant:
     vendor: str
     memory: int
     cores: int
+    mig: tuple[str, int, int] | None = None
+    """The MIG instance the share is: (profile, start slice, size)."""
 
 
 @dataclass(frozen=True, slots=True)

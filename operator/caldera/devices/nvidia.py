@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from caldera.devices import mig
 from caldera.devices.fit import FitOptions
 from caldera.devices.hami import (
     CORDON_ANNOTATION,
@@ -33,7 +34,14 @@ from caldera.devices.hami import (
     registered_cards,
     scoring_weights,
 )
-from caldera.devices.model import UNSET_PERCENTAGE, CardRequest, DeviceDefaults, RegistrationError
+from caldera.devices.model import (
+    UNSET_PERCENTAGE,
+    Card,
+    CardRequest,
+    DeviceDefaults,
+    Grant,
+    RegistrationError,
+)
 from caldera.devices.vendor import HAMI_KEYS, Vendor
 
 __all__ = [
@@ -153,6 +161,20 @@ def _options(annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[
     return pod_options(annotations, gpu_policy=gpu_policy, cordon=cordon)
 
 
+def nvidia_cards(text: str) -> list[Card]:
+    """The registration with each card's MIG profiles (cards in ``mig`` mode list them)."""
+    return registered_cards(text, mig.profiles_of)
+
+
+def _mig_annotations(
+    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+) -> dict[str, str]:
+    """``PatchAnnotations``: the MIG instances the pod gets, for HAMi's device plugin to create
+    (nothing for a pod with none)."""
+    encoded = mig.encode_allocations(containers)
+    return {mig.ALLOCATIONS_ANNOTATION: encoded} if encoded else {}
+
+
 NVIDIA = Vendor(
     name=VENDOR,
     register_annotation=REGISTER_ANNOTATION,
@@ -161,7 +183,7 @@ NVIDIA = Vendor(
     quota_cores=CORES,
     keys=HAMI_KEYS,
     count_resource=COUNT,
-    read_cards=registered_cards,
+    read_cards=nvidia_cards,
     read_request=container_request,
     read_options=_options,
     encode=encode_allocation,
@@ -169,5 +191,8 @@ NVIDIA = Vendor(
     score_annotation=SCORE_ANNOTATION,
     read_pair_scores=pair_scores,
     cordon_annotation=CORDON_ANNOTATION,
+    more_annotations=_mig_annotations,
+    more_keys=(mig.ALLOCATIONS_ANNOTATION,),
+    read_instances=mig.decode_allocations,
 )
 """HAMi's NVIDIA dialect."""

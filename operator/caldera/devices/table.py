@@ -16,6 +16,7 @@ Complexity per container request: O(N·G) numpy work for N nodes of at most G ca
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -52,6 +53,7 @@ class DeviceTable:
         "mig",
         "mine",
         "ncards",
+        "placements",
         "used",
         "usedcores",
         "usedmem",
@@ -108,6 +110,8 @@ class DeviceTable:
         self.used: IntArray = np.zeros(shape, dtype=np.int64)
         self.usedmem: IntArray = np.zeros(shape, dtype=np.int64)
         self.usedcores: IntArray = np.zeros(shape, dtype=np.int64)
+        self.placements: dict[tuple[int, int], Counter[tuple[int, int]]] = {}
+        """(row, card column) → the MIG instances on that card (start, size), as a multiset."""
 
     def fresh(self) -> DeviceTable:
         """A table of the same cards with nothing used, sharing this one's card columns (a
@@ -118,6 +122,7 @@ class DeviceTable:
         out.used = np.zeros_like(self.used)
         out.usedmem = np.zeros_like(self.usedmem)
         out.usedcores = np.zeros_like(self.usedcores)
+        out.placements = {}
         return out
 
     def __len__(self) -> int:
@@ -128,7 +133,7 @@ class DeviceTable:
     def uses(self, row: int) -> list[CardUse]:
         """The row's cards' usage as :func:`~caldera.devices.fit.fit_node` takes it."""
         n = len(self.cards[row])
-        return [
+        out = [
             CardUse(u, m, c)
             for u, m, c in zip(
                 self.used[row, :n].tolist(),
@@ -137,6 +142,12 @@ class DeviceTable:
                 strict=True,
             )
         ]
+        if self.placements:
+            for j, use in enumerate(out):
+                held = self.placements.get((row, j))
+                if held:
+                    use.placements = tuple(held.elements())
+        return out
 
     def apply(self, row: int, usage: Mapping[str, CardUse], sign: int = 1) -> None:
         """Add (``sign`` 1) or remove (-1) one pod's usage per card (:func:`pod_usage`) on node
@@ -149,6 +160,8 @@ class DeviceTable:
             self.used[row, j] += sign * use.used
             self.usedmem[row, j] += sign * use.usedmem
             self.usedcores[row, j] += sign * use.usedcores
+            if use.placements:
+                add_placements(self.placements, (row, j), use.placements, sign)
 
     # -- the vectorised walk -------------------------------------------------------------
 
@@ -239,14 +252,16 @@ class DeviceTable:
                 check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
             if cores == 0:
                 check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
-        if self.has_mig:
-            check("CardMigTopologyInfeasible", ~self.mig[sel])
         passing = remaining.sum(axis=1)
         fits = passing >= request.nums
+        if self.has_mig:  # a MIG card may hold several instances: the exact walk decides
+            fits |= (remaining & self.mig[sel]).any(axis=1)
         short = ~fits & (passing > 0)
         if short.any():
             reasons["AllocatedCardsInsufficientRequest"] = np.where(short, passing, 0)
         too_few = request.nums > self.ncards[sel]
+        if self.has_mig:  # isMIGRequest: a node with MIG cards is not short of cards
+            too_few &= ~self.mig[sel].any(axis=1)
         if too_few.any():
             # HAMi stops before the walk: the node's only reason is the missing devices
             for name in list(reasons):
@@ -254,3 +269,19 @@ class DeviceTable:
             reasons["NodeInsufficientDevice"] = too_few.astype(np.int64)
             fits &= ~too_few
         return fits, reasons
+
+
+def add_placements(
+    store: dict[tuple[int, int], Counter[tuple[int, int]]],
+    cell: tuple[int, int],
+    placements: Sequence[tuple[int, int]],
+    sign: int,
+) -> None:
+    """Add (``sign`` 1) or remove (-1) MIG instances of one card in ``store``."""
+    held = store.setdefault(cell, Counter())
+    for placement in placements:
+        held[placement] += sign
+        if held[placement] <= 0:
+            del held[placement]
+    if not held:
+        del store[cell]

@@ -98,6 +98,9 @@ class Vendor:
     walk: Walk | None = None
     """The vendor's own card walk (None: HAMi's NVIDIA ``Fit``)."""
     read_node: NodeReader | None = None
+    read_instances: Callable[[str], dict[str, list[tuple[int, int]]]] | None = None
+    """Reads ``hami.io/vgpu-mig-allocations`` (the first of ``more_keys``): per card UUID, the
+    (start, size) of the MIG instances a pod holds there."""
     node_keys: tuple[str, ...] = ()
     """The node annotations ``read_node`` reads (a change to one is news to the operator)."""
     more_annotations: MoreAnnotations | None = None

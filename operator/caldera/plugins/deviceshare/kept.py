@@ -13,20 +13,23 @@ as rows change, and the pods' grants looked up in the rows when a victim search 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
+from caldera.devices.fit import pod_usage
 from caldera.devices.hami import cordoned
 from caldera.devices.model import Card, Grant
-from caldera.devices.table import DeviceTable
+from caldera.devices.table import DeviceTable, add_placements
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import node_cards
+from caldera.devices.vendors import decoded, node_cards
 
-__all__ = ["Grants", "Held", "Row", "RowUsage", "device_tables"]
+__all__ = ["Grants", "Held", "Row", "RowUsage", "device_tables", "row_usage"]
 
 
 def device_tables(nodes: NodeTable, vendors: Sequence[Vendor]) -> list[DeviceTable]:
@@ -60,12 +63,23 @@ class Row:
     """Pod uid → its grants per container."""
     quota: list[tuple[str, int, int]]
     """(namespace, memory, cores) per pod."""
+    instances: list[tuple[int, tuple[int, int]]] = dataclasses.field(default_factory=list)
+    """(card column, (start, size)) per MIG instance a pod holds."""
 
 
 class RowUsage:
     """One vendor's usage per node row, and its sums, kept across sessions on the same nodes."""
 
-    __slots__ = ("quota", "rows", "rows_with_cards", "used", "usedcores", "usedmem", "where")
+    __slots__ = (
+        "placements",
+        "quota",
+        "rows",
+        "rows_with_cards",
+        "used",
+        "usedcores",
+        "usedmem",
+        "where",
+    )
 
     def __init__(self, table: DeviceTable) -> None:
         self.rows: dict[int, Row] = {}
@@ -77,12 +91,16 @@ class RowUsage:
         """Namespace → [memory, cores] its pods hold."""
         self.where: dict[str, int] = {}
         """Pod uid → the row it holds cards on."""
+        self.placements: dict[tuple[int, int], Counter[tuple[int, int]]] = {}
+        """(row, card column) → the MIG instances there."""
 
     def apply(self, row: int, entry: Row, sign: int) -> None:
         for col, used, mem, cores in entry.cells:
             self.used[row, col] += sign * used
             self.usedmem[row, col] += sign * mem
             self.usedcores[row, col] += sign * cores
+        for col, placement in entry.instances:
+            add_placements(self.placements, (row, col), (placement,), sign)
         for namespace, mem, cores in entry.quota:
             held = self.quota.setdefault(namespace, [0, 0])
             held[0] += sign * mem
@@ -138,3 +156,83 @@ def _stale(cards: tuple[Card, ...], plugin_devices: float | None) -> tuple[Card,
     if plugin_devices != 0:
         return cards
     return tuple(dataclasses.replace(c, health=False) for c in cards)
+
+
+def row_usage(vendor: Vendor, where: dict[str, int], tasks: dict[str, Task]) -> Row:
+    """What the pods of one node row (``where``: its cards' columns by id) hold of the
+    vendor's cards (§3.5)."""
+    keys = vendor.keys
+    cells: list[tuple[int, int, int, int]] = []
+    grants: dict[str, tuple[tuple[Grant, ...], ...]] = {}
+    quota: list[tuple[str, int, int]] = []
+    instances: list[tuple[int, tuple[int, int]]] = []
+    for task in tasks.values():
+        notes = task.annotations
+        text = notes.get(keys.allocated)
+        if text is None or keys.node not in notes:
+            continue
+        if notes.get(keys.phase) == "failed":
+            continue  # the device plugin handed nothing over
+        usage = _usage(vendor, len(task.spec.init_containers), text)
+        if usage is None:
+            continue  # reported with the snapshot's problems
+        grants[task.uid] = usage[0]
+        held = _instances(vendor, notes)
+        if held:
+            grants[task.uid] = _with_instances(usage[0], held)
+            instances += [(where[u], p) for u, ps in held.items() if u in where for p in ps]
+        mem = cores = 0
+        for uuid, used, m, c in usage[1]:
+            mem += m
+            cores += c
+            col = where.get(uuid)
+            if col is not None:
+                cells.append((col, used, m, c))
+        quota.append((task.namespace, mem, cores))
+    return Row(tasks, cells, grants, quota, instances)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _usage(
+    vendor: Vendor, inits: int, text: str
+) -> tuple[tuple[tuple[Grant, ...], ...], tuple[tuple[str, int, int, int], ...]] | None:
+    """A running pod's grants and its (card, slots, memory, cores) usage (§3.5), or None when
+    its allocation annotation cannot be read."""
+    containers = decoded(vendor, text)
+    if isinstance(containers, str):
+        return None
+    usage = pod_usage(inits, containers)
+    return containers, tuple((u, c.used, c.usedmem, c.usedcores) for u, c in usage.items())
+
+
+def _instances(vendor: Vendor, notes: Mapping[str, str]) -> dict[str, list[tuple[int, int]]]:
+    """The MIG instances a running pod holds, per card (HAMi's scheduler restores them from
+    ``hami.io/vgpu-mig-allocations``; an unreadable annotation holds none)."""
+    if vendor.read_instances is None or not vendor.more_keys:
+        return {}
+    text = notes.get(vendor.more_keys[0])
+    if not text:
+        return {}
+    try:
+        return vendor.read_instances(text)
+    except ValueError:
+        return {}
+
+
+def _with_instances(
+    containers: tuple[tuple[Grant, ...], ...], held: Mapping[str, list[tuple[int, int]]]
+) -> tuple[tuple[Grant, ...], ...]:
+    """The grants with the instance each stands for: per card, the instances in the order the
+    grants name that card (as HAMi's rebuild takes them)."""
+    left = {uuid: list(ps) for uuid, ps in held.items()}
+    out = []
+    for grants in containers:
+        marked = []
+        for g in grants:
+            places = left.get(g.uuid)
+            if places:
+                start, size = places.pop(0)
+                g = dataclasses.replace(g, mig=("", start, size))
+            marked.append(g)
+        out.append(tuple(marked))
+    return tuple(out)

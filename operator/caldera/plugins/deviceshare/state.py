@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,9 +34,9 @@ from caldera.devices.hami import cordoned
 from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import VENDORS, decoded, node_cards
+from caldera.devices.vendors import VENDORS, node_cards
 from caldera.models.core import ContainerResources
-from caldera.plugins.deviceshare.kept import Grants, Row, RowUsage, device_tables
+from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
 
 __all__ = ["DeviceState", "PodNeed"]
 
@@ -133,44 +134,16 @@ class DeviceState:
                     continue
                 if hit is not None:
                     kept.apply(row, hit, -1)
-                entry = self._row_usage(vendor, table.at[row], tasks)
+                entry = row_usage(vendor, table.at[row], tasks)
                 kept.apply(row, entry, 1)
                 kept.rows[row] = entry
             table.used = kept.used.copy()
             table.usedmem = kept.usedmem.copy()
             table.usedcores = kept.usedcores.copy()
+            table.placements = {cell: Counter(held) for cell, held in kept.placements.items()}
             for namespace, (mem, cores) in kept.quota.items():
                 self.quota_used[(v, namespace)] = [mem, cores]
             self.grants.kept.append((v, kept))
-
-    @staticmethod
-    def _row_usage(vendor: Vendor, where: dict[str, int], tasks: dict[str, Task]) -> Row:
-        """What the pods of one node row (``where``: its cards' columns by id) hold of the
-        vendor's cards (§3.5)."""
-        keys = vendor.keys
-        cells: list[tuple[int, int, int, int]] = []
-        grants: dict[str, tuple[tuple[Grant, ...], ...]] = {}
-        quota: list[tuple[str, int, int]] = []
-        for task in tasks.values():
-            notes = task.annotations
-            text = notes.get(keys.allocated)
-            if text is None or keys.node not in notes:
-                continue
-            if notes.get(keys.phase) == "failed":
-                continue  # the device plugin handed nothing over
-            usage = _usage(vendor, len(task.spec.init_containers), text)
-            if usage is None:
-                continue  # reported with the snapshot's problems
-            grants[task.uid] = usage[0]
-            mem = cores = 0
-            for uuid, used, m, c in usage[1]:
-                mem += m
-                cores += c
-                col = where.get(uuid)
-                if col is not None:
-                    cells.append((col, used, m, c))
-            quota.append((task.namespace, mem, cores))
-        return Row(tasks, cells, grants, quota)
 
     def _hold(
         self, v: int, row: int, task: Task, containers: Sequence[Sequence[Grant]], sign: int = 1
@@ -230,6 +203,7 @@ class DeviceState:
                 opts = dataclasses.replace(opts, quota=quota)
             apps = sum(1 for init, r in reqs if r is not None and not init)
             exact = apps > 1 or opts.numa_bind or quota is not None
+            exact = exact or self.tables[v].has_mig  # instances need their placements
             if vendor.walk_decides is not None:
                 exact = exact or any(vendor.walk_decides(r, opts) for _, r in reqs if r)
             screen_opts = opts if quota is None else dataclasses.replace(opts, quota=None)
@@ -365,6 +339,12 @@ class DeviceState:
                             uses[j].used -= use.used
                             uses[j].usedmem -= use.usedmem
                             uses[j].usedcores -= use.usedcores
+                            if use.placements:
+                                left = list(uses[j].placements)
+                                for p in use.placements:
+                                    if p in left:
+                                        left.remove(p)
+                                uses[j].placements = tuple(left)
             fit = self.fit(need, row, uses)
             if fit.grants is None:
                 out.append(fit.reason)
@@ -456,19 +436,6 @@ class DeviceState:
             if table.width:
                 total += table.node_scores(rows)
         return total
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _usage(
-    vendor: Vendor, inits: int, text: str
-) -> tuple[tuple[tuple[Grant, ...], ...], tuple[tuple[str, int, int, int], ...]] | None:
-    """A running pod's grants and its (card, slots, memory, cores) usage (§3.5), or None when
-    its allocation annotation cannot be read."""
-    containers = decoded(vendor, text)
-    if isinstance(containers, str):
-        return None
-    usage = pod_usage(inits, containers)
-    return containers, tuple((u, c.used, c.usedmem, c.usedcores) for u, c in usage.items())
 
 
 def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
