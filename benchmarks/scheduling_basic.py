@@ -127,7 +127,7 @@ def _pod(
     )
 
 
-def _register(node: str, gpus: int, npu: bool = False) -> str:
+def _register(node: str, gpus: int, npu: bool = False, mig: bool = False) -> str:
     if npu:  # HAMi's Ascend registration: 64 GiB, 20 AI cores, 4 containers, 8 to a network
         cards = [
             {"ID": f"NPU-{node}-{g}", "Index": g, "Count": 4, "Devmem": 65536, "Devcore": 20}
@@ -140,14 +140,27 @@ def _register(node: str, gpus: int, npu: bool = False) -> str:
             | {"type": "NVIDIA-A10", "mode": "hami-core", "health": True}
             for g in range(gpus)
         ]
+        if mig and cards:  # the last card of each node in MIG mode, 7 slices of 16 GiB
+            cards[-1] |= {"mode": "mig", "count": 7, "migProfiles": MIG_PROFILES}
     return json.dumps(cards, separators=(",", ":"))
 
 
-def _node(i: int, affinity: bool, gpus: int = 0, npu: bool = False) -> Node:
+MIG_PROFILES = [
+    {"name": "1g.2gb", "memoryMB": 2304, "core": 14, "sliceCount": 1}
+    | {"placements": [{"start": s, "size": 1} for s in range(7)]},
+    {"name": "2g.4gb", "memoryMB": 4608, "core": 28, "sliceCount": 2}
+    | {"placements": [{"start": s, "size": 2} for s in (0, 2, 4)]},
+    {"name": "4g.8gb", "memoryMB": 9216, "core": 57, "sliceCount": 4}
+    | {"placements": [{"start": 0, "size": 4}]},
+]
+"""MIG profiles of a 16 GiB card (with ``--mig``)."""
+
+
+def _node(i: int, affinity: bool, gpus: int = 0, npu: bool = False, mig: bool = False) -> Node:
     name = f"node-{i:05d}"
     labels = {HOSTNAME: name, ZONE: f"zone-{i % ZONES}"} if affinity else {}
     key = f"hami.io/node-register-{NPU}" if npu else "hami.io/node-nvidia-register"
-    annotations = {key: _register(name, gpus, npu)} if gpus else {}
+    annotations = {key: _register(name, gpus, npu, mig)} if gpus else {}
     return Node.model_validate(
         {
             "metadata": {"name": name, "labels": labels, "annotations": annotations},
@@ -197,13 +210,14 @@ def build_state(
     gpus: int = 0,
     leaf: int = 0,
     npu: bool = False,
+    mig: bool = False,
 ) -> ClusterState:
     state = ClusterState()
     if leaf:
         add_tree(state, nodes, leaf)
     apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
-        state.add(_node(i, affinity, gpus, npu))
+        state.add(_node(i, affinity, gpus, npu, mig))
     state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
     for i in range(RUNNING):
         app = f"app-{i % apps:04d}" if affinity else ""
@@ -334,9 +348,10 @@ def run(
     extras: bool = False,
     usage: bool = False,
     npu: bool = False,
+    mig: bool = False,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang, affinity, gpus, leaf, npu)
+    state = build_state(nodes, pods, gang, affinity, gpus, leaf, npu, mig)
     if extras:
         add_extras(state)
     objects_s = time.perf_counter() - t0
@@ -386,6 +401,7 @@ def run(
         "affinity": affinity,
         "gpus_per_node": gpus,
         "npu": npu,
+        "mig": mig,
         "leaf_size": leaf,
         "more_plugins": extras,
         "usage": usage,
@@ -420,6 +436,11 @@ def main() -> None:
         "--npu",
         action="store_true",
         help="with --gpus-per-node: Ascend 910B3 NPUs the HAMi way instead of NVIDIA GPUs",
+    )
+    parser.add_argument(
+        "--mig",
+        action="store_true",
+        help="with --gpus-per-node: the last GPU of every node in MIG mode (HAMi's dynamic MIG)",
     )
     parser.add_argument(
         "--leaf-size",
@@ -459,6 +480,7 @@ def main() -> None:
         extras=args.more_plugins,
         usage=args.usage,
         npu=args.npu,
+        mig=args.mig,
     )
     if args.json:
         print(json.dumps(out))

@@ -71,3 +71,10 @@ def test_pods_get_instances_placed_apart_and_the_next_session_reads_them_back() 
     assert instances(later) == {"c": [("2g.10gb", 4)]}  # 0 and 2 are held
     (waiting,) = later.cycles[0].result.pod_conditions
     assert waiting.message == "0/1 nodes are available: 1 CardMigTopologyInfeasible."
+
+
+def test_two_instances_asked_of_a_node_with_one_mig_card_are_both_placed_on_it() -> None:
+    # isMIGRequest: not NodeInsufficientDevice; Fit's i++: the card is tried again
+    sim = run(state_of([mig_node(), pod("two", extra=gpu(4000, n=2))]))
+    assert binds(sim) == {"default/two": "n1"}
+    assert instances(sim) == {"two": [("1g.5gb", 6), ("1g.5gb", 5)]}

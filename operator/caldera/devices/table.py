@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from caldera.devices import mig
 from caldera.devices.fit import MIG_MODE, CardUse, FitOptions, policy_words
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest
 
@@ -39,6 +40,7 @@ class DeviceTable:
     """The cards of one vendor, rows aligned with the snapshot's node table."""
 
     __slots__ = (
+        "_empty_room",
         "at",
         "cards",
         "cordon",
@@ -51,6 +53,7 @@ class DeviceTable:
         "kind",
         "kinds",
         "mig",
+        "mig_room",
         "mine",
         "ncards",
         "placements",
@@ -86,7 +89,7 @@ class DeviceTable:
         """Index into :attr:`kinds` (model and mode) of every card."""
         self.ids: npt.NDArray[np.object_] = np.full(shape, "", dtype=object)
         self.mig: BoolArray = np.zeros(shape, dtype=bool)
-        """A card in MIG mode (takes no share)."""
+        """A card in MIG mode (gives instances of its MIG profiles)."""
         self.kinds: list[tuple[str, str]] = []
         kind_ids: dict[tuple[str, str], int] = {}
         word = vendor.lower()
@@ -112,6 +115,15 @@ class DeviceTable:
         self.usedcores: IntArray = np.zeros(shape, dtype=np.int64)
         self.placements: dict[tuple[int, int], Counter[tuple[int, int]]] = {}
         """(row, card column) → the MIG instances on that card (start, size), as a multiset."""
+        self.mig_room: IntArray = np.zeros(shape, dtype=np.int64)
+        """The most memory one more MIG instance of the card may have: the largest profile with
+        a free placement (0: none, or not a MIG card). ``selectMigCandidate`` finds an instance
+        for a request of ``m`` MiB exactly when this is at least ``m``."""
+        for i, row in enumerate(cards):
+            for j, c in enumerate(row):
+                if c.mode == MIG_MODE:
+                    self.mig_room[i, j] = mig_room(c, ())
+        self._empty_room = self.mig_room
 
     def fresh(self) -> DeviceTable:
         """A table of the same cards with nothing used, sharing this one's card columns (a
@@ -123,7 +135,21 @@ class DeviceTable:
         out.usedmem = np.zeros_like(self.usedmem)
         out.usedcores = np.zeros_like(self.usedcores)
         out.placements = {}
+        out.mig_room = self._empty_room.copy() if self.has_mig else self._empty_room
         return out
+
+    def held_instances(self, placements: dict[tuple[int, int], Counter[tuple[int, int]]]) -> None:
+        """Take ``placements`` as the MIG instances the cards hold, each card's room with it."""
+        self.placements = {cell: Counter(held) for cell, held in placements.items()}
+        for cell in self.placements:
+            self._room(cell)
+
+    def _room(self, cell: tuple[int, int]) -> None:
+        row, col = cell
+        held = self.placements.get(cell)
+        self.mig_room[row, col] = mig_room(
+            self.cards[row][col], tuple(held.elements()) if held else ()
+        )
 
     def __len__(self) -> int:
         return len(self.cards)
@@ -162,6 +188,7 @@ class DeviceTable:
             self.usedcores[row, j] += sign * use.usedcores
             if use.placements:
                 add_placements(self.placements, (row, j), use.placements, sign)
+                self._room((row, j))
 
     # -- the vectorised walk -------------------------------------------------------------
 
@@ -252,9 +279,11 @@ class DeviceTable:
                 check("ExclusiveDeviceAllocateConflict", ~((devcore == 100) & (used > 0)))
             if cores == 0:
                 check("CardComputeUnitsExhausted", ~((devcore != 0) & (usedcores == devcore)))
+        if self.has_mig:  # CustomFilterRule: an instance holding the memory has a placement
+            check("CardMigTopologyInfeasible", ~self.mig[sel] | (self.mig_room[sel] >= mem))
         passing = remaining.sum(axis=1)
         fits = passing >= request.nums
-        if self.has_mig:  # a MIG card may hold several instances: the exact walk decides
+        if self.has_mig and request.nums > 1:  # a MIG card may hold several: the walk decides
             fits |= (remaining & self.mig[sel]).any(axis=1)
         short = ~fits & (passing > 0)
         if short.any():
@@ -285,3 +314,9 @@ def add_placements(
             del held[placement]
     if not held:
         del store[cell]
+
+
+def mig_room(card: Card, occupied: Sequence[tuple[int, int]]) -> int:
+    """The largest memory of the card's MIG profiles that still have a free placement."""
+    free = [p.memory for p in card.mig_profiles if mig.place(p, occupied) is not None]
+    return max(free, default=0)

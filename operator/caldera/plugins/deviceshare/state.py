@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -140,7 +139,7 @@ class DeviceState:
             table.used = kept.used.copy()
             table.usedmem = kept.usedmem.copy()
             table.usedcores = kept.usedcores.copy()
-            table.placements = {cell: Counter(held) for cell, held in kept.placements.items()}
+            table.held_instances(kept.placements)
             for namespace, (mem, cores) in kept.quota.items():
                 self.quota_used[(v, namespace)] = [mem, cores]
             self.grants.kept.append((v, kept))
@@ -203,7 +202,8 @@ class DeviceState:
                 opts = dataclasses.replace(opts, quota=quota)
             apps = sum(1 for init, r in reqs if r is not None and not init)
             exact = apps > 1 or opts.numa_bind or quota is not None
-            exact = exact or self.tables[v].has_mig  # instances need their placements
+            if self.tables[v].has_mig:  # several instances may share one MIG card
+                exact = exact or any(r.nums > 1 for _, r in reqs if r is not None)
             if vendor.walk_decides is not None:
                 exact = exact or any(vendor.walk_decides(r, opts) for _, r in reqs if r)
             screen_opts = opts if quota is None else dataclasses.replace(opts, quota=None)
