@@ -151,6 +151,19 @@ def test_mig_allocations_are_written_and_read_back() -> None:
             "duplicate",
             id="DecodeMigAllocations: one container device twice",
         ),
+        pytest.param(
+            [
+                {
+                    "containerIndex": 0,
+                    "deviceIndex": 0,
+                    "gpuUUID": "GPU-m",
+                    "profile": "1g.5gb",
+                    "placement": [6, 1],
+                }
+            ],
+            "incomplete",
+            id="DecodeMigAllocations: a placement that is not an object (json.Unmarshal fails)",
+        ),
     ],
 )
 def test_decode_mig_allocations_refuses_what_go_refuses(items: list[object], says: str) -> None:

@@ -18,7 +18,6 @@ grouping.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -248,8 +247,8 @@ def _fit_container(
                 continue
             profile, (start, size) = chosen
             # AddResourceUsage: the instance is charged its profile's memory and compute
-            grant = Grant(card.id, request.vendor, profile.memory, profile.core)
-            grant = dataclasses.replace(grant, mig=(profile.name, start, size))
+            mig_instance = (profile.name, start, size)
+            grant = Grant(card.id, request.vendor, profile.memory, profile.core, mig_instance)
         taken.append(grant)
         if not topology:
             nums -= 1

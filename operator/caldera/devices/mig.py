@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from caldera.devices.model import Card, Grant, MigProfile, RegistrationError
 
@@ -33,6 +34,12 @@ Placement = tuple[int, int]
 """(start slice, size) of one MIG instance on its card."""
 
 
+def _keys(obj: object) -> dict[str, Any]:
+    """A JSON object's fields by lower-cased key, as Go's ``encoding/json`` matches them; ``{}``
+    for anything that is not an object."""
+    return {str(k).lower(): v for k, v in obj.items()} if isinstance(obj, dict) else {}
+
+
 def profiles_of(card: Card, fields: Mapping[str, object]) -> Card:
     """The card with its ``migProfiles`` (Go's JSON keys, matched case-insensitively)."""
     raw = fields.get("migprofiles")
@@ -44,7 +51,7 @@ def profiles_of(card: Card, fields: Mapping[str, object]) -> Card:
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise RegistrationError(f"{card.id}: migProfiles[{i}]: expected an object")
-        keys = {k.lower(): v for k, v in item.items()}
+        keys = _keys(item)
         name = keys.get("name", "")
         numbers = [keys.get(k, 0) for k in ("memorymb", "core", "slicecount")]
         places = keys.get("placements") or []
@@ -54,7 +61,7 @@ def profiles_of(card: Card, fields: Mapping[str, object]) -> Card:
             raise RegistrationError(f"{card.id}: migProfiles[{i}].placements: expected a list")
         placements = []
         for p in places:
-            pk = {k.lower(): v for k, v in p.items()} if isinstance(p, dict) else {}
+            pk = _keys(p)
             start, size = pk.get("start", 0), pk.get("size", 0)
             if not _is_int(start) or not _is_int(size):
                 raise RegistrationError(f"{card.id}: migProfiles[{i}].placements: bad placement")
@@ -129,9 +136,9 @@ def decode_allocations(text: str) -> dict[str, list[Placement]]:
     out: dict[str, list[Placement]] = {}
     seen: set[tuple[int, int]] = set()
     for i, item in enumerate(items):
-        keys = {k.lower(): v for k, v in item.items()} if isinstance(item, dict) else {}
+        keys = _keys(item)
         uuid, profile = keys.get("gpuuuid", ""), keys.get("profile", "")
-        place = {k.lower(): v for k, v in (keys.get("placement") or {}).items()}
+        place = _keys(keys.get("placement"))
         where = (keys.get("containerindex", -1), keys.get("deviceindex", -1))
         if (
             not isinstance(uuid, str)
