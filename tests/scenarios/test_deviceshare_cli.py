@@ -91,7 +91,7 @@ def test_explain_names_the_cards_a_fitting_node_would_give_and_why_others_give_n
     assert nodes["cpu-1"]["reasons"] == {"deviceshare": ["1/0 NodeInsufficientDevice"]}
     assert nodes["gpu-2"]["reasons"]["deviceshare"] == [
         (
-            "hami.io/node-nvidia-register cannot be read: "
+            "metadata.annotations[hami.io/node-nvidia-register] cannot be read: "
             "device 0: expected 7 or 9 comma-separated fields, not 1"
         )
     ]

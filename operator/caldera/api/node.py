@@ -12,7 +12,7 @@ per-node results can refresh just the rows that changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -36,6 +36,7 @@ class NodeTable:
         "affine",
         "allocatable",
         "annotations",
+        "capacity",
         "changes",
         "future_idle",
         "idle",
@@ -91,6 +92,9 @@ class NodeTable:
         """Append-only log of rows whose accounting changed this session."""
         self.annotations: list[dict[str, str]] = [{} for _ in range(n)]
         self.withheld: list[dict[str, float]] = [{} for _ in range(n)]
+        self.capacity: list[Mapping[str, float]] = [{} for _ in range(n)]
+        """Per node, the capacity of the resources some device vendor lists its cards from
+        (:data:`~caldera.devices.vendors.CAPACITY_NAMES`; usually empty)."""
         """Per node, the allocatable of resources left out of the space because a plugin
         accounts for them (device counts), as the node reports them."""
         """Per node, its annotations (device registrations); shared with the API objects, so
@@ -252,6 +256,7 @@ _STATIC = (
     "unschedulable",
     "static",
     "annotations",
+    "capacity",
     "withheld",
     "images",
 )

@@ -115,6 +115,7 @@ class Builder:
             template.annotations = [n.metadata.annotations for n in ready]
             if base.withheld is not None:
                 template.withheld = base.withheld
+            template.capacity = base.capacity
             template.images = base.images
             template.static = base.static  # shared with the other sessions on these nodes
             base.template = template

@@ -6,19 +6,32 @@ only with the nodes or queues, and are kept across builds while those stay the s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace
 from caldera.cache.memo import NodeBase, frozen, stable_uid
+from caldera.devices.model import NodeView
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import node_problems
+from caldera.devices.vendors import CAPACITY_NAMES, node_problems
 from caldera.models.core import Node
 from caldera.models.volcano import Queue as QueueModel
 
-__all__ = ["engine_queue", "node_base"]
+__all__ = ["device_view", "engine_queue", "node_base"]
+
+
+_NO_CAPACITY: Mapping[str, float] = MappingProxyType({})
+
+
+def device_view(node: Node) -> NodeView:
+    """What the device vendors read of ``node``: its name, annotations, and the capacity of the
+    resources some vendor lists its cards from (most nodes: none, one shared empty mapping)."""
+    capacity = node.status.capacity
+    kept = {r: capacity[r] for r in CAPACITY_NAMES if r in capacity}
+    return NodeView(node.metadata.name, node.metadata.annotations, kept or _NO_CAPACITY)
 
 
 def node_base(
@@ -31,7 +44,7 @@ def node_base(
         node = nodes[name]
         if node.ready:
             ready.append(node)
-            problems.extend((name, m) for m in node_problems(vendors, node.metadata.annotations))
+            problems.extend((name, m) for m in node_problems(vendors, device_view(node)))
         else:
             problems.append((name, "not Ready: takes no new pods this session"))
     alloc = np.array([space.vector(n.allocatable) for n in ready], dtype=np.float64).reshape(
@@ -50,6 +63,7 @@ def node_base(
             if managed
             else None
         ),
+        capacity=[device_view(n).capacity for n in ready],
         images=[
             {name: image.size_bytes for image in n.status.images for name in image.names}
             for n in ready

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from caldera.cache.converters import device_view
 from caldera.cache.state import ClusterState
 from caldera.devices.usage import CardState, HeldPod, PodShare, cluster_usage
 from caldera.devices.vendor import Vendor
@@ -30,5 +31,5 @@ def device_usage(
         for pod in state.pods.values()
         if pod.spec.node_name and pod.status.phase not in FINISHED_PHASES
     ]
-    nodes = {name: node.metadata.annotations for name, node in state.nodes.items()}
+    nodes = {name: device_view(node) for name, node in state.nodes.items()}
     return cluster_usage(vendors, nodes, held)

@@ -149,6 +149,7 @@ class NodeBase:
     allocatable: Vector
     labels: list[dict[str, str]]
     withheld: list[dict[str, float]] | None
+    capacity: list[Mapping[str, float]]
     images: list[dict[str, int]]
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(node, message) to report at every build."""

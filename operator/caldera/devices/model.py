@@ -7,7 +7,10 @@ string) works on these types alone, which is what makes another vendor one new m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple
 
 __all__ = [
     "UNSET_PERCENTAGE",
@@ -16,6 +19,7 @@ __all__ = [
     "DeviceDefaults",
     "Grant",
     "MigProfile",
+    "NodeView",
     "RegistrationError",
 ]
 
@@ -25,6 +29,17 @@ UNSET_PERCENTAGE = 101
 
 class RegistrationError(ValueError):
     """A node's registration text cannot be read; the message says where it goes wrong."""
+
+
+class NodeView(NamedTuple):
+    """What a vendor may read of a node to list its cards: most read one annotation, some
+    (Cambricon, MetaX, Moore Threads, Enflame, Kunlunxin, AWS Neuron) the node's capacity,
+    and name their cards after the node."""
+
+    name: str
+    annotations: Mapping[str, str]
+    capacity: Mapping[str, float] = MappingProxyType({})
+    """``status.capacity``, at least the resources the vendors read there."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import CardUse, pod_usage
-from caldera.devices.model import Card
+from caldera.devices.model import Card, NodeView
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import decoded, node_cards
 
@@ -53,16 +53,16 @@ class PodShare:
 
 def cluster_usage(
     vendors: Sequence[Vendor],
-    nodes: Mapping[str, Mapping[str, str]],
+    nodes: Mapping[str, NodeView],
     pods: Iterable[HeldPod],
 ) -> tuple[list[CardState], list[PodShare]]:
     """Every registered card with its usage (nodes by name, cards in registration order), and
-    every container's share; ``nodes`` maps node name → annotations."""
+    every container's share; ``nodes`` maps node name → what the vendors read of it."""
     cards: dict[tuple[str, str], list[Card]] = {}
     uses: dict[tuple[str, str, str], CardUse] = {}
-    for node, node_annotations in sorted(nodes.items()):
+    for node, view in sorted(nodes.items()):
         for vendor in vendors:
-            registered = node_cards(vendor, node_annotations)
+            registered = node_cards(vendor, view)
             if isinstance(registered, tuple) and registered:
                 cards[(node, vendor.name)] = list(registered)
                 for c in registered:

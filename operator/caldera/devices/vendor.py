@@ -17,6 +17,7 @@ from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
 __all__ = [
     "BindKeys",
+    "CapacityReader",
     "MoreAnnotations",
     "NodeReader",
     "OptionsReader",
@@ -32,6 +33,9 @@ OptionsReader = Callable[[Mapping[str, str], str, frozenset[str]], FitOptions]
 """(pod annotations, default GPU policy, cordoned card ids) → the pod's fit options."""
 NodeReader = Callable[[Mapping[str, str], FitOptions], FitOptions]
 """(node annotations, the pod's fit options) → the options on that node."""
+CapacityReader = Callable[[str, Mapping[str, str], Mapping[str, float]], list[Card]]
+"""(node name, node annotations, node capacity) → the cards of a vendor HAMi reads from node
+capacity (``GetNodeDevices`` on ``n.Status.Capacity``)."""
 MoreAnnotations = Callable[[Mapping[str, str], Sequence[Sequence[Grant]], float], dict[str, str]]
 """(pod annotations, grants per container, now) → the vendor's own bind annotations."""
 
@@ -112,6 +116,19 @@ class Vendor:
     walk_decides: Callable[[CardRequest, FitOptions], bool] | None = None
     """Whether only the vendor's walk can tell if a node holds this request (the arrays' walk
     is then a first sieve)."""
+    from_capacity: CapacityReader | None = None
+    """Set for a vendor whose cards are read from node capacity; ``read_cards`` is then unused
+    and ``register_annotation`` is read (if set) only as ``from_capacity``'s annotations."""
+    capacity_names: tuple[str, ...] = ()
+    """The capacity resources ``from_capacity`` reads: a node with none of them has no cards of
+    this vendor."""
+
+    @property
+    def source(self) -> str:
+        """Where a node registers this vendor's cards, as a field path for messages."""
+        if self.from_capacity is not None:
+            return f"status.capacity[{', '.join(self.capacity_names)}]"
+        return f"metadata.annotations[{self.register_annotation}]"
 
     def bind_annotations(
         self,

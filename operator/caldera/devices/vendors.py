@@ -11,12 +11,13 @@ from collections.abc import Mapping, Sequence
 
 from caldera.devices.ascend import ASCEND
 from caldera.devices.hygon import HYGON_DCU
-from caldera.devices.model import Card, Grant, RegistrationError
+from caldera.devices.model import Card, Grant, NodeView, RegistrationError
 from caldera.devices.nvidia import NVIDIA
 from caldera.devices.vendor import Vendor
 from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
 __all__ = [
+    "CAPACITY_NAMES",
     "VENDORS",
     "decoded",
     "enabled_vendors",
@@ -30,6 +31,10 @@ VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU, *ASCEND)
 (one per card type of its default device ConfigMap)."""
 
 
+CAPACITY_NAMES: frozenset[str] = frozenset(n for v in VENDORS for n in v.capacity_names)
+"""The node capacity resources some vendor lists its cards from."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _cards(vendor: Vendor, text: str) -> tuple[Card, ...] | str:
     try:
@@ -38,10 +43,29 @@ def _cards(vendor: Vendor, text: str) -> tuple[Card, ...] | str:
         return str(exc)
 
 
-def node_cards(vendor: Vendor, annotations: Mapping[str, str]) -> tuple[Card, ...] | str:
+@functools.lru_cache(maxsize=8192)
+def _capacity_cards(
+    vendor: Vendor, name: str, text: str | None, values: tuple[float | None, ...]
+) -> tuple[Card, ...] | str:
+    assert vendor.from_capacity is not None
+    annotations = {} if text is None else {vendor.register_annotation: text}
+    capacity = {r: v for r, v in zip(vendor.capacity_names, values, strict=True) if v is not None}
+    try:
+        return tuple(vendor.from_capacity(name, annotations, capacity))
+    except RegistrationError as exc:
+        return str(exc)
+
+
+def node_cards(vendor: Vendor, node: NodeView) -> tuple[Card, ...] | str:
     """The cards a node registers for ``vendor`` (empty: none), or why the registration cannot
-    be read. Parsed once per distinct registration text."""
-    text = annotations.get(vendor.register_annotation)
+    be read. Parsed once per distinct registration (annotation text, or node name and
+    capacity)."""
+    text = node.annotations.get(vendor.register_annotation) if vendor.register_annotation else None
+    if vendor.from_capacity is not None:
+        values = tuple(node.capacity.get(r) for r in vendor.capacity_names)
+        if all(v is None for v in values):
+            return ()
+        return _capacity_cards(vendor, node.name, text, values)
     if text is None:
         return ()
     return _cards(vendor, text)
@@ -52,16 +76,13 @@ def enabled_vendors(managed_resources: frozenset[str]) -> tuple[Vendor, ...]:
     return tuple(v for v in VENDORS if not v.resources.isdisjoint(managed_resources))
 
 
-def node_problems(vendors: Sequence[Vendor], annotations: Mapping[str, str]) -> list[str]:
-    """Why a node's registrations cannot be read, naming the annotation."""
+def node_problems(vendors: Sequence[Vendor], node: NodeView) -> list[str]:
+    """Why a node's registrations cannot be read, naming the field."""
     out = []
     for vendor in vendors:
-        got = node_cards(vendor, annotations)
+        got = node_cards(vendor, node)
         if isinstance(got, str):
-            out.append(
-                f"metadata.annotations[{vendor.register_annotation}]: {got}; "
-                f"the node has no shareable {vendor.name} devices"
-            )
+            out.append(f"{vendor.source}: {got}; the node has no shareable {vendor.name} devices")
     return out
 
 

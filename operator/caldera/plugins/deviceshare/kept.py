@@ -24,7 +24,7 @@ from caldera.api.node import NodeTable
 from caldera.api.task import Task
 from caldera.devices.fit import pod_usage
 from caldera.devices.hami import cordoned
-from caldera.devices.model import Card, Grant
+from caldera.devices.model import Card, Grant, NodeView
 from caldera.devices.table import DeviceTable, add_placements
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import decoded, node_cards
@@ -37,7 +37,10 @@ def device_tables(nodes: NodeTable, vendors: Sequence[Vendor]) -> list[DeviceTab
     from."""
     out: list[DeviceTable] = []
     for vendor in vendors:
-        rows = [node_cards(vendor, a) for a in nodes.annotations]
+        rows = [
+            node_cards(vendor, NodeView(*view))
+            for view in zip(nodes.names, nodes.annotations, nodes.capacity, strict=True)
+        ]
         if not any(rows):
             # no node registers this vendor's cards: its pods fit nowhere
             out.append(DeviceTable(vendor.name, [()] * len(rows), []))

@@ -30,7 +30,7 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
 from caldera.devices.fit import CardUse, FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
 from caldera.devices.hami import cordoned
-from caldera.devices.model import CardRequest, DeviceDefaults, Grant
+from caldera.devices.model import CardRequest, DeviceDefaults, Grant, NodeView
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS, node_cards
@@ -380,9 +380,11 @@ class DeviceState:
         parts: list[str] = []
         for need in needs:
             vendor = self.vendors[need.vendor]
-            registered = node_cards(vendor, self.nodes.annotations[row])
+            nodes = self.nodes
+            view = NodeView(nodes.names[row], nodes.annotations[row], nodes.capacity[row])
+            registered = node_cards(vendor, view)
             if isinstance(registered, str):
-                return False, f"{vendor.register_annotation} cannot be read: {registered}"
+                return False, f"{vendor.source} cannot be read: {registered}"
             fit = self.fit(need, row)
             if fit.grants is None:
                 return False, fit.reason
