@@ -82,6 +82,9 @@ class NodeLock:
     timeout: float
     """Seconds after which another pod's lock counts as stale and is taken over."""
     key: str = "hami.io/mutex.lock"
+    bare: bool = False
+    """The value is the time alone (Cambricon's ``cambricon.com/dsmlu.lock``); such a lock
+    names no pod, so it is released whoever took it, as HAMi's ``ReleaseNodeLock`` does."""
 
 
 @dataclass(slots=True, frozen=True)

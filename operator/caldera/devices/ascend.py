@@ -463,6 +463,7 @@ def ascend_vendor(config: VnpuConfig, hami_core_default: bool = False) -> Vendor
         more_keys=("predicate-time", f"huawei.com/{word}"),
         walk_decides=_decides(config),
         core_unit=" AI cores",
+        family="ascend",
     )
 
 

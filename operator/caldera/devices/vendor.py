@@ -54,7 +54,7 @@ class BindKeys:
     phase: str
     bind_time: str
     lock: str
-    """The node annotation holding the node lock."""
+    """The node annotation holding the node lock ("": the vendor takes none)."""
 
     @property
     def written(self) -> tuple[str, ...]:
@@ -122,6 +122,19 @@ class Vendor:
     capacity_names: tuple[str, ...] = ()
     """The capacity resources ``from_capacity`` reads: a node with none of them has no cards of
     this vendor."""
+    family: str = ""
+    """The section of HAMi's device ConfigMap this dialect belongs to (``cambricon``,
+    ``metax``...), named in ``deviceshare.Vendors`` to share it; "": shared whenever
+    ``deviceshare.VGPUEnable`` is set (NVIDIA, Hygon, Volcano's vGPU)."""
+    memory_factor: int | None = None
+    """MiB per unit of the vendor's memory resource where HAMi fixes it (Cambricon's 256): the
+    namespace quota on that resource counts in these units. None: ``deviceshare.MemoryFactor``."""
+    lock_expiry: float | None = None
+    """Seconds after which another pod's node lock is stale, where the vendor fixes it
+    (Cambricon: 2 minutes); None: ``deviceshare.NodeLockTimeout``."""
+    bare_lock: bool = False
+    """The node lock's value is the RFC 3339 time alone (Cambricon's ``dsmlu.lock``), not
+    HAMi's ``time,namespace,pod``."""
 
     @property
     def source(self) -> str:

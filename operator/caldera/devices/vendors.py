@@ -18,6 +18,7 @@ from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
 __all__ = [
     "CAPACITY_NAMES",
+    "FAMILIES",
     "VENDORS",
     "decoded",
     "enabled_vendors",
@@ -31,6 +32,8 @@ VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU, *ASCEND)
 (one per card type of its default device ConfigMap)."""
 
 
+FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family)
+"""The vendors ``deviceshare.Vendors`` may name (HAMi's device ConfigMap sections)."""
 CAPACITY_NAMES: frozenset[str] = frozenset(n for v in VENDORS for n in v.capacity_names)
 """The node capacity resources some vendor lists its cards from."""
 

@@ -21,8 +21,10 @@ NODES = Resource("", "v1", "nodes")
 PODS = Resource("", "v1", "pods")
 
 
-def lock_value(namespace: str, name: str, now: datetime) -> str:
-    return f"{now.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%SZ')},{namespace},{name}"
+def lock_value(namespace: str, name: str, now: datetime, bare: bool = False) -> str:
+    """HAMi's ``time,namespace,pod``; ``bare``: the time alone (Cambricon's ``setNodeLock``)."""
+    stamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return stamp if bare else f"{stamp},{namespace},{name}"
 
 
 def parse_lock(value: str) -> tuple[datetime | None, str, str]:
@@ -42,7 +44,7 @@ class NodeLocks:
         self._timeout = timeout
 
     async def acquire(
-        self, node: str, key: str, namespace: str, pod: str, expiry: float
+        self, node: str, key: str, namespace: str, pod: str, expiry: float, bare: bool = False
     ) -> str | None:
         """Take the lock for ``namespace/pod``; None, or why not (HAMi's words when held)."""
         current = await self._get(NODES, None, node)
@@ -56,16 +58,19 @@ class NodeLocks:
             if not mine and fresh and (not owner or await self._exists(owner_ns, owner)):
                 return f"node {node} has been locked within {expiry:.0f} seconds"
         await self._patch(
-            node, meta.get("resourceVersion", ""), key, lock_value(namespace, pod, now)
+            node, meta.get("resourceVersion", ""), key, lock_value(namespace, pod, now, bare)
         )
         return None
 
-    async def release(self, node: str, key: str, namespace: str, pod: str) -> None:
-        """Clear the lock if it still names ``namespace/pod`` (someone else's is left alone)."""
+    async def release(
+        self, node: str, key: str, namespace: str, pod: str, bare: bool = False
+    ) -> None:
+        """Clear the lock if it still names ``namespace/pod`` (someone else's is left alone); a
+        ``bare`` lock names no pod and is cleared as it is (Cambricon's ``ReleaseNodeLock``)."""
         current = await self._get(NODES, None, node)
         meta = current.get("metadata") or {}
         held = (meta.get("annotations") or {}).get(key)
-        if not held or parse_lock(held)[1:] != (namespace, pod):
+        if not held or (not bare and parse_lock(held)[1:] != (namespace, pod)):
             return
         await self._patch(node, meta.get("resourceVersion", ""), key, None)
 

@@ -142,7 +142,7 @@ class Binder:
         assert lock is not None
         try:
             busy = await self._locks.acquire(
-                bind.node, lock.key, bind.namespace, bind.name, lock.timeout
+                bind.node, lock.key, bind.namespace, bind.name, lock.timeout, lock.bare
             )
         except API_ERRORS as exc:
             self._observe(exc)
@@ -160,7 +160,7 @@ class Binder:
         lock = bind.node_lock
         assert lock is not None
         try:
-            await self._locks.release(bind.node, lock.key, bind.namespace, bind.name)
+            await self._locks.release(bind.node, lock.key, bind.namespace, bind.name, lock.bare)
         except API_ERRORS as exc:  # the lock expires on its own
             log.warning(
                 "releasing the lock on node %s failed: %s",

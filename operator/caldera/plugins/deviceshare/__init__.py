@@ -31,11 +31,10 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from caldera.api.task import NodeLock, Task
-from caldera.devices.ascend import ASCEND
 from caldera.devices.hami import node_policy
 from caldera.devices.model import DeviceDefaults
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import VENDORS
+from caldera.devices.vendors import FAMILIES, VENDORS
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.plugin import Args as BaseArgs
@@ -63,9 +62,14 @@ class DeviceShareArgs(Args):
     ascend_mindcluster: bool = Field(False, alias="deviceshare.AscendMindClusterVNPUEnable")
     ascend_hami: bool = Field(False, alias="deviceshare.AscendHAMiVNPUEnable")
     ascend: bool = Field(False, alias="deviceshare.AscendEnable")
-    """Caldera's, as HAMi's scheduler flag ``--enable-ascend``: with ``VGPUEnable``, share
-    Ascend NPUs in HAMi's dialect. Off, Ascend resources stay ordinary extended resources (a
-    cluster on Huawei's own device plugin keeps scheduling whole NPUs that way)."""
+    """Caldera's: with ``VGPUEnable``, share Ascend NPUs in HAMi's dialect (the same as naming
+    ``ascend`` in ``deviceshare.Vendors``). Off, Ascend resources stay ordinary extended
+    resources (a cluster on Huawei's own device plugin keeps scheduling whole NPUs that way)."""
+    families: tuple[str, ...] = Field((), alias="deviceshare.Vendors")
+    """Caldera's: the other vendors of HAMi's device ConfigMap to share with ``VGPUEnable``
+    (``cambricon``, ``metax``...; a list or a comma-separated string). A vendor not named keeps
+    its resources as ordinary extended resources, so a cluster on the vendor's own device
+    plugin keeps scheduling whole devices."""
     known_geometries_name: str = Field(
         "volcano-vgpu-device-config", alias="deviceshare.KnownGeometriesCMName"
     )
@@ -83,6 +87,18 @@ class DeviceShareArgs(Args):
     def _unsupported(cls, value: bool) -> bool:
         if value:
             raise ValueError(_UNSUPPORTED)
+        return value
+
+    @field_validator("families", mode="before")
+    @classmethod
+    def _families(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list | tuple):
+            unknown = [v for v in value if v not in FAMILIES]
+            if unknown:
+                known = ", ".join(sorted(FAMILIES))
+                raise ValueError(f"unknown vendor {unknown[0]!r} (known: {known})")
         return value
 
     @model_validator(mode="after")
@@ -118,9 +134,9 @@ class DeviceShareArgs(Args):
 
     @property
     def vendors(self) -> tuple[Vendor, ...]:
-        """The dialects shared: all but Ascend's unless ``deviceshare.AscendEnable``."""
-        ascend = {id(v) for v in ASCEND}
-        return tuple(v for v in VENDORS if self.ascend or id(v) not in ascend)
+        """The dialects shared: those of no family, and those of the families named."""
+        named = {*self.families, *(("ascend",) if self.ascend else ())}
+        return tuple(v for v in VENDORS if not v.family or v.family in named)
 
     @property
     def defaults(self) -> DeviceDefaults:
@@ -157,7 +173,10 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         def reserve(task: Task) -> None:
             held = state.reserve(task, now)
             if self.args.node_lock and held:
-                task.node_lock = NodeLock(timeout, state.vendors[held[0][0]].keys.lock)
+                vendor = state.vendors[held[0][0]]
+                if vendor.keys.lock:
+                    expiry = timeout if vendor.lock_expiry is None else vendor.lock_expiry
+                    task.node_lock = NodeLock(expiry, vendor.keys.lock, vendor.bare_lock)
 
         def unreserve(task: Task) -> None:
             state.unreserve(task)

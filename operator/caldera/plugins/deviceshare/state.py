@@ -220,8 +220,9 @@ class DeviceState:
         if mem is None and cores is None:
             return None
         used = self.quota_used.get((v, namespace), [0, 0])
+        factor = vendor.memory_factor or self.defaults.memory_factor
         return Quota(
-            None if mem is None else int(mem) * self.defaults.memory_factor - used[0],
+            None if mem is None else int(mem) * factor - used[0],
             None if cores is None else int(cores) - used[1],
         )
 
