@@ -101,6 +101,7 @@ def node(
     ready: bool = True,
     images: Mapping[str, int] | None = None,
     annotations: Mapping[str, str] | None = None,
+    capacity: Mapping[str, str] | None = None,
 ) -> Node:
     raw = {
         "kind": "Node",
@@ -110,6 +111,7 @@ def node(
         "spec": {"unschedulable": unschedulable, "taints": list(taints)},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})},
+            "capacity": dict(capacity or {}),
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
             "images": [{"names": [n], "sizeBytes": size} for n, size in (images or {}).items()],
         },

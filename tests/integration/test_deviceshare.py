@@ -208,3 +208,57 @@ async def test_a_session_counts_the_cards_of_a_bind_still_in_flight(
         assert "CardInsufficientMemory" in condition["message"]
         hold.release()
         assert await wait_bound(k8s, "first", timeout=30) == {"first": "n1"}
+
+
+def mlu_node(name: str) -> dict[str, Any]:
+    """A node with two MLUs as Cambricon's device plugin in sMLU mode publishes them."""
+    obj = node(name)
+    mlus = {
+        "cambricon.com/mlu": "2",
+        "cambricon.com/mlu.smlu.vcore": "200",
+        "cambricon.com/mlu.smlu.vmemory": "128",
+    }
+    obj["status"]["capacity"] = {**obj["status"].get("capacity", {}), **mlus}
+    obj["status"]["allocatable"] = {**obj["status"].get("allocatable", {}), **mlus}
+    return obj
+
+
+def mlu_pod(name: str) -> dict[str, Any]:
+    obj = pod(name)
+    limits = {
+        "cambricon.com/mlu": "1",
+        "cambricon.com/mlu.smlu.vmemory": "16",
+        "cambricon.com/mlu.smlu.vcore": "25",
+    }
+    obj["spec"]["containers"][0]["resources"]["limits"] = limits
+    return obj
+
+
+async def test_an_mlu_pod_takes_cambricons_own_bare_node_lock_and_gets_its_smlu_profile(
+    k8s: K8sHandle, tmp_path: Path
+) -> None:
+    k8s.needs_emulator("it reads the order of the writes from the request log")
+    await k8s.create("nodes", mlu_node("n1"))
+    await k8s.create("pods", mlu_pod("infer"), namespace="default")
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text(
+        f"{DEFAULT_POLICY_YAML}  - name: deviceshare\n    arguments:\n"
+        "      deviceshare.VGPUEnable: true\n      deviceshare.NodeLockEnable: true\n"
+        "      deviceshare.Vendors: [cambricon]\n"
+    )
+    async with running_operator(k8s, scheduler_conf=str(conf)):
+        assert await wait_bound(k8s, "infer") == {"infer": "n1"}
+    assert writes_about(k8s, "infer") == [
+        ("patch", "nodes", "", "n1"),
+        ("patch", "pods", "", "infer"),
+        ("create", "pods", "binding", "infer"),
+    ]
+    n1 = await k8s.get("nodes", "n1")
+    annotations = n1["metadata"]["annotations"]
+    # Cambricon's setNodeLock: the RFC 3339 time alone, under its own key
+    held = annotations["cambricon.com/dsmlu.lock"]
+    assert "," not in held and datetime.fromisoformat(held) <= datetime.now(UTC)
+    assert LOCK not in annotations
+    got = (await k8s.get("pods", "infer", namespace="default"))["metadata"]["annotations"]
+    assert got["CAMBRICON_DSMLU_PROFILE"] == "1_25_16"
+    assert got["hami.io/cambricon-mlu-devices-allocated"] == "n1-cambricon-mlu-1,MLU,4096,25:;"

@@ -28,9 +28,15 @@ _NO_CAPACITY: Mapping[str, float] = MappingProxyType({})
 
 def device_view(node: Node) -> NodeView:
     """What the device vendors read of ``node``: its name, annotations, and the capacity of the
-    resources some vendor lists its cards from (most nodes: none, one shared empty mapping)."""
-    capacity = node.status.capacity
-    kept = {r: capacity[r] for r in CAPACITY_NAMES if r in capacity}
+    resources some vendor lists its cards from (most nodes: none, one shared empty mapping). A
+    resource the node states no capacity for is read from its allocatable (a hand-written
+    manifest may give only that; a kubelet reports both)."""
+    capacity, allocatable = node.status.capacity, node.status.allocatable
+    kept = {
+        r: capacity[r] if r in capacity else allocatable[r]
+        for r in CAPACITY_NAMES
+        if r in capacity or r in allocatable
+    }
     return NodeView(node.metadata.name, node.metadata.annotations, kept or _NO_CAPACITY)
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "card_order",
     "card_score",
     "fit_node",
+    "hami_walk",
     "kind_ok",
     "pod_usage",
     "policy_words",
@@ -261,6 +262,10 @@ def _fit_container(
     if taken:
         reasons["AllocatedCardsInsufficientRequest"] += len(taken)
     return None, reasons, None
+
+
+hami_walk: Walk = _fit_container
+"""HAMi's NVIDIA ``Fit``, the walk of every vendor that gives none of its own."""
 
 
 def uuid_refusal(card: Card, opts: FitOptions) -> str | None:

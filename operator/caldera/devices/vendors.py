@@ -10,6 +10,7 @@ import functools
 from collections.abc import Mapping, Sequence
 
 from caldera.devices.ascend import ASCEND
+from caldera.devices.cambricon import CAMBRICON_MLU
 from caldera.devices.hygon import HYGON_DCU
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
 from caldera.devices.nvidia import NVIDIA
@@ -27,9 +28,15 @@ __all__ = [
     "pod_problems",
 ]
 
-VENDORS: tuple[Vendor, ...] = (NVIDIA, VOLCANO_VGPU, HYGON_DCU, *ASCEND)
+VENDORS: tuple[Vendor, ...] = (
+    NVIDIA,
+    VOLCANO_VGPU,
+    HYGON_DCU,
+    *ASCEND,
+    CAMBRICON_MLU,
+)
 """HAMi's NVIDIA dialect, Volcano's own vGPU dialect, HAMi's Hygon DCU, and HAMi's Ascend NPUs
-(one per card type of its default device ConfigMap)."""
+(one per card type of its default device ConfigMap), then HAMi's other vendors, one line each."""
 
 
 FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family)

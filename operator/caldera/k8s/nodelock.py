@@ -5,6 +5,10 @@ plugin reads it to find the pod the kubelet is allocating for, and clears it whe
 lock is taken over when it is older than the timeout, when the pod it names no longer exists, or
 when it already names this pod; otherwise the node "has been locked". Taking and releasing are
 merge patches guarded by the node's resource version, so two schedulers never both win.
+
+Cambricon's lock (``cambricon.com/dsmlu.lock``) is *bare*: the time alone, as its
+``setNodeLock`` writes it. Such a lock names no pod: one with an unreadable time is refused (its
+``LockNode`` fails on ``time.Parse``), and releasing clears it as it is (``ReleaseNodeLock``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class NodeLocks:
         now = datetime.now(UTC)
         if held:
             when, owner_ns, owner = parse_lock(held)
+            if bare and when is None:  # Cambricon's LockNode: time.Parse fails, no lock
+                return f"node {node} holds an unreadable lock {key}={held!r}"
             mine = (owner_ns, owner) == (namespace, pod)
             fresh = when is not None and (now - when).total_seconds() < expiry
             if not mine and fresh and (not owner or await self._exists(owner_ns, owner)):

@@ -99,6 +99,7 @@ class DeviceShareArgs(Args):
             if unknown:
                 known = ", ".join(sorted(FAMILIES))
                 raise ValueError(f"unknown vendor {unknown[0]!r} (known: {known})")
+            return tuple(value)
         return value
 
     @model_validator(mode="after")
