@@ -214,7 +214,7 @@ def mlu_node(name: str) -> dict[str, Any]:
     """A node with two MLUs as Cambricon's device plugin in sMLU mode publishes them."""
     obj = node(name)
     mlus = {
-        "cambricon.com/mlu": "2",
+        "cambricon.com/vmlu": "2",
         "cambricon.com/mlu.smlu.vcore": "200",
         "cambricon.com/mlu.smlu.vmemory": "128",
     }
@@ -226,7 +226,7 @@ def mlu_node(name: str) -> dict[str, Any]:
 def mlu_pod(name: str) -> dict[str, Any]:
     obj = pod(name)
     limits = {
-        "cambricon.com/mlu": "1",
+        "cambricon.com/vmlu": "1",
         "cambricon.com/mlu.smlu.vmemory": "16",
         "cambricon.com/mlu.smlu.vcore": "25",
     }

@@ -13,20 +13,20 @@ from caldera.errors import ConfigError
 from caldera.simulate.runner import Simulation, simulate
 
 COUNT, MEMORY, CORES = (
-    "cambricon.com/mlu",
+    "cambricon.com/vmlu",
     "cambricon.com/mlu.smlu.vmemory",
     "cambricon.com/mlu.smlu.vcore",
 )
 
 
-def mlu_node(name: str, mlus: int = 2, vmemory_per_mlu: int = 64) -> Obj:
+def mlu_node(
+    name: str, mlus: int = 2, vmemory_per_mlu: int = 64, advertised: int | None = None
+) -> Obj:
     """A node whose Cambricon plugin in sMLU mode publishes ``mlus`` MLUs of
-    ``vmemory_per_mlu`` x 256 MiB."""
-    capacity = {
-        COUNT: str(mlus),
-        CORES: str(100 * mlus),
-        MEMORY: str(vmemory_per_mlu * mlus),
-    }
+    ``vmemory_per_mlu`` x 256 MiB (and ``advertised`` vMLUs, if given)."""
+    capacity = {CORES: str(100 * mlus), MEMORY: str(vmemory_per_mlu * mlus)}
+    if advertised is not None:
+        capacity[COUNT] = str(advertised)
     return node(name, cpu="32", memory="128Gi", extra=capacity, capacity=capacity)
 
 
@@ -90,7 +90,7 @@ def test_a_pod_naming_no_memory_takes_a_whole_mlu() -> None:
 def test_without_the_vendor_named_mlus_are_ordinary_extended_resources() -> None:
     # Cambricon's own device plugin: cambricon.com/mlu counted against node allocatable
     sim = simulate(
-        state_of([mlu_node("n1"), pod("p", extra=asks(2))]),
+        state_of([mlu_node("n1", advertised=2), pod("p", extra=asks(2))]),
         policy(deviceshare_policy(), REGISTRY),
         REGISTRY,
         scheduler_names=["volcano"],

@@ -23,7 +23,7 @@ from caldera.devices.vendors import node_cards
 from caldera.k8s.nodelock import lock_value, parse_lock
 
 COUNT, MEMORY, CORES = (
-    "cambricon.com/mlu",
+    "cambricon.com/vmlu",
     "cambricon.com/mlu.smlu.vmemory",
     "cambricon.com/mlu.smlu.vcore",
 )

@@ -277,7 +277,7 @@ def evict_for(
             else:
                 feasible &= ~mask
         req = preemptor.resreq
-        cols = np.flatnonzero(req)
+        cols = nodes.space.fit_columns(req)
         future = nodes.future_idle
         fits_now = feasible & ~curable & (future[:, cols] >= req[cols]).all(axis=1)
         if fits_now.any():
@@ -366,7 +366,7 @@ def _on_node(
     if not allowed:
         return None
     req = preemptor.resreq
-    cols = np.flatnonzero(req)
+    cols = ssn.nodes.space.fit_columns(req)
     room = ssn.nodes.future_idle[row].copy()
     taken: list[Task] = []
     weight = 0

@@ -200,7 +200,7 @@ class NodeWalk:
             return False
         mask = rows_of(task) & self.table.held
         req = task.resreq
-        cols = np.flatnonzero(req)
+        cols = ssn.nodes.space.fit_columns(req)
         freed = self.table.releasable(mask, cols)
         freed += ssn.nodes.future_idle[:, cols]
         room: BoolArray = np.all(freed >= req[cols] - 1e-9, axis=1)
@@ -338,7 +338,7 @@ class NodeWalk:
         """Set :attr:`_asks` to ``task``'s non-zero requests (kept while it is the same task)."""
         if self._asks_for is not task:
             self._asks_for = task
-            cols = np.flatnonzero(task.resreq)
+            cols = self.ssn.nodes.space.fit_columns(task.resreq)
             need = (task.resreq[cols] - 1e-9).tolist()
             self._asks = list(zip(cols.tolist(), need, strict=True))
 

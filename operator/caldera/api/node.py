@@ -239,7 +239,12 @@ class NodeTable:
         return self.derived(("topology", key), lambda: _domains(self.label_column(key)))
 
     def total(self) -> Vector:
+        """The cluster's allocatable. An unfitted resource (a shared device's count) no node
+        advertises is unbounded (inf): only what a queue names limits it."""
         total: Vector = self.allocatable.sum(axis=0)
+        fitted = self.space.fitted
+        if fitted is not None:
+            total = np.where(fitted | (total > 0), total, np.inf)
         return total
 
 

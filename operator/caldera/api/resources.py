@@ -60,14 +60,30 @@ def counts_as_resource(name: str) -> bool:
 class ResourceSpace:
     """An ordered, immutable set of resource names with vector helpers."""
 
-    __slots__ = ("index", "names", "quota")
+    __slots__ = ("fitted", "index", "names", "quota", "unfitted")
 
-    def __init__(self, extra: Iterable[str] = ()) -> None:
+    def __init__(self, extra: Iterable[str] = (), unfitted: Iterable[str] = ()) -> None:
         others = sorted({name for name in extra if name not in _FIXED})
         self.names: tuple[str, ...] = (*_FIXED, *others)
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.names)}
         self.quota: npt.NDArray[np.bool_] = np.array([n != PODS for n in self.names], dtype=bool)
         """Columns that count for shares and quotas (all but the implicit pod slot)."""
+        self.unfitted: frozenset[str] = frozenset(unfitted) & frozenset(self.names)
+        """Resources queues count but nodes are not checked for: a plugin places them (a
+        shared device's count, whose cards deviceshare walks)."""
+        self.fitted: npt.NDArray[np.bool_] | None = (
+            np.array([n not in self.unfitted for n in self.names], dtype=bool)
+            if self.unfitted
+            else None
+        )
+        """Columns the node fit checks (None: all)."""
+
+    def fit_columns(self, req: Vector) -> npt.NDArray[np.intp]:
+        """The columns of ``req`` a node must have room for: the non-zero ones, but the
+        :attr:`unfitted`."""
+        if self.fitted is None:
+            return np.flatnonzero(req)
+        return np.flatnonzero(np.where(self.fitted, req, 0.0))
 
     def __len__(self) -> int:
         return len(self.names)

@@ -230,12 +230,13 @@ class BuildMemo:
         """Every resource name some kept pod requests."""
         return self._names.keys()
 
-    def space(self, names: Iterable[str]) -> ResourceSpace:
-        """The resource space of ``names``: the one of the last build when the names are the
-        same (so the kept vectors still fit it)."""
-        space = ResourceSpace(names)
-        if self._space is not None and self._space.names == space.names:
-            return self._space
+    def space(self, names: Iterable[str], unfitted: frozenset[str] = frozenset()) -> ResourceSpace:
+        """The resource space of ``names`` (``unfitted``: see :attr:`ResourceSpace.unfitted`):
+        the one of the last build when they are the same (so the kept vectors still fit it)."""
+        space = ResourceSpace(names, unfitted)
+        last = self._space
+        if last is not None and last.names == space.names and last.unfitted == space.unfitted:
+            return last
         self._space = space
         return space
 

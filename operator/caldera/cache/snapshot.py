@@ -34,7 +34,7 @@ from caldera.cache.outcome import GONE, HELD, NO_MEMBERS, SKIP, Group, Members, 
 from caldera.cache.state import ClusterState
 from caldera.cache.topology import assign_subgroups
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import enabled_vendors
+from caldera.devices.vendors import COUNT_RESOURCES, enabled_vendors
 from caldera.models.core import Pod
 from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
@@ -57,10 +57,15 @@ __all__ = [
 ]
 
 
-def _resource_names(state: ClusterState, memo: BuildMemo, managed: frozenset[str]) -> Iterable[str]:
-    for name in _all_resource_names(state, memo):
-        if name not in managed:
-            yield name
+def _space(state: ClusterState, memo: BuildMemo, managed: frozenset[str]) -> ResourceSpace:
+    """The session's resource space: every resource name but those a plugin accounts for
+    (``managed``). A shared device's count (``nvidia.com/gpu``) stays, for queues to count as
+    Volcano's ``GetIgnoredDevices`` leaves it, but unfitted: its cards are deviceshare's to
+    place, and a node need not advertise it."""
+    unfitted = managed & COUNT_RESOURCES
+    excluded = managed - unfitted
+    names = (name for name in _all_resource_names(state, memo) if name not in excluded)
+    return memo.space(names, unfitted)
 
 
 def _all_resource_names(state: ClusterState, memo: BuildMemo) -> Iterable[str]:
@@ -237,7 +242,7 @@ def prepare_pods(
     while a listing's later pages are on their way."""
     for key, pod in pods.items():
         memo.entry(key, pod)
-    space = memo.space(_resource_names(state, memo, managed))
+    space = _space(state, memo, managed)
     entries = memo.entries
     for key, pod in pods.items():
         entry = memo.task_parts(entries[key], space)
@@ -295,7 +300,7 @@ def prelude(
     works out again itself the pods of each PodGroup that changed (:mod:`caldera.model`)."""
     names = frozenset(scheduler_names)
     b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
-    space = b.space = memo.space(_resource_names(state, memo, managed_resources))
+    space = b.space = _space(state, memo, managed_resources)
     vendors = enabled_vendors(managed_resources)
     table = b.nodes(space, vendors, managed_resources)
     queues = b.queues(space)

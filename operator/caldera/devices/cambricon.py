@@ -64,7 +64,7 @@ __all__ = [
 
 VENDOR = "MLU"
 """``CambriconMLUDevice`` and ``CambriconMLUCommonWord``."""
-COUNT = "cambricon.com/mlu"
+COUNT = "cambricon.com/vmlu"
 MEMORY = "cambricon.com/mlu.smlu.vmemory"
 CORES = "cambricon.com/mlu.smlu.vcore"
 """The chart's ``mluResourceName``, ``mluResourceMem`` and ``mluResourceCores``."""

@@ -19,6 +19,7 @@ from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
 __all__ = [
     "CAPACITY_NAMES",
+    "COUNT_RESOURCES",
     "FAMILIES",
     "VENDORS",
     "decoded",
@@ -41,6 +42,8 @@ VENDORS: tuple[Vendor, ...] = (
 
 FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family)
 """The vendors ``deviceshare.Vendors`` may name (HAMi's device ConfigMap sections)."""
+COUNT_RESOURCES: frozenset[str] = frozenset(v.count_resource for v in VENDORS)
+"""Each dialect's device count (``nvidia.com/gpu``): queues count it, deviceshare places it."""
 CAPACITY_NAMES: frozenset[str] = frozenset(n for v in VENDORS for n in v.capacity_names)
 """The node capacity resources some vendor lists its cards from."""
 

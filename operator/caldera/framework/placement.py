@@ -54,7 +54,7 @@ def resource_reason(name: str) -> str:
 def resource_rejections(space: ResourceSpace, req: Vector, avail: Matrix) -> list[Rejection]:
     """One rejection per requested resource that some node lacks."""
     out: list[Rejection] = []
-    for col in np.flatnonzero(req):
+    for col in space.fit_columns(req):
         mask = avail[:, col] < req[col]
         if mask.any():
             out.append((resource_reason(space.names[col]), mask))
@@ -69,7 +69,7 @@ def never_fits(ssn: Session, task: Task) -> FitErrors | None:
     if not len(nodes):
         return FitErrors(total=0, message=NO_READY_NODE)
     req = task.resreq
-    cols = np.flatnonzero(req)
+    cols = nodes.space.fit_columns(req)
     if _fits(nodes.allocatable, req, cols).any():
         return None
     return fit_errors(
@@ -193,7 +193,7 @@ def choose_node(
             blocked = mask if blocked is None else (blocked | mask)
 
     req = task.resreq
-    cols = np.flatnonzero(req)
+    cols = nodes.space.fit_columns(req)
     try:
         fits_idle = _fits(nodes.idle, req, cols)
         if blocked is not None:
@@ -245,7 +245,7 @@ def _nominated(
     row = ssn.nodes.index.get(task.nominated) if task.nominated else None
     if row is None or (blocked is not None and blocked[row]):
         return None
-    cols = np.flatnonzero(task.resreq)
+    cols = ssn.nodes.space.fit_columns(task.resreq)
     if fits_idle[row]:
         idle = True
     elif future and (ssn.nodes.future_idle[row, cols] >= task.resreq[cols]).all():

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from caldera.api.hypernode import ROOM, HyperNodeTree, HyperNodeUsage, TierTrial, TopologyTrace
 from caldera.api.job import Job, SubGroup
+from caldera.api.resources import ResourceSpace
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
 from caldera.framework.session import Session
 from caldera.framework.statement import Statement
@@ -115,7 +116,8 @@ class TopologySearch:
         # per shape, the pods of it each node could take: the same at every tier (a failed trial
         # leaves the nodes as they were), so counted once
         idle = self.ssn.nodes.future_idle
-        slots = [(_pods_per_node(idle, req), count) for req, count in _shapes(need)]
+        space = self.ssn.space
+        slots = [(_pods_per_node(idle, req, space), count) for req, count in _shapes(need)]
         total = sum((t.resreq for t in need), self.ssn.space.zeros())
         for tier in tree.tiers:
             if rule.highest >= 0 and tier > rule.highest:
@@ -251,9 +253,12 @@ def _needed(job: Job, tasks: Sequence[Task]) -> list[Task]:
     return list(tasks[: max(missing, 0)])
 
 
-def _pods_per_node(idle: npt.NDArray[np.float64], req: npt.NDArray[np.float64]) -> FloatArray:
-    """How many pods asking ``req`` each node could take: ``min over resources ⌊idle/req⌋``."""
-    cols = np.flatnonzero(req)
+def _pods_per_node(
+    idle: npt.NDArray[np.float64], req: npt.NDArray[np.float64], space: ResourceSpace
+) -> FloatArray:
+    """How many pods asking ``req`` each node could take: ``min over resources ⌊idle/req⌋``
+    (of the resources a node is checked for)."""
+    cols = space.fit_columns(req)
     out: FloatArray = np.floor(idle[:, cols] / req[cols]).min(axis=1).clip(min=0)
     return out
 

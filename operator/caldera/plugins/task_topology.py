@@ -245,7 +245,8 @@ class TaskTopologyPlugin(Plugin[TaskTopologyArgs]):
             if manager is None or bucket is None:
                 return 0.0
             room = nodes.idle[rows] + nodes.releasing[rows]
-            fits = (room >= task.resreq).all(axis=1)
+            cols = nodes.space.fit_columns(task.resreq)
+            fits = (room[:, cols] >= task.resreq[cols]).all(axis=1)
             # per node: the bucket's pods there, less the anti-affine pods placed there this
             # session (both kept for the few nodes they touch, spread over all nodes at once)
             extra = np.zeros(len(nodes), dtype=np.float64)
