@@ -6,8 +6,8 @@ Each test names the Go test it follows; each row is named by its Go case.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import pytest
 
