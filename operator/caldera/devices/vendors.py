@@ -9,11 +9,21 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+from caldera.devices.amd import AMD_GPU
 from caldera.devices.ascend import ASCEND
+from caldera.devices.awsneuron import AWS_NEURON
+from caldera.devices.biren import BIREN
 from caldera.devices.cambricon import CAMBRICON_MLU
+from caldera.devices.enflame import ENFLAME
+from caldera.devices.enflame_gcu import ENFLAME_GCU
 from caldera.devices.hygon import HYGON_DCU
+from caldera.devices.iluvatar import ILUVATAR
+from caldera.devices.metax import METAX_GPU
+from caldera.devices.metax_sgpu import METAX_SGPU
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
+from caldera.devices.mthreads import MTHREADS
 from caldera.devices.nvidia import NVIDIA
+from caldera.devices.vastai import VASTAI
 from caldera.devices.vendor import Vendor
 from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
@@ -35,6 +45,16 @@ VENDORS: tuple[Vendor, ...] = (
     HYGON_DCU,
     *ASCEND,
     CAMBRICON_MLU,
+    BIREN,
+    VASTAI,
+    AMD_GPU,
+    AWS_NEURON,
+    *ILUVATAR,
+    MTHREADS,
+    METAX_GPU,
+    METAX_SGPU,
+    ENFLAME,
+    ENFLAME_GCU,
 )
 """HAMi's NVIDIA dialect, Volcano's own vGPU dialect, HAMi's Hygon DCU, and HAMi's Ascend NPUs
 (one per card type of its default device ConfigMap), then HAMi's other vendors, one line each."""

@@ -1,0 +1,179 @@
+"""Enflame GCUs taken whole, the HAMi way (HAMi's ``pkg/device/enflame/gcu.go``).
+
+Enflame's plain device plugin publishes a node's GCUs only as the capacity
+``enflame.com/gcu``, and a pod asks for whole GCUs by that name; HAMi lists the GCUs from the
+number and never shares one. What it follows:
+
+- the cards (``GetNodeDevices``): ``<node>-GCU-<i>`` for each GCU of the capacity, one slot,
+  100 of memory and 100 % compute each; a capacity that is 0 or not a whole number is "device
+  not found";
+- the request (``GenerateResourceRequests``): ``enflame.com/gcu`` (limits first, then
+  requests), a whole number of GCUs (0 or less asks for nothing), each taken with 100 of
+  memory and 100 % cores;
+- the fit (``Fit``): the GCUs walked from the last in HAMi's card order: health, the request's
+  type, then a GCU anything holds is refused (``ExclusiveDeviceAllocateConflict``); no UUID
+  selectors, no slots or memory checks, no NUMA, no cordon, no quota;
+- the bind (``PatchAnnotations``): the allocation on ``hami.io/enflame-gcu-devices-to-allocate``
+  and ``hami.io/enflame-gcu-devices-allocated``; no node lock, and the card score is 0.
+
+It belongs to the ``enflame`` section of HAMi's device ConfigMap, as the DRS dialect
+(:mod:`caldera.devices.enflame`) does: naming ``enflame`` in ``deviceshare.Vendors`` shares both.
+A node the arrays' screen refuses because its GCUs are taken says ``CardTimeSlicingExhausted``
+(the screen's check of a GCU's one slot) where this walk, and HAMi, say
+``ExclusiveDeviceAllocateConflict``; the verdict is the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from caldera.devices.enflame import FAMILY
+from caldera.devices.enflame_drs import INT64, int32
+from caldera.devices.fit import CardUse, FitOptions, Walked, card_order
+from caldera.devices.hami import (
+    DEFAULTS,
+    GPU_POLICY,
+    SCORING_WEIGHTS,
+    decode_allocation,
+    encode_allocation,
+    named,
+    scoring_weights,
+)
+from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
+from caldera.devices.vendor import HAMI_KEYS, Vendor
+
+__all__ = [
+    "COUNT",
+    "ENFLAME_GCU",
+    "KEYS",
+    "VENDOR",
+    "capacity_cards",
+    "container_request",
+    "gcu_walk",
+    "pod_options",
+]
+
+VENDOR = "GCU"
+"""``EnflameGCUDevice`` and ``EnflameGCUCommonWord``."""
+COUNT = "enflame.com/gcu"
+"""The chart's ``resourceNameGCU``."""
+KEYS = dataclasses.replace(
+    HAMI_KEYS,
+    to_allocate="hami.io/enflame-gcu-devices-to-allocate",
+    allocated="hami.io/enflame-gcu-devices-allocated",
+    lock="",
+)
+WHOLE = 100
+"""A GCU's ``Devmem`` and ``Devcore``, and what each GCU asked takes of them."""
+
+
+def _whole(value: float) -> int | None:
+    """``Quantity.AsInt64``: the value when it is a whole number in int64 range."""
+    if not math.isfinite(value) or value != int(value) or int(value) not in INT64:
+        return None
+    return int(value)
+
+
+def capacity_cards(
+    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+) -> list[Card]:
+    """``GetNodeDevices``: one GCU per unit of the ``enflame.com/gcu`` capacity."""
+    del annotations  # the plain device plugin registers nothing on the node
+    count = _whole(capacity.get(COUNT, 0.0))
+    if not count:
+        raise RegistrationError(f"device not found {COUNT}")
+    return [
+        Card(f"{node}-{VENDOR}-{i}", 1, WHOLE, WHOLE, VENDOR, True, index=i) for i in range(count)
+    ]
+
+
+def container_request(
+    limits: Mapping[str, float],
+    requests: Mapping[str, float],
+    defaults: DeviceDefaults = DEFAULTS,
+) -> CardRequest | None:
+    """``GenerateResourceRequests``: the GCUs a container asks, each whole; None when it names
+    none, or a number that is not whole or not positive (``Resourcereqs`` keeps ``Nums > 0``).
+    ``defaults`` play no part."""
+    del defaults
+    value = named(COUNT, limits, requests)
+    count = None if value is None else _whole(value)
+    if count is None or int32(count) <= 0:
+        return None
+    return CardRequest(VENDOR, int32(count), WHOLE, WHOLE, WHOLE)
+
+
+def pod_options(
+    annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
+) -> FitOptions:
+    """HAMi's generic GPU policy and scoring weights (they order the GCUs); nothing else."""
+    del cordon  # the GCU Fit has no cordon
+    weights = annotations.get(SCORING_WEIGHTS)
+    return FitOptions(
+        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
+        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
+    )
+
+
+def gcu_walk(
+    cards: Sequence[Card],
+    uses: list[CardUse],
+    request: CardRequest,
+    opts: FitOptions,
+    vendor: str,
+    given: tuple[int, int] = (0, 0),
+) -> Walked:
+    """``GCUDevices.Fit`` for one container: free GCUs from the end of HAMi's card order until
+    it has its number, or why each GCU said no."""
+    del vendor, given  # one vendor word; no quota
+    reasons: Counter[str] = Counter()
+    nums = request.nums
+    taken: list[Grant] = []
+    for i in reversed(card_order(cards, uses, request, opts)):
+        card, use = cards[i], uses[i]
+        if not card.health:
+            reasons["CardNotHealth"] += 1
+            continue
+        if request.vendor != VENDOR:  # checkType
+            reasons["CardTypeMismatch"] += 1
+            continue
+        if use.used > 0:
+            reasons["ExclusiveDeviceAllocateConflict"] += 1
+            continue
+        if nums > 0:
+            nums -= 1
+            taken.append(Grant(card.id, VENDOR, request.memreq, request.coresreq))
+        if nums == 0:
+            return taken, reasons, None
+    if taken:
+        reasons["AllocatedCardsInsufficientRequest"] = len(taken)
+    return None, reasons, None
+
+
+def _no_cards(text: str) -> list[Card]:
+    raise RegistrationError("Enflame GCUs are read from node capacity, not an annotation")
+
+
+ENFLAME_GCU = Vendor(
+    name=VENDOR,
+    register_annotation="",
+    resources=frozenset({COUNT}),
+    quota_memory="",
+    quota_cores="",
+    keys=KEYS,
+    count_resource=COUNT,
+    read_cards=_no_cards,
+    read_request=container_request,
+    read_options=pod_options,
+    encode=encode_allocation,
+    decode=decode_allocation,
+    cordon_annotation="",
+    walk=gcu_walk,
+    from_capacity=capacity_cards,
+    capacity_names=(COUNT,),
+    family=FAMILY,
+)
+"""HAMi's Enflame dialect for whole GCUs (no memory or core resource: no namespace quota)."""
