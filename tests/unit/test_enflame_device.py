@@ -726,3 +726,13 @@ def test_gcu_add_resource_usage() -> None:
     """``TestGCUDevices_AddResourceUsage``: one more user, its cores and memory."""
     usage = pod_usage(0, [[Grant("dev-0", "GCU", 100, 50)]])
     assert usage == {"dev-0": CardUse(1, 100, 50)}
+
+
+def test_a_drs_instance_takes_its_slices_of_the_gcus_sharing_slots() -> None:
+    """``AddResourceUsage`` counts ``sliceCount`` slots per instance, in the seam's usage too:
+    app containers summed, an init container at its largest instance."""
+    three = DrsGrant("g", "Enflame", 20480, 50, slots=3)
+    one = DrsGrant("g", "Enflame", 6144, 16, slots=1)
+    assert pod_usage(0, [[three], [one]])["g"].used == 4
+    assert pod_usage(1, [[three], [one]])["g"].used == 3
+    assert pod_usage(0, [[DrsGrant("g", "Enflame", 1, 1)]])["g"].used == 1  # not known: one

@@ -302,6 +302,7 @@ AMD_GPU = Vendor(
     decode=decode_allocation,
     cordon_annotation="",
     walk=walk,
+    screened=False,
     core_unit=" CUs",
     walk_decides=_always,
     from_capacity=capacity_cards,

@@ -386,6 +386,7 @@ AWS_NEURON = Vendor(
     decode=decode_allocation,
     cordon_annotation="",
     walk=walk,
+    screened=False,
     more_annotations=neuron_annotations,
     more_keys=(ASSIGNED_INDEX, PREDICATE_TIME, ALLOCATED_FLAG, ASSIGNED_NODE, RESOURCE_TYPE),
     core_unit=" core mask",

@@ -28,11 +28,11 @@ issue #3016 (``config_test.go``); the local snapshot (2026-08-21) predates both:
   minor, the first profile's slices (``gcu-request-size``) and ``assigned-containers``; no node
   lock (``LockNode`` takes none). The card score is 0 (``ScoreNode``).
 
-Where Caldera differs until its device seam says more: a GCU's usage counts one slot per
-instance, not the instance's slices (:func:`~caldera.devices.enflame_drs.add_usage` is HAMi's
-count); ``assigned-containers`` names containers ``container-<i>``, the bind being given no
-container names (:func:`drs_annotations` takes them); and a node the arrays' screen refuses
-says the screen's reason where HAMi would say ``ModeNotFit`` first.
+A GCU's usage counts each instance's slices (``DrsGrant.slots_taken``), and only this module's
+walk judges a node (``screened=False``), so its reasons are HAMi's (``ModeNotFit`` first).
+Where Caldera differs until its device seam says more: ``assigned-containers`` names
+containers ``container-<i>``, the bind being given no container names
+(:func:`drs_annotations` takes them).
 """
 
 from __future__ import annotations
@@ -382,6 +382,7 @@ ENFLAME = Vendor(
     decode=decode,
     cordon_annotation="",
     walk=drs_walk,
+    screened=False,
     more_annotations=_patch,
     more_keys=(
         ASSIGNED,

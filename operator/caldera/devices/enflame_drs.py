@@ -209,6 +209,11 @@ class DrsGrant(Grant):
     slots: int = 0
     """``Slots``: the slices the instance takes (0: not known, counts one)."""
 
+    @property
+    def slots_taken(self) -> int:
+        """``AddResourceUsage`` counts the instance's slices (``sliceCount``)."""
+        return slots_of(self)
+
 
 def slots_of(grant: Grant) -> int:
     """``sliceCount``: the slices a share takes, one when not known."""
@@ -216,9 +221,9 @@ def slots_of(grant: Grant) -> int:
 
 
 def add_usage(use: CardUse, grant: Grant) -> None:
-    """``AddResourceUsage``: the instance's slices (clamped to int32), memory and cores. The
-    device seam's usage (``fit._take``, ``fit.pod_usage``) still counts one slot per grant; it
-    counts HAMi's slices once it adds :func:`slots_of` instead."""
+    """``AddResourceUsage``: the instance's slices (clamped to int32), memory and cores; the
+    device seam's usage (``fit._take``, ``fit.pod_usage``) counts the same through
+    :attr:`DrsGrant.slots_taken`."""
     use.used = clamp32(use.used + slots_of(grant))
     use.usedcores += grant.cores
     use.usedmem += grant.memory

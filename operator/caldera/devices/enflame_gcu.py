@@ -18,9 +18,8 @@ number and never shares one. What it follows:
 
 It belongs to the ``enflame`` section of HAMi's device ConfigMap, as the DRS dialect
 (:mod:`caldera.devices.enflame`) does: naming ``enflame`` in ``deviceshare.Vendors`` shares both.
-A node the arrays' screen refuses because its GCUs are taken says ``CardTimeSlicingExhausted``
-(the screen's check of a GCU's one slot) where this walk, and HAMi, say
-``ExclusiveDeviceAllocateConflict``; the verdict is the same.
+Only this walk judges a node (``screened=False``), so a node whose GCUs are taken says HAMi's
+``ExclusiveDeviceAllocateConflict``.
 """
 
 from __future__ import annotations
@@ -172,6 +171,7 @@ ENFLAME_GCU = Vendor(
     decode=decode_allocation,
     cordon_annotation="",
     walk=gcu_walk,
+    screened=False,
     from_capacity=capacity_cards,
     capacity_names=(COUNT,),
     family=FAMILY,

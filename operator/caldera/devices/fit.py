@@ -327,7 +327,7 @@ def _take(cards: Sequence[Card], uses: list[CardUse], grants: Sequence[Grant]) -
     at = {c.id: i for i, c in enumerate(cards)}
     for g in grants:
         use = uses[at[g.uuid]]
-        use.used += 1
+        use.used += g.slots_taken
         use.usedmem += g.memory
         use.usedcores += g.cores
         if g.mig is not None:
@@ -403,11 +403,12 @@ def pod_usage(inits: int, containers: Sequence[Sequence[Grant]]) -> dict[str, Ca
             if g.mig is not None:
                 instances[g.uuid] = (*instances.get(g.uuid, ()), g.mig[1:])
             if n < inits:
-                p = peak.setdefault(g.uuid, CardUse(used=1))
+                p = peak.setdefault(g.uuid, CardUse())
+                p.used = max(p.used, g.slots_taken)
                 p.usedmem, p.usedcores = max(p.usedmem, g.memory), max(p.usedcores, g.cores)
             else:
                 a = app.setdefault(g.uuid, CardUse())
-                a.used += 1
+                a.used += g.slots_taken
                 a.usedmem += g.memory
                 a.usedcores += g.cores
     out: dict[str, CardUse] = {}

@@ -480,6 +480,7 @@ METAX_SGPU = Vendor(
     decode=decode_allocation,
     cordon_annotation="",
     walk=walk,
+    screened=False,
     walk_decides=_no_walk_sieve,
     more_annotations=sgpu_annotations,
     more_keys=(ALLOCATED, PREDICATE_TIME),

@@ -113,6 +113,12 @@ class Grant:
     mig: tuple[str, int, int] | None = None
     """The MIG instance the share is: (profile, start slice, size)."""
 
+    @property
+    def slots_taken(self) -> int:
+        """The card's sharing slots this share takes: one (a vendor's grant may take more, as
+        an Enflame DRS instance takes its slices)."""
+        return 1
+
 
 @dataclass(frozen=True, slots=True)
 class DeviceDefaults:

@@ -116,6 +116,11 @@ class Vendor:
     walk_decides: Callable[[CardRequest, FitOptions], bool] | None = None
     """Whether only the vendor's walk can tell if a node holds this request (the arrays' walk
     is then a first sieve)."""
+    screened: bool = True
+    """Whether the arrays' walk (HAMi's NVIDIA checks, vectorised) may sieve nodes before the
+    vendor's own walk. False for a vendor whose checks differ (order, reason words, units): then
+    only the count of cards is sieved by the arrays, and the vendor's walk gives each node's
+    verdict and reasons."""
     from_capacity: CapacityReader | None = None
     """Set for a vendor whose cards are read from node capacity; ``read_cards`` is then unused
     and ``register_annotation`` is read (if set) only as ``from_capacity``'s annotations."""

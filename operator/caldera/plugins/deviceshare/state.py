@@ -206,6 +206,7 @@ class DeviceState:
                 exact = exact or any(r.nums > 1 for _, r in reqs if r is not None)
             if vendor.walk_decides is not None:
                 exact = exact or any(vendor.walk_decides(r, opts) for _, r in reqs if r)
+            exact = exact or not vendor.screened
             screen_opts = opts if quota is None else dataclasses.replace(opts, quota=None)
             out.append(PodNeed(v, reqs, opts, exact, screen_opts))
         return out
@@ -236,10 +237,28 @@ class DeviceState:
         failed: dict[str, BoolArray] = {}
         alive = np.ones(n, dtype=bool)
         for need in needs:
-            alive = self._screen_need(need, alive, failed)
+            if self.vendors[need.vendor].screened:
+                alive = self._screen_need(need, alive, failed)
+            else:
+                alive = self._count_need(need, alive, failed)
             if need.exact:
                 alive = self._exact(need, alive, failed)
         return list(failed.items())
+
+    def _count_need(
+        self, need: PodNeed, alive: BoolArray, failed: dict[str, BoolArray]
+    ) -> BoolArray:
+        """For a vendor the arrays do not sieve: only nodes with as many of its cards as each
+        container asks (HAMi's ``NodeInsufficientDevice``, checked before any walk)."""
+        ncards = self.tables[need.vendor].ncards
+        for _, request in need.containers:
+            if request is not None:
+                short = alive & (ncards < request.nums)
+                if short.any():
+                    reason = "NodeInsufficientDevice"
+                    failed[reason] = failed[reason] | short if reason in failed else short
+                alive = alive & ~short
+        return alive
 
     def pre_predicate(self, task: Task) -> str | None:
         """Why the pod's device request or annotations are invalid, for every node at once."""
