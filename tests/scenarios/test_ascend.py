@@ -137,7 +137,8 @@ def test_explain_names_the_npus_tried_and_hamis_reason_per_node() -> None:
     )
     nodes = {v.node: v for v in ex.nodes}
     assert nodes["free"].devices == "NPU-f0 (40000 MiB, 5 AI cores)"
-    assert nodes["full"].reasons == {"deviceshare": ["2/2 CardInsufficientMemory"]}
+    per_card = "NPU-x0: CardInsufficientMemory; NPU-x1: CardInsufficientMemory"
+    assert nodes["full"].reasons == {"deviceshare": [f"2/2 CardInsufficientMemory ({per_card})"]}
 
 
 def _holding(node_name: str) -> dict[str, str]:

@@ -102,7 +102,14 @@ def test_explain_gives_hamis_per_node_reason_when_no_card_has_room(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     doc = run_json(capsys, "explain", "default/p", *files(tmp_path, gpu_pod("p", 1, 17000)))
-    assert doc["nodes"]["gpu-1"]["reasons"] == {"deviceshare": ["2/2 CardInsufficientMemory"]}
+    assert doc["nodes"]["gpu-1"]["reasons"] == {
+        "deviceshare": [
+            (
+                "2/2 CardInsufficientMemory "
+                "(GPU-a: CardInsufficientMemory; GPU-b: CardInsufficientMemory)"
+            )
+        ]
+    }
     assert "2 CardInsufficientMemory" not in doc["verdict"]  # one node, not two
     assert "1 CardInsufficientMemory" in doc["verdict"]
 

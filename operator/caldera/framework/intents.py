@@ -206,6 +206,9 @@ class CycleResult:
     traced_nodes: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     """For the pod the session traces (``Session.traced``, ``caldera explain``): node → the
     (filter, reason) pairs its message counts against that node, as the session last saw it."""
+    traced_notes: dict[str, str] = field(default_factory=dict)
+    """For the traced pod: node → what a plugin adds to its refusal there, as the pod was last
+    tried (deviceshare: each card tried and why it refused)."""
     preemption_nodes: dict[str, dict[str, str]] = field(default_factory=dict)
     """Pod → node → why preempt or reclaim could not make room for it there (the nodes it
     tried, at most :data:`~caldera.actions._walk.NODES_NOTED` of them)."""

@@ -35,6 +35,7 @@ from caldera.framework.registry import Registry
 from caldera.framework.session import IntArray, Session
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_ALLOCATION_GATE
 from caldera.plugins.deviceshare import DeviceSharePlugin
+from caldera.plugins.deviceshare.verdicts import explain as device_verdict
 from caldera.plugins.nodeorder import NodeOrderPlugin, per_row
 from caldera.plugins.usage import ACTIVE
 from caldera.simulate.progress import Progress
@@ -214,6 +215,7 @@ def _explain(
 
     pre = ssn.pre_predicate(task)
     counted = next_.nodes  # the nodes as the session saw them when it last tried the pod
+    notes = next_.notes if counted else {}
     if pre is not None:
         counted = {v.node: [("PreFilter", pre)] for v in verdicts}
     elif not counted:
@@ -222,11 +224,17 @@ def _explain(
     for index, node in enumerate(verdicts):
         for origin, reason in counted.get(node.node, []):
             node.reasons.setdefault(origin, []).append(reason)
-        said = cards.state.explain(task, index) if cards and cards.state else None
+        said = device_verdict(cards.state, task, index) if cards and cards.state else None
+        seen = notes.get(node.node)
         if said is not None and said[0] and node.fits:
             node.devices = said[1]
-        elif said is not None and cards is not None and cards.name in node.reasons:
-            node.reasons[cards.name] = [said[1]]  # the cards it tried there, and why
+        elif cards is not None and cards.name in node.reasons:
+            # the cards it tried there, and why: as the session tried them, or (the cluster as
+            # it is) as they are now
+            if seen is not None:
+                node.reasons[cards.name] = [seen]
+            elif said is not None and not said[0]:
+                node.reasons[cards.name] = [said[1]]
     feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
     weights: dict[str, int] = {}
     if pre is None and len(feasible):
@@ -271,6 +279,8 @@ class _Next:
     """Every bind of the session: (pod, node)."""
     nodes: dict[str, list[tuple[str, str]]]
     """Node → the (filter, reason) pairs the pod's message counts (empty: no such message)."""
+    notes: dict[str, str]
+    """Node → what deviceshare said of its cards there when the session last tried the pod."""
 
 
 def _next_session(
@@ -325,8 +335,18 @@ def _next_session(
         text = f"stays gated by {QUEUE_ALLOCATION_GATE}: {result.gate_waits[key]}"
     for pod_key, node in binds:
         if pod_key == key:
-            return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds, {})
-    return _Next(text, victims, note, per_node, trace, False, binds, result.traced_nodes)
+            return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds, {}, {})
+    return _Next(
+        text,
+        victims,
+        note,
+        per_node,
+        trace,
+        False,
+        binds,
+        result.traced_nodes,
+        result.traced_notes,
+    )
 
 
 def _taken(next_: _Next, fitting: set[str]) -> str:

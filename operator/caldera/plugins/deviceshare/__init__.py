@@ -42,6 +42,7 @@ from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 from caldera.plugins.deviceshare.gpushare import GpuShare
 from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, RELEASABLE_REASONS, DeviceState
+from caldera.plugins.deviceshare.verdicts import explain as device_verdict
 
 __all__ = ["DeviceShareArgs", "DeviceSharePlugin"]
 
@@ -156,6 +157,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
 
     def on_session_open(self, ssn: Session) -> None:
         self.state: DeviceState | None = None
+        self._ssn = ssn
         if self.args.gpu_sharing or self.args.gpu_number:
             share = GpuShare(ssn.snapshot, "memory" if self.args.gpu_sharing else "number")
             ssn.predicate_point.add(self.name, share.predicate)
@@ -193,7 +195,16 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
 
     def _predicate(self, task: Task) -> list[Rejection]:
         assert self.state is not None
-        return self.state.predicate(task)
+        rejections = self.state.predicate(task)
+        if rejections and task.key == self._ssn.traced:  # caldera explain: each card's answer
+            refused = np.logical_or.reduce([mask for _, mask in rejections])
+            notes: dict[str, str] = {}
+            for row in np.flatnonzero(refused).tolist():
+                said = device_verdict(self.state, task, row)
+                if said is not None and not said[0]:
+                    notes[self._ssn.nodes.names[row]] = said[1]
+            self._ssn.result.traced_notes = notes
+        return rejections
 
     def _score(self, task: Task, rows: IntArray) -> np.typing.NDArray[np.float64] | float:
         state = self.state

@@ -28,12 +28,20 @@ import numpy.typing as npt
 
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
-from caldera.devices.fit import CardUse, FitOptions, NodeFit, Quota, fit_node, kind_ok, pod_usage
+from caldera.devices.fit import (
+    CardUse,
+    FitOptions,
+    NodeFit,
+    Quota,
+    fit_node,
+    kind_ok,
+    pod_usage,
+)
 from caldera.devices.hami import cordoned
-from caldera.devices.model import CardRequest, DeviceDefaults, Grant, NodeView
+from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
-from caldera.devices.vendors import VENDORS, node_cards
+from caldera.devices.vendors import VENDORS
 from caldera.models.core import ContainerResources
 from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
 
@@ -374,6 +382,14 @@ class DeviceState:
         """HAMi's fit of the pod's containers on node ``row`` as its cards are used now."""
         table = self.tables[need.vendor]
         vendor = self.vendors[need.vendor]
+        opts = self.node_options(need, row)
+        current = uses if uses is not None else table.uses(row)
+        return fit_node(table.cards[row], current, need.containers, opts, vendor.name, vendor.walk)
+
+    def node_options(self, need: PodNeed, row: int) -> FitOptions:
+        """The pod's fit options on node ``row``: its cordoned cards, pair scores and what the
+        vendor reads of the node."""
+        vendor = self.vendors[need.vendor]
         key = (need.opts, need.vendor, row)
         opts = self._node_opts.get(key)
         if opts is None:
@@ -386,33 +402,7 @@ class DeviceState:
             if vendor.read_node is not None:
                 opts = vendor.read_node(annotations, opts)
             self._node_opts[key] = opts
-        current = uses if uses is not None else table.uses(row)
-        return fit_node(table.cards[row], current, need.containers, opts, vendor.name, vendor.walk)
-
-    def explain(self, task: Task, row: int) -> tuple[bool, str] | None:
-        """For ``caldera explain``: the cards ``task`` would get on node ``row`` (True), or why
-        none, in HAMi's words (False); None when the pod asks for no shared device."""
-        needs = self.needs(task)
-        if isinstance(needs, str):
-            return False, needs
-        if not needs:
-            return None
-        parts: list[str] = []
-        for need in needs:
-            vendor = self.vendors[need.vendor]
-            nodes = self.nodes
-            view = NodeView(nodes.names[row], nodes.annotations[row], nodes.capacity[row])
-            registered = node_cards(vendor, view)
-            if isinstance(registered, str):
-                return False, f"{vendor.source} cannot be read: {registered}"
-            fit = self.fit(need, row)
-            if fit.grants is None:
-                return False, fit.reason
-            unit = "% cores" if need.opts.soft_split else vendor.core_unit
-            parts.extend(
-                f"{g.uuid} ({g.memory} MiB, {g.cores}{unit})" for c in fit.grants for g in c
-            )
-        return True, ", ".join(parts)
+        return opts
 
     # -- reserve / unreserve ------------------------------------------------------------------
 
