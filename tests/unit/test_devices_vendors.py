@@ -346,3 +346,21 @@ def test_every_vendor_reads_no_request_from_a_container_without_its_resources(
 ) -> None:
     plain = {"cpu": 1.0, "nvidia.com/gpu": 1.0, "nvidia.com/gpumem": 1000.0}
     assert vendor.read_request(plain, plain, DeviceDefaults()) is None
+
+
+def test_the_readme_vendor_table_names_every_dialects_switch_and_count() -> None:
+    """The README's vendor table is what users read to turn a vendor on: every
+    ``deviceshare.Vendors`` word, and every dialect's count (a per-card-type count as its
+    ``<type>`` pattern), are in it."""
+    from pathlib import Path
+
+    from caldera.devices.vendors import FAMILIES, VENDORS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("| vendor | `deviceshare.Vendors` |") :]
+    table = table[: table.index("\n\n")]
+    for family in FAMILIES:
+        assert f"| `{family}` |" in table, family
+    patterns = {"ascend": "`huawei.com/<type>`", "iluvatar": "`iluvatar.ai/<chip>-vgpu`"}
+    for vendor in VENDORS:
+        assert patterns.get(vendor.family, f"`{vendor.count_resource}`") in table, vendor.name
