@@ -50,7 +50,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, ScoreInput, Vendor
 
 __all__ = [
     "CARD_CORES",
@@ -249,6 +249,10 @@ def node_score(
     return NODE_SCORE_BASE - topology_value(annotations[key], cards)
 
 
+def _score_node(seen: ScoreInput) -> float:
+    return node_score(seen.annotations, seen.grants, seen.policy)
+
+
 def _no_cards(text: str) -> list[Card]:
     raise RegistrationError("MetaX GPUs are read from node capacity, not an annotation")
 
@@ -268,6 +272,7 @@ METAX_GPU = Vendor(
     decode=decode_allocation,
     cordon_annotation="",
     walk=walk,
+    score_node=_score_node,
     from_capacity=capacity_cards,
     capacity_names=(COUNT,),
     family="metax",

@@ -94,7 +94,7 @@ from caldera.devices.metax_links import (
     score_exclusive,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, ScoreInput, Vendor
 
 __all__ = [
     "ALLOCATED",
@@ -460,9 +460,14 @@ def sgpu_annotations(
     }
 
 
-def _no_walk_sieve(request: CardRequest, opts: FitOptions) -> bool:
-    """Every sGPU request: the walk collects and ranks cards, its reasons are its own."""
-    return True
+def _score_node(seen: ScoreInput) -> float:
+    """``ScoreNode``: the MetaLink score; 0 for an online pod (its score needs each card's
+    other pods, ``holders``, which the seam does not carry)."""
+    sgpu = seen.opts if isinstance(seen.opts, SgpuOptions) else SgpuOptions()
+    if sgpu.app_class == ONLINE:
+        return 0.0
+    previous = list(zip(seen.cards, seen.before, strict=True))
+    return node_score(seen.opts, seen.grants, previous, {}, seen.policy)
 
 
 METAX_SGPU = Vendor(
@@ -481,7 +486,7 @@ METAX_SGPU = Vendor(
     cordon_annotation="",
     walk=walk,
     screened=False,
-    walk_decides=_no_walk_sieve,
+    score_node=_score_node,
     more_annotations=sgpu_annotations,
     more_keys=(ALLOCATED, PREDICATE_TIME),
     family="metax",

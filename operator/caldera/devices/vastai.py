@@ -44,7 +44,7 @@ from caldera.devices.biren import (
 from caldera.devices.fit import CardUse, FitOptions, Walked, card_order, policy_words
 from caldera.devices.hami import decode_allocation, encode_allocation
 from caldera.devices.model import Card, CardRequest, Grant, RegistrationError
-from caldera.devices.vendor import Vendor
+from caldera.devices.vendor import ScoreInput, Vendor
 
 __all__ = [
     "COUNT",
@@ -180,6 +180,10 @@ def best_combination(taken: Sequence[tuple[Card, Grant]], wanted: int) -> list[G
     return out
 
 
+def _score_node(seen: ScoreInput) -> float:
+    return die_score(seen.cards, seen.grants)
+
+
 def die_score(cards: Sequence[Card], containers: Sequence[Sequence[Grant]]) -> float:
     """``VastaiDevices.ScoreNode``: per container holding dies, the share of them on its most
     used AIC, summed (1 per container whose dies share one AIC); 0 for the whole pod as soon
@@ -227,6 +231,7 @@ VASTAI = Vendor(
     cordon_annotation="",
     walk=walk,
     walk_decides=_mutex,
+    score_node=_score_node,
     family=FAMILY,
 )
 """HAMi's Vastai dialect: whole cards or dies, no memory or compute split, no quota."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from caldera.devices.fit import FitOptions, Walk
+from caldera.devices.fit import CardUse, FitOptions, Walk
 from caldera.devices.hami import CORDON_ANNOTATION
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
@@ -20,8 +20,10 @@ __all__ = [
     "CapacityReader",
     "MoreAnnotations",
     "NodeReader",
+    "NodeScore",
     "OptionsReader",
     "RequestReader",
+    "ScoreInput",
     "Vendor",
 ]
 
@@ -36,6 +38,27 @@ NodeReader = Callable[[Mapping[str, str], FitOptions], FitOptions]
 CapacityReader = Callable[[str, Mapping[str, str], Mapping[str, float]], list[Card]]
 """(node name, node annotations, node capacity) → the cards of a vendor HAMi reads from node
 capacity (``GetNodeDevices`` on ``n.Status.Capacity``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreInput:
+    """What a vendor's ``ScoreNode`` sees of one node that would hold the pod."""
+
+    annotations: Mapping[str, str]
+    """The node's annotations."""
+    cards: Sequence[Card]
+    before: Sequence[CardUse]
+    """Each card's usage before the pod (HAMi's ``previous``)."""
+    grants: Sequence[Sequence[Grant]]
+    """What the pod would get there, per container."""
+    opts: FitOptions
+    policy: str
+    """The node policy in force (``binpack`` or ``spread``)."""
+
+
+NodeScore = Callable[[ScoreInput], float]
+"""A vendor's ``ScoreNode``, weighted as HAMi's ``OverrideScore`` weights it: what it adds to
+HAMi's score of the node (binpack takes the highest total, spread the lowest)."""
 MoreAnnotations = Callable[[Mapping[str, str], Sequence[Sequence[Grant]], float], dict[str, str]]
 """(pod annotations, grants per container, now) → the vendor's own bind annotations."""
 
@@ -116,6 +139,8 @@ class Vendor:
     walk_decides: Callable[[CardRequest, FitOptions], bool] | None = None
     """Whether only the vendor's walk can tell if a node holds this request (the arrays' walk
     is then a first sieve)."""
+    score_node: NodeScore | None = None
+    """The vendor's own ``ScoreNode`` (None: 0, HAMi's default for most vendors)."""
     screened: bool = True
     """Whether the arrays' walk (HAMi's NVIDIA checks, vectorised) may sieve nodes before the
     vendor's own walk. False for a vendor whose checks differ (order, reason words, units): then

@@ -212,8 +212,17 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         needs = state.needs(task)
         if isinstance(needs, str) or not needs:
             return 0.0
-        scores = state.node_scores(rows) * (MAX_SCORE / MAX_NODE_SCORE / state.registered)
+        base = state.node_scores(rows) / state.registered  # HAMi's usage score, 0-30
         policy = node_policy(task.annotations, self.args.schedule_policy or "binpack")
+        extra = state.vendor_scores(task, rows, policy)
+        if extra is not None and extra.any():
+            # HAMi ranks by usage score + the vendors' ScoreNode (binpack: highest first,
+            # spread: lowest); spread over 0-100 across the candidates, that order kept
+            raw = base + extra
+            low, high = float(raw.min()), float(raw.max())
+            scores = (raw - low) * (MAX_SCORE / (high - low)) if high > low else raw * 0.0
+        else:
+            scores = base * (MAX_SCORE / MAX_NODE_SCORE)
         if policy == "spread":
             scores = MAX_SCORE - scores
         out: np.typing.NDArray[np.float64] = scores * self.args.schedule_weight

@@ -40,7 +40,7 @@ from caldera.devices.fit import (
 from caldera.devices.hami import cordoned
 from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
-from caldera.devices.vendor import Vendor
+from caldera.devices.vendor import ScoreInput, Vendor
 from caldera.devices.vendors import VENDORS
 from caldera.models.core import ContainerResources
 from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
@@ -448,6 +448,37 @@ class DeviceState:
             if table.width:
                 total += table.node_scores(rows)
         return total
+
+    def vendor_scores(
+        self, task: Task, rows: npt.NDArray[np.intp], policy: str
+    ) -> npt.NDArray[np.float64] | None:
+        """What the pod's vendors' own ``ScoreNode`` add on ``rows`` (HAMi's ``OverrideScore``),
+        from the cards the pod would get on each; None when none of its vendors has one."""
+        needs = self.needs(task)
+        if isinstance(needs, str):
+            return None
+        scored = [n for n in needs if self.vendors[n.vendor].score_node is not None]
+        if not scored:
+            return None
+        out = np.zeros(len(rows), dtype=np.float64)
+        for need in scored:
+            vendor, table = self.vendors[need.vendor], self.tables[need.vendor]
+            assert vendor.score_node is not None
+            for i, row in enumerate(rows.tolist()):
+                before = table.uses(row)
+                fit = self.fit(need, row, before)
+                if fit.grants is None:
+                    continue
+                seen = ScoreInput(
+                    self.nodes.annotations[row],
+                    table.cards[row],
+                    before,
+                    fit.grants,
+                    self.node_options(need, row),
+                    policy,
+                )
+                out[i] += vendor.score_node(seen)
+        return out
 
 
 def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
