@@ -27,6 +27,7 @@ from caldera.devices.awsneuron import (
 )
 from caldera.devices.fit import CardUse, fit_node, reason_text
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
+from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import node_cards
 
 NEURON, CORE = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore"
@@ -125,7 +126,7 @@ def test_patch_annotations_names_the_node_and_each_core() -> None:
         [grant("trn-a-AWSNeuron-15", 15, 1, False)],
         [grant("trn-a-AWSNeuron-15", 15, 2, False)],
     ]
-    got = neuron_annotations({}, containers, 0.0)
+    got = neuron_annotations(BindPod({}), containers, 0.0)
     assert got["AWS_NEURON_IDS"] == "30,31"
     assert got["aws.amazon.com/predicate-node"] == "trn-a"
 

@@ -19,6 +19,7 @@ from caldera.devices.cambricon import (
 )
 from caldera.devices.fit import CardUse, FitOptions, Quota, hami_walk, reason_text
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
+from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import node_cards
 from caldera.k8s.nodelock import lock_value, parse_lock
 
@@ -271,7 +272,7 @@ def test_patch_annotations(containers: list[list[Grant]], expected: dict[str, st
 
 def test_patch_annotations_with_no_device_adds_nothing_of_cambricons() -> None:
     """``Test_PatchAnnotations`` "no device"."""
-    assert dsmlu_annotations({}, [[]], 0.0) == {}
+    assert dsmlu_annotations(BindPod({}), [[]], 0.0) == {}
 
 
 def test_the_node_lock_is_cambricons_bare_time_lock_of_two_minutes() -> None:

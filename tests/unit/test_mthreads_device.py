@@ -22,6 +22,7 @@ from caldera.devices.mthreads import (
     mthreads_annotations,
     mthreads_walk,
 )
+from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import CAPACITY_NAMES, FAMILIES, VENDORS, node_cards
 
 COUNT, MEMORY, CORES = "mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"
@@ -378,7 +379,7 @@ def test_patch_annotations() -> None:
     """``Test_PatchAnnotations`` "exist device": the allocation on the allocated key alone, the
     card index, and the node (none in the Go test's input: "")."""
     containers = [[Grant("test1", "Mthreads", 1000, 1)]]
-    got = mthreads_annotations({}, containers, 1.5)
+    got = mthreads_annotations(BindPod({}), containers, 1.5)
     assert got == {
         "mthreads.com/gpu-index": "0",
         "mthreads.com/predicate-time": "1500000000",
@@ -428,17 +429,17 @@ def test_the_gpu_index_is_the_last_containers_cards(
     containers: list[list[Grant]], index: str
 ) -> None:
     """``PatchAnnotations``: ``gpu-index`` is written for each container holding cards in turn."""
-    assert mthreads_annotations({}, containers, 0.0)["mthreads.com/gpu-index"] == index
+    assert mthreads_annotations(BindPod({}), containers, 0.0)["mthreads.com/gpu-index"] == index
 
 
-def test_the_predicate_node_is_the_node_chosen_once_the_seam_passes_it() -> None:
+def test_the_predicate_node_is_the_node_chosen() -> None:
     """``PatchAnnotations``: ``predicate-node`` copies ``hami.io/vgpu-node``."""
-    got = mthreads_annotations({}, [[Grant("n1-mthreads-0", "Mthreads", 0, 0)]], 0.0, "n1")
+    got = mthreads_annotations(BindPod({}, "n1"), [[Grant("n1-mthreads-0", "Mthreads", 0, 0)]], 0.0)
     assert got["mthreads.com/predicate-node"] == "n1"
 
 
 def test_patch_annotations_with_no_card_add_nothing_of_moore_threads() -> None:
-    assert mthreads_annotations({}, [[]], 0.0) == {}
+    assert mthreads_annotations(BindPod({}), [[]], 0.0) == {}
 
 
 # -- the vendor ------------------------------------------------------------------------------

@@ -55,6 +55,7 @@ from caldera.devices.hami import (
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 from caldera.devices.vendor import (
     HAMI_KEYS,
+    BindPod,
     MoreAnnotations,
     NodeReader,
     OptionsReader,
@@ -410,11 +411,11 @@ def _runtime_info(config: VnpuConfig) -> MoreAnnotations:
     key = f"huawei.com/{config.common_word}"
 
     def annotations(
-        pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+        pod: BindPod, containers: Sequence[Sequence[Grant]], now: float
     ) -> dict[str, str]:
         """``PatchAnnotations``' own keys: ``predicate-time`` and, per NPU, what the runtime
         sets up (the template only for a hard split; Go leaves zero fields out)."""
-        soft = pod.get(VNPU_MODE) == HAMI_CORE
+        soft = pod.annotations.get(VNPU_MODE) == HAMI_CORE
         infos = []
         for grants in containers:
             for g in grants:

@@ -59,7 +59,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
 
 __all__ = [
     "AWS_NEURON",
@@ -333,7 +333,7 @@ def _index_of(grant: Grant) -> tuple[str, int, int, bool]:
 
 
 def neuron_annotations(
-    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+    pod: BindPod, containers: Sequence[Sequence[Grant]], now: float
 ) -> dict[str, str]:
     """``PatchAnnotations``' own keys. ``AWS_NEURON_IDS`` gathers every container's indexes in
     order (init containers first): device indexes for a container asking by ``neuron`` limits,

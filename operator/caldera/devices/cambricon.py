@@ -50,7 +50,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
 
 __all__ = [
     "CAMBRICON_MLU",
@@ -173,7 +173,7 @@ def _index(uuid: str) -> int:
 
 
 def dsmlu_annotations(
-    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+    pod: BindPod, containers: Sequence[Sequence[Grant]], now: float
 ) -> dict[str, str]:
     """``PatchAnnotations``' own keys: the sMLU profile of the first container holding an MLU
     (``<index>_<cores>_<memory / 256>``), and "not yet assigned" for the device plugin."""

@@ -30,9 +30,8 @@ issue #3016 (``config_test.go``); the local snapshot (2026-08-21) predates both:
 
 A GCU's usage counts each instance's slices (``DrsGrant.slots_taken``), and only this module's
 walk judges a node (``screened=False``), so its reasons are HAMi's (``ModeNotFit`` first).
-Where Caldera differs until its device seam says more: ``assigned-containers`` names
-containers ``container-<i>``, the bind being given no container names
-(:func:`drs_annotations` takes them).
+``assigned-containers`` names the pod's containers as the bind gives them (init containers
+first).
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
 
 __all__ = [
     "ALLOCATED",
@@ -349,13 +348,9 @@ def drs_annotations(
     return out
 
 
-def _patch(
-    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
-) -> dict[str, str]:
-    """The bind seam gives no container names: ``assigned-containers`` says
-    ``container-<i>`` until it does (:func:`drs_annotations` takes them)."""
-    del pod
-    return drs_annotations(containers, now)
+def _patch(pod: BindPod, containers: Sequence[Sequence[Grant]], now: float) -> dict[str, str]:
+    """``PatchAnnotations`` with the pod's container names."""
+    return drs_annotations(containers, now, pod.containers)
 
 
 def _walk_decides(request: CardRequest, opts: FitOptions) -> bool:

@@ -94,7 +94,7 @@ from caldera.devices.metax_links import (
     score_exclusive,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, ScoreInput, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, ScoreInput, Vendor
 
 __all__ = [
     "ALLOCATED",
@@ -446,7 +446,7 @@ def _metax_device(grant: Grant) -> dict[str, object]:
 
 
 def sgpu_annotations(
-    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+    pod: BindPod, containers: Sequence[Sequence[Grant]], now: float
 ) -> dict[str, str]:
     """``PatchAnnotations``' own keys: per container, per card, its ``uuid``, ``compute`` and
     ``vRam`` (zeros left out, as Go's ``omitempty``) for MetaX's device plugin, and the time."""

@@ -61,7 +61,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
 
 __all__ = [
     "KEYS",
@@ -270,15 +270,14 @@ def _index(uuid: str) -> int:
 
 
 def mthreads_annotations(
-    pod: Mapping[str, str],
+    pod: BindPod,
     containers: Sequence[Sequence[Grant]],
     now: float,
-    node: str = "",
 ) -> dict[str, str]:
     """``PatchAnnotations``' own keys, from each container holding cards in turn (the last one
-    stays): its card indexes, the time in nanoseconds, and the node chosen (``node``: HAMi's
-    ``hami.io/vgpu-node`` written just before; "" as in HAMi's test when not given)."""
-    del pod
+    stays): its card indexes, the time in nanoseconds, and the node chosen (HAMi copies its
+    ``hami.io/vgpu-node``, written just before)."""
+    node = pod.node
     out: dict[str, str] = {}
     for grants in containers:
         if grants:

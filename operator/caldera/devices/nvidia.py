@@ -42,7 +42,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
 
 __all__ = [
     "NVIDIA",
@@ -167,7 +167,7 @@ def nvidia_cards(text: str) -> list[Card]:
 
 
 def _mig_annotations(
-    pod: Mapping[str, str], containers: Sequence[Sequence[Grant]], now: float
+    pod: BindPod, containers: Sequence[Sequence[Grant]], now: float
 ) -> dict[str, str]:
     """``PatchAnnotations``: the MIG instances the pod gets, for HAMi's device plugin to create
     (nothing for a pod with none)."""

@@ -17,6 +17,7 @@ from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
 __all__ = [
     "BindKeys",
+    "BindPod",
     "CapacityReader",
     "MoreAnnotations",
     "NodeReader",
@@ -59,8 +60,20 @@ class ScoreInput:
 NodeScore = Callable[[ScoreInput], float]
 """A vendor's ``ScoreNode``, weighted as HAMi's ``OverrideScore`` weights it: what it adds to
 HAMi's score of the node (binpack takes the highest total, spread the lowest)."""
-MoreAnnotations = Callable[[Mapping[str, str], Sequence[Sequence[Grant]], float], dict[str, str]]
-"""(pod annotations, grants per container, now) → the vendor's own bind annotations."""
+
+
+@dataclass(frozen=True, slots=True)
+class BindPod:
+    """What a vendor's own bind annotations may read of the pod and where it goes."""
+
+    annotations: Mapping[str, str]
+    node: str = ""
+    containers: tuple[str, ...] = ()
+    """The container names, init containers first (the order of the grants)."""
+
+
+MoreAnnotations = Callable[[BindPod, Sequence[Sequence[Grant]], float], dict[str, str]]
+"""(the pod, grants per container, now) → the vendor's own bind annotations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,15 +192,18 @@ class Vendor:
         containers: Sequence[Sequence[Grant]],
         now: float,
         pod: Mapping[str, str] | None = None,
+        names: Sequence[str] = (),
     ) -> dict[str, str]:
-        """What the pod (``pod``: its annotations) gets before its binding: HAMi's Filter and
-        Bind writes, and the vendor's own, in one patch."""
+        """What the pod (``pod``: its annotations; ``names``: its containers', init containers
+        first) gets before its binding: HAMi's Filter and Bind writes, and the vendor's own, in
+        one patch."""
         encoded = self.encode(containers)
         seconds = str(int(now))
         values = (node, seconds, encoded, encoded, "allocating", seconds)
         out = dict(zip(self.keys.written, values, strict=True))
         if self.more_annotations is not None:
-            out.update(self.more_annotations(pod or {}, containers, now))
+            bind = BindPod(pod or {}, node, tuple(names))
+            out.update(self.more_annotations(bind, containers, now))
         return out
 
     @property

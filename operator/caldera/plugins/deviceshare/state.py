@@ -426,8 +426,9 @@ class DeviceState:
             self._hold(need.vendor, row, task, containers)
             held.append((need.vendor, row, containers))
             vendor = self.vendors[need.vendor]
+            names = [c.name for c in (*task.spec.init_containers, *task.spec.containers)]
             annotations.update(
-                vendor.bind_annotations(task.node_name, containers, now, task.annotations)
+                vendor.bind_annotations(task.node_name, containers, now, task.annotations, names)
             )
         self.grants[task.uid] = held
         task.bind_annotations.update(annotations)
