@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from caldera.devices.ascend import ASCEND, DEFAULT_CONFIGS, registered_cards
-from caldera.devices.fit import CardUse, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, reason_text
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 from caldera.devices.vendor import Vendor
 
@@ -61,7 +61,7 @@ def fit(vendor: Vendor, case: FitCase) -> tuple[list[str] | None, str]:
     opts = vendor.read_node(case.node, opts)
     uses = [CardUse(*n.used) for n in case.npus]
     assert vendor.walk is not None
-    grants, reasons, out_of = vendor.walk(cards, uses, request, opts, vendor.name, (0, 0))
+    grants, reasons, out_of = vendor.walk(cards, uses, request, opts, vendor.name, NO_GIVEN)
     why = reason_text(reasons, len(cards) if out_of is None else out_of) if grants is None else ""
     return (None if grants is None else [g.uuid for g in grants]), why
 

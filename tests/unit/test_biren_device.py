@@ -20,7 +20,7 @@ from caldera.devices.biren import (
     card_refusal,
     registered_cards,
 )
-from caldera.devices.fit import CardUse, FitOptions, fit_node, pod_usage, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, fit_node, pod_usage, reason_text
 from caldera.devices.hami import DEFAULTS
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendors import FAMILIES, VENDORS, enabled_vendors, node_cards
@@ -202,7 +202,7 @@ def test_devices_fit(case: FitCase) -> None:
     reason."""
     cards, uses, request, opts = _node(case)
     assert BIREN.walk is not None
-    grants, reasons, out_of = BIREN.walk(cards, uses, request, opts, WORD, (0, 0))
+    grants, reasons, out_of = BIREN.walk(cards, uses, request, opts, WORD, NO_GIVEN)
     assert out_of is None
     why = reason_text(reasons, len(cards)) if grants is None else ""
     assert ([g.uuid for g in grants] if grants else None, why) == (case.chosen, case.reason)

@@ -17,7 +17,7 @@ from caldera.devices.cambricon import (
     container_request,
     dsmlu_annotations,
 )
-from caldera.devices.fit import CardUse, FitOptions, Quota, hami_walk, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, Quota, hami_walk, reason_text
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import node_cards
@@ -212,7 +212,7 @@ def fit(case: FitCase) -> tuple[list[str] | None, str]:
     if case.quota is not None:
         opts = FitOptions(gpu_policy=opts.gpu_policy, quota=case.quota)
     uses = [CardUse(*m.used) for m in case.mlus]
-    grants, reasons, _ = hami_walk(cards, uses, request, opts, "MLU", (0, 0))
+    grants, reasons, _ = hami_walk(cards, uses, request, opts, "MLU", NO_GIVEN)
     why = reason_text(reasons, len(cards)) if grants is None else ""
     return (None if grants is None else [g.uuid for g in grants]), why
 

@@ -46,7 +46,7 @@ from caldera.devices.enflame_gcu import ENFLAME_GCU, gcu_walk
 from caldera.devices.enflame_gcu import KEYS as GCU_KEYS
 from caldera.devices.enflame_gcu import capacity_cards as gcu_cards
 from caldera.devices.enflame_gcu import container_request as gcu_request
-from caldera.devices.fit import CardUse, fit_node, pod_usage, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, fit_node, pod_usage, reason_text
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendors import FAMILIES, node_cards
 
@@ -351,7 +351,7 @@ def fit(case: FitCase) -> tuple[DrsGrant | None, str]:
     cards = [_card(g, i) for i, g in enumerate(case.gcus)]
     uses = [CardUse(*g.used) for g in case.gcus]
     opts = ENFLAME.read_options(case.pod, "spread", frozenset())
-    grants, reasons, _ = drs_walk(cards, uses, case.request, opts, "Enflame", (0, 0))
+    grants, reasons, _ = drs_walk(cards, uses, case.request, opts, "Enflame", NO_GIVEN)
     if grants is None:
         return None, reason_text(reasons, len(cards))
     (grant,) = grants
@@ -396,7 +396,7 @@ def _fill(gcu: Gcu, requests: list[DrsRequest]) -> tuple[CardUse, list[DrsGrant]
     card, use, taken = _card(gcu), CardUse(), []
     opts = ENFLAME.read_options({}, "spread", frozenset())
     for request in requests:
-        grants, reasons, _ = drs_walk([card], [use], request, opts, "Enflame", (0, 0))
+        grants, reasons, _ = drs_walk([card], [use], request, opts, "Enflame", NO_GIVEN)
         assert grants is not None, reason_text(reasons, 1)
         (grant,) = grants
         assert isinstance(grant, DrsGrant)
@@ -411,7 +411,7 @@ def test_all_advertised_slices_are_schedulable() -> None:
     use, _ = _fill(Gcu(core=100), [drs_request(1)] * 6)
     assert use.used == 6
     opts = ENFLAME.read_options({}, "spread", frozenset())
-    grants, reasons, _ = drs_walk([_card(Gcu(core=100))], [use], drs_request(1), opts, "", (0, 0))
+    grants, reasons, _ = drs_walk([_card(Gcu(core=100))], [use], drs_request(1), opts, "", NO_GIVEN)
     assert grants is None and reason_text(reasons, 1) == "1/1 CardTimeSlicingExhausted"
 
 
@@ -465,7 +465,9 @@ def test_a_gcu_full_on_slices_refuses_a_profile_after_a_restart() -> None:
             add_usage(rebuilt, back)
     assert rebuilt == use
     opts = ENFLAME.read_options({}, "spread", frozenset())
-    grants, reasons, _ = drs_walk([_card(gcu)], [rebuilt], drs_request(3), opts, "Enflame", (0, 0))
+    grants, reasons, _ = drs_walk(
+        [_card(gcu)], [rebuilt], drs_request(3), opts, "Enflame", NO_GIVEN
+    )
     assert grants is None and reason_text(reasons, 1) == "1/1 CardTimeSlicingExhausted"
 
 
@@ -707,7 +709,7 @@ def test_gcu_fit(case: GcuCase) -> None:
     cards = [Card(f"dev-{i}", 1, 100, 100, "GCU", h, i) for i, h in enumerate(case.health)]
     uses = [CardUse(u, 100 * u, 100 * u) for u in case.used]
     opts = ENFLAME_GCU.read_options({}, "spread", frozenset())
-    grants, reasons, _ = gcu_walk(cards, uses, case.asked, opts, "GCU", (0, 0))
+    grants, reasons, _ = gcu_walk(cards, uses, case.asked, opts, "GCU", NO_GIVEN)
     assert (None if grants is None else [g.uuid for g in grants]) == case.chosen
     assert ("" if grants is not None else reason_text(reasons, len(cards))) == case.reason
     if grants is not None:

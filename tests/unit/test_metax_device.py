@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, fit_node, pod_usage, reason_text
+from caldera.devices.fit import CardUse, Given, fit_node, pod_usage, reason_text
 from caldera.devices.metax import (
     COUNT,
     LOSS_ANNOTATION,
@@ -271,7 +271,8 @@ def fit(case: FitCase) -> tuple[list[str] | None, str]:
     request = CardRequest(case.word, nums, mem, percentage, cores)
     opts = METAX_GPU.read_options(case.pod, "spread", frozenset())
     uses = [CardUse(*g.used) for g in case.gpus]
-    grants, reasons, _ = walk(cards, uses, request, opts, VENDOR, (0, 0), case.earlier)
+    earlier = tuple(g for grants in case.earlier for g in grants)
+    grants, reasons, _ = walk(cards, uses, request, opts, VENDOR, Given(earlier=earlier))
     why = reason_text(reasons, len(cards)) if grants is None else ""
     return (None if grants is None else [g.uuid for g in grants]), why
 

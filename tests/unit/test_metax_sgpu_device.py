@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, fit_node, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, fit_node, reason_text
 from caldera.devices.metax_colocation import (
     APP_CLASS,
     BEST_EFFORT,
@@ -577,7 +577,7 @@ def fit(case: FitCase) -> tuple[list[str] | None, str]:
     opts = METAX_SGPU.read_options(case.pod, "spread", frozenset())
     uses = [CardUse(*s.used) for s in case.cards]
     holders = {s.uuid: list(s.pods) for s in case.cards}
-    grants, reasons, _ = walk(cards, uses, request, opts, VENDOR, (0, 0), holders)
+    grants, reasons, _ = walk(cards, uses, request, opts, VENDOR, NO_GIVEN, holders)
     if grants is None:
         return None, reason_text(reasons, len(cards))
     held = cores if case.cores is None else case.cores
@@ -599,7 +599,7 @@ def test_the_pods_earlier_container_switches_the_cards_policy() -> None:
     assert request is not None
     opts = pod_options({}, "spread")
     placed = [Grant("dev-0", VENDOR, 1280 // 2, 20)]
-    fitted, _, _ = walk(cards, [CardUse(1, 0, 20)], request, opts, VENDOR, (0, 0), None, placed)
+    fitted, _, _ = walk(cards, [CardUse(1, 0, 20)], request, opts, VENDOR, NO_GIVEN, None, placed)
     refused, why, _ = walk(cards, [CardUse(1, 0, 20)], request, opts, VENDOR)
     assert fitted is not None and refused is None and why == {"CardQosPolicyMismatch": 1}
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, FitOptions, Quota, fit_node, pod_usage, reason_text
+from caldera.devices.fit import CardUse, FitOptions, Given, Quota, fit_node, pod_usage, reason_text
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.mthreads import (
     MTHREADS,
@@ -291,7 +291,9 @@ def fit(case: FitCase) -> tuple[list[str] | None, str]:
         opts = FitOptions(gpu_policy=opts.gpu_policy, quota=case.quota)
     uses = [CardUse(*g.used) for g in case.gpus]
     held = [Grant(uuid, "Mthreads", 0, 0) for uuid in case.held]
-    grants, reasons, _ = mthreads_walk(cards, uses, request, opts, "Mthreads", (0, 0), held)
+    grants, reasons, _ = mthreads_walk(
+        cards, uses, request, opts, "Mthreads", Given(earlier=tuple(held))
+    )
     why = reason_text(reasons, len(cards)) if grants is None else ""
     return (None if grants is None else [g.uuid for g in grants]), why
 
@@ -325,8 +327,23 @@ def test_a_pods_second_container_goes_to_the_first_containers_card() -> None:
     first, _, _ = mthreads_walk(cards, uses, request, opts, "Mthreads")
     assert first == [Grant("n1-mthreads-1", "Mthreads", 4096, 4)]
     uses[1] = CardUse(1, 4096, 4)
-    second, reasons, _ = mthreads_walk(cards, uses, request, opts, "Mthreads", (0, 0), first)
+    second, reasons, _ = mthreads_walk(
+        cards, uses, request, opts, "Mthreads", Given(earlier=tuple(first))
+    )
     assert second == first and reasons == {"CardNotFoundCustomFilterRule": 1}
+
+
+def test_fit_node_keeps_a_pods_containers_on_one_card() -> None:
+    """``customFilterRule`` through the seam: ``fit_node`` gives each app container the cards
+    the earlier ones were given (``Given.earlier``), so the second follows the first."""
+    cards = capacity_cards("n1", {}, {CORES: 32, MEMORY: 192})
+    request = container_request({COUNT: 1, MEMORY: 8, CORES: 4}, {})
+    assert request is not None
+    opts = MTHREADS.read_options({}, "spread", frozenset())
+    two = [(False, request), (False, request)]
+    got = fit_node(cards, [CardUse(), CardUse()], two, opts, "Mthreads", MTHREADS.walk)
+    assert got.grants is not None
+    assert [g.uuid for c in got.grants for g in c] == ["n1-mthreads-1", "n1-mthreads-1"]
 
 
 def test_cores_are_out_of_sixteen_per_card() -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, FitOptions, fit_node, pod_usage, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, fit_node, pod_usage, reason_text
 from caldera.devices.hami import DEFAULTS
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vastai import (
@@ -172,7 +172,7 @@ def test_check_type_compares_the_requests_type_alone(word: str, refused: str | N
     assert VASTAI.walk is not None
     cards = [Card("dev-0", 1, 0, 100, WORD, True)]
     request = CardRequest(word, 1, 0, 100, 0)
-    grants, reasons, _ = VASTAI.walk(cards, [CardUse()], request, FitOptions(), WORD, (0, 0))
+    grants, reasons, _ = VASTAI.walk(cards, [CardUse()], request, FitOptions(), WORD, NO_GIVEN)
     assert (reason_text(reasons, 1) if grants is None else None) == refused
 
 
@@ -268,7 +268,7 @@ def _node(case: FitCase) -> tuple[list[CardUse], CardRequest, FitOptions]:
 def _walk(case: FitCase) -> tuple[list[str] | None, str]:
     uses, request, opts = _node(case)
     assert VASTAI.walk is not None
-    grants, reasons, out_of = VASTAI.walk(case.cards, uses, request, opts, WORD, (0, 0))
+    grants, reasons, out_of = VASTAI.walk(case.cards, uses, request, opts, WORD, NO_GIVEN)
     assert out_of is None
     why = reason_text(reasons, len(case.cards)) if grants is None else ""
     return (None if grants is None else [g.uuid for g in grants]), why

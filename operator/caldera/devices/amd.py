@@ -37,8 +37,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     kind_ok,
@@ -236,7 +238,7 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``AMDDevices.Fit`` for one container, over the cards in HAMi's order (``fitInDevices``
     sorts them by the card score of HAMi's ``Coresreq`` and ``Memreq``), walked from the last:

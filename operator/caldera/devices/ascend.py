@@ -32,8 +32,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walk,
     Walked,
     card_order,
@@ -322,7 +324,7 @@ def _walker(config: VnpuConfig) -> Walk:
         request: CardRequest,
         opts: FitOptions,
         vendor: str,
-        given: tuple[int, int] = (0, 0),
+        given: Given = NO_GIVEN,
     ) -> Walked:
         """``Devices.Fit`` for one container: the NPUs it gets, or why each said no."""
         reasons: Counter[str] = Counter()

@@ -42,8 +42,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -274,7 +276,7 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``AWSNeuronDevices.Fit`` for one container over the devices in HAMi's order (all card
     scores are 0 for Neuron, which has no memory: registration order, busiest first under

@@ -36,8 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -207,7 +209,7 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``BirenDevices.Fit`` for one container: ``request.nums`` cards taken from the end of
     HAMi's sorted order, or why each card said no. ``given`` is unused: no quota is checked."""

@@ -21,7 +21,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from caldera.devices.fit import CardUse, FitOptions, Walked, card_order, policy_words, uuid_refusal
+from caldera.devices.fit import (
+    NO_GIVEN,
+    CardUse,
+    FitOptions,
+    Given,
+    Walked,
+    card_order,
+    policy_words,
+    uuid_refusal,
+)
 from caldera.devices.model import UNSET_PERCENTAGE, Card, CardRequest, Grant
 
 __all__ = [
@@ -241,7 +250,7 @@ def drs_walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``Fit`` for one container: the profile, then the first GCU from the end of HAMi's card
     order that holds it whole, or why each GCU said no."""

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 
 from caldera.devices.enflame import FAMILY
 from caldera.devices.enflame_drs import INT64, int32
-from caldera.devices.fit import CardUse, FitOptions, Walked, card_order
+from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, Given, Walked, card_order
 from caldera.devices.hami import (
     DEFAULTS,
     GPU_POLICY,
@@ -123,7 +123,7 @@ def gcu_walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``GCUDevices.Fit`` for one container: free GCUs from the end of HAMi's card order until
     it has its number, or why each GCU said no."""

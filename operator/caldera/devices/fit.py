@@ -23,14 +23,17 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import NamedTuple
 
 from caldera.devices import mig
 from caldera.devices.model import Card, CardRequest, Grant
 
 __all__ = [
     "MIG_MODE",
+    "NO_GIVEN",
     "CardUse",
     "FitOptions",
+    "Given",
     "NodeFit",
     "Quota",
     "Walk",
@@ -170,12 +173,25 @@ def kind_ok(model: str, mode: str, request: CardRequest, opts: FitOptions, vendo
     return request.vendor == vendor
 
 
+class Given(NamedTuple):
+    """What the pod's earlier containers were given on the node, for the next one's walk."""
+
+    memory: int = 0
+    """MiB, over every earlier container (the namespace quota counts them)."""
+    cores: int = 0
+    earlier: tuple[Grant, ...] = ()
+    """The grants of the earlier containers of this one's kind (init containers for an init
+    container, app containers for an app container): HAMi's ``allocated`` for a vendor's
+    ``customFilterRule``."""
+
+
+NO_GIVEN = Given()
+"""The first container's: nothing given yet."""
+
 Walked = tuple[list[Grant] | None, Counter[str], int | None]
 """A container's walk: its grants, or None; the reason counts; the number of cards the reasons
 are out of, when it is not the node's (Ascend 910C counts against the NPUs asked)."""
-Walk = Callable[
-    [Sequence[Card], list[CardUse], CardRequest, FitOptions, str, tuple[int, int]], Walked
-]
+Walk = Callable[[Sequence[Card], list[CardUse], CardRequest, FitOptions, str, Given], Walked]
 """A vendor's walk over one node's cards for one container (HAMi's ``Fit``)."""
 
 
@@ -185,10 +201,10 @@ def _fit_container(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
-    """§4.2: the cards for one container, or the reasons each card said no. ``given`` is the
-    (memory, cores) earlier containers of the pod were given (the quota counts them)."""
+    """§4.2: the cards for one container, or the reasons each card said no. ``given``: what
+    earlier containers of the pod were given (the quota counts their memory and cores)."""
     reasons: Counter[str] = Counter()
     nums = request.nums
     taken: list[Grant] = []
@@ -358,7 +374,8 @@ def fit_node(
     shared = as_is
     last_app = max((n for n, (init, r) in enumerate(requests) if r and not init), default=-1)
     grants: list[list[Grant]] = []
-    given = (0, 0)
+    memory = cores = 0
+    earlier: dict[bool, tuple[Grant, ...]] = {True: (), False: ()}
     for n, (init, request) in enumerate(requests):
         if request is None:
             grants.append([])
@@ -367,14 +384,14 @@ def fit_node(
             counts = Counter({"NodeInsufficientDevice": 1})
             return NodeFit(None, reason_text(counts, len(own)), counts)
         pool = as_is if init else shared
+        given = Given(memory, cores, earlier[init])
         chosen, reasons, out_of = (walk or _fit_container)(own, pool, request, opts, vendor, given)
         if chosen is None:
             total = len(own) if out_of is None else out_of
             return NodeFit(None, reason_text(reasons, total), reasons)
-        given = (
-            given[0] + sum(g.memory for g in chosen),
-            given[1] + sum(g.cores for g in chosen),
-        )
+        memory += sum(g.memory for g in chosen)
+        cores += sum(g.cores for g in chosen)
+        earlier[init] = (*earlier[init], *chosen)
         if not init and n < last_app:
             if shared is as_is:
                 shared = [u.copy() for u in as_is]

@@ -43,8 +43,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -267,7 +269,7 @@ def iluvatar_walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``IluvatarDevices.Fit`` for one container: the cards sorted by HAMi's GPU policy, walked
     from the last, each card failing on its first failed check; the first ``nums`` cards that

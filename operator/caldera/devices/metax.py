@@ -15,11 +15,11 @@ of the same ConfigMap section (``metax``). What is MetaX's own here:
 - the fit (``MetaxDevices.Fit``): HAMi's checks in HAMi's order, the cards walked from the end,
   without NUMA, card-type or UUID selectors, cordon or quota (MetaX's ``Fit`` makes none), and
   ``customFilterRule``: every card the pod's earlier containers hold must be this one
-  (``CardNotFoundCustomFilterRule``; see :func:`walk`, which needs those grants from the seam);
+  (``CardNotFoundCustomFilterRule``; the walk reads them from ``Given.earlier``);
 - the node score (``ScoreNode``): under binpack ``2000 -`` the node's topology loss for the
   pod's card count (``metax-tech.com/gpu.topology.losses``), under spread ``2000 -`` its
   topology score (``metax-tech.com/gpu.topology.scores``), added to HAMi's node score
-  (:func:`node_score`, ready for a vendor node-score seam);
+  (:func:`node_score`, through ``Vendor.score_node``);
 - the bind (``PatchAnnotations``): the allocation on ``hami.io/metax-gpu-devices-to-allocate``
   and ``-allocated``; no node lock (``LockNode`` takes none).
 """
@@ -32,8 +32,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -167,14 +169,12 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
-    earlier: Sequence[Sequence[Grant]] = (),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``MetaxDevices.Fit`` for one container: the cards in HAMi's order, walked from the end;
-    each card failing counts one reason. ``given`` is unused (MetaX's ``Fit`` checks no quota);
-    ``earlier`` is the pod's grants so far for :func:`custom_filter_rule` (the seam passes none
-    yet, which lets every card through)."""
-    del given
+    each card failing counts one reason. ``given.earlier`` is the pod's grants so far for
+    :func:`custom_filter_rule`; MetaX's ``Fit`` checks no quota."""
+    earlier = [given.earlier]
     reasons: Counter[str] = Counter()
     mutex = "mutex" in policy_words(opts.gpu_policy)
     cores = min(request.coresreq, 100)  # "core limit can't exceed 100"

@@ -50,8 +50,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -323,7 +325,7 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
     holders: Mapping[str, Sequence[Holder]] | None = None,
     placed: Sequence[Grant] = (),
 ) -> Walked:

@@ -41,8 +41,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from caldera.devices.fit import (
+    NO_GIVEN,
     CardUse,
     FitOptions,
+    Given,
     Walked,
     card_order,
     policy_words,
@@ -216,15 +218,13 @@ def mthreads_walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
-    held: Sequence[Grant] = (),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``MthreadsDevices.Fit`` for one container: the cards sorted by HAMi's GPU policy, walked
     from the last, each card failing on its first failed check; the first ``nums`` cards that
-    pass are taken. ``held``: the cards the pod's earlier containers of this kind were given
-    (``allocated``), for ``customFilterRule``. ``opts.quota`` and ``given`` are not read: the
-    ``Fit`` checks no quota."""
-    del given
+    pass are taken. ``given.earlier``: the cards the pod's earlier containers of this kind were
+    given (``allocated``), for ``customFilterRule``; the ``Fit`` checks no quota."""
+    held = given.earlier
     reasons: Counter[str] = Counter()
     mutex = "mutex" in policy_words(opts.gpu_policy)
     cores = min(request.coresreq, MAX_CORES)

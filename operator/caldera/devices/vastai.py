@@ -41,7 +41,15 @@ from caldera.devices.biren import (
     options_reader,
     request_reader,
 )
-from caldera.devices.fit import CardUse, FitOptions, Walked, card_order, policy_words
+from caldera.devices.fit import (
+    NO_GIVEN,
+    CardUse,
+    FitOptions,
+    Given,
+    Walked,
+    card_order,
+    policy_words,
+)
 from caldera.devices.hami import decode_allocation, encode_allocation
 from caldera.devices.model import Card, CardRequest, Grant, RegistrationError
 from caldera.devices.vendor import ScoreInput, Vendor
@@ -124,7 +132,7 @@ def walk(
     request: CardRequest,
     opts: FitOptions,
     vendor: str,
-    given: tuple[int, int] = (0, 0),
+    given: Given = NO_GIVEN,
 ) -> Walked:
     """``VastaiDevices.Fit`` for one container: Biren's walk, or in die mode every passing die
     collected and the best of them chosen. ``given`` is unused: no quota is checked."""

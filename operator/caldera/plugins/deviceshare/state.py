@@ -208,8 +208,10 @@ class DeviceState:
             quota = self._quota(v, task.namespace)
             if quota is not None:
                 opts = dataclasses.replace(opts, quota=quota)
-            apps = sum(1 for init, r in reqs if r is not None and not init)
-            exact = apps > 1 or opts.numa_bind or quota is not None
+            # several containers: each walk sees what the earlier ones were given (usage, and a
+            # vendor's customFilterRule), which only the exact walk knows
+            asking = sum(1 for _, r in reqs if r is not None)
+            exact = asking > 1 or opts.numa_bind or quota is not None
             if self.tables[v].has_mig:  # several instances may share one MIG card
                 exact = exact or any(r.nums > 1 for _, r in reqs if r is not None)
             if vendor.walk_decides is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from caldera.api.task import Task
-from caldera.devices.fit import hami_walk
+from caldera.devices.fit import NO_GIVEN, hami_walk
 from caldera.devices.model import NodeView
 from caldera.devices.vendors import node_cards
 from caldera.plugins.deviceshare.state import DeviceState, PodNeed
@@ -36,7 +36,7 @@ def card_verdicts(state: DeviceState, need: PodNeed, row: int) -> list[str]:
         for _, request in need.containers:
             if request is not None:
                 one = dataclasses.replace(request, nums=1)
-                grants, counts, _ = walk([card], [use.copy()], one, opts, vendor.name, (0, 0))
+                grants, counts, _ = walk([card], [use.copy()], one, opts, vendor.name, NO_GIVEN)
                 if grants is None:
                     refused.update(counts)
         out.append(f"{card.id}: {', '.join(sorted(refused)) if refused else 'has room'}")
