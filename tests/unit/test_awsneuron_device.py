@@ -56,14 +56,18 @@ def test_a_node_without_a_device_count_is_device_not_found(capacity: dict[str, f
 
 
 def test_a_trainium_node_lists_every_device_with_its_cores_as_a_mask() -> None:
-    """``GetNodeDevices`` on a trn1.32xlarge: 16 devices of 2 cores, named after the node; the
-    node's cards are read from its capacity alone (no label reaches the reader yet)."""
-    got = node_cards(AWS_NEURON, NodeView("trn-a", {}, {NEURON: 16, CORE: 32}))
+    """``GetNodeDevices`` on a trn1.32xlarge: 16 devices of 2 cores, named after the node,
+    read from its capacity; the node's instance-type label reaches the reader through the
+    vendor seam and is kept as each device's ``AWSNodeType``."""
+    labels = {"node.kubernetes.io/instance-type": "trn1.32xlarge", "zone": "a"}
+    got = node_cards(AWS_NEURON, NodeView("trn-a", {}, {NEURON: 16, CORE: 32}, labels))
     assert not isinstance(got, str)
     assert [c.id for c in got[:2]] == ["trn-a-AWSNeuron-0", "trn-a-AWSNeuron-1"]
     assert {(c.count, c.devcore, c.devmem, c.type, c.mode) for c in got} == {
-        (2, 3, 0, "AWSNeuron", "")
+        (2, 3, 0, "AWSNeuron", "trn1.32xlarge")
     }
+    unlabelled = node_cards(AWS_NEURON, NodeView("trn-b", {}, {NEURON: 16, CORE: 32}))
+    assert not isinstance(unlabelled, str) and {c.mode for c in unlabelled} == {""}
 
 
 def test_a_node_without_core_capacity_has_devices_of_no_cores() -> None:

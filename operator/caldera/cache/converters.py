@@ -37,7 +37,8 @@ def device_view(node: Node) -> NodeView:
         for r in CAPACITY_NAMES
         if r in capacity or r in allocatable
     }
-    return NodeView(node.metadata.name, node.metadata.annotations, kept or _NO_CAPACITY)
+    meta = node.metadata
+    return NodeView(meta.name, meta.annotations, kept or _NO_CAPACITY, meta.labels)
 
 
 def node_base(

@@ -65,7 +65,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, Vendor
 
 __all__ = [
     "AMD_GPU",
@@ -135,10 +135,14 @@ def registered_cards(text: str) -> list[Card]:
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """The node's AMD cards: none when ``CheckHealth`` finds capacity ``amd.com/gpu`` missing,
     0 or fractional (HAMi removes them); else its registration."""
+    del labels  # no node label decides these cards
     del node
     count = capacity.get(COUNT)
     if count is None or count != int(count) or count == 0:

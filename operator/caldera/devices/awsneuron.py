@@ -10,9 +10,7 @@ the device plugin reads, with Caldera as the scheduler. It follows HAMi at commi
   as many sharing slots as cores per device (``neuroncore / neuron``) and those cores as a bit
   mask (``devcore`` 3 for two cores); no memory. A count that is missing, 0 or fractional is
   "device not found". The node's ``node.kubernetes.io/instance-type`` decides how runs of
-  devices are taken; it is kept as the card's ``mode`` (HAMi's ``CustomInfo.AWSNodeType``). The
-  capacity reader is given no labels yet, so every node reads as one without the label (HAMi's
-  ``""``: aligned runs), which Inferentia nodes are not;
+  devices are taken; it is kept as the card's ``mode`` (HAMi's ``CustomInfo.AWSNodeType``);
 - the request (``GenerateResourceRequests``): ``aws.amazon.com/neuron`` (limits first, then
   requests; 1 to 2^31-1) asks for whole devices; else ``aws.amazon.com/neuroncore`` (1 to
   2(2^31-1)) asks for cores: 1 is one core, more must fill whole devices of 2 cores
@@ -61,7 +59,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
 
 __all__ = [
     "AWS_NEURON",
@@ -146,10 +144,10 @@ def capacity_cards(
     node: str,
     annotations: Mapping[str, str],
     capacity: Mapping[str, float],
-    labels: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: one device per ``neuron``, ``neuroncore / neuron`` cores each.
-    ``labels`` (the node's) are for the seam to pass once it can: they name the instance type."""
+    ``labels`` (the node's) name the instance type (``node.kubernetes.io/instance-type``)."""
     del annotations  # Neuron registers nothing on the node
     counts = capacity.get(COUNT)
     if counts is None or counts != int(counts) or counts == 0:
@@ -395,6 +393,7 @@ AWS_NEURON = Vendor(
     walk_decides=_always,
     from_capacity=capacity_cards,
     capacity_names=(COUNT, CORES),
+    label_names=(INSTANCE_TYPE,),
     family="awsneuron",
 )
 """HAMi's AWS Neuron dialect."""

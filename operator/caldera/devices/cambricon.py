@@ -50,7 +50,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
 
 __all__ = [
     "CAMBRICON_MLU",
@@ -92,10 +92,14 @@ def _int32(value: int) -> int:
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: one MLU per 100 vcores of ``capacity``, each with the node's vmemory
     split evenly (``memoryTotal * 256 * 100 / cards``)."""
+    del labels  # no node label decides these cards
     del annotations  # Cambricon registers nothing on the node
     vcores = capacity.get(CORES)
     if vcores is None or vcores != int(vcores) or int(vcores) == 0:

@@ -69,7 +69,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
 
 __all__ = [
     "ALLOCATED",
@@ -183,10 +183,14 @@ def _capacity_spec(raw: str) -> tuple[list[tuple[str, str, object]], dict[str, s
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: one GCU per device of ``enflame.com/gcu-drs-capacity``, each with
     the memory of the largest profile (GiB × 1024) and the node's whole profile menu."""
+    del labels  # no node label decides these cards
     del capacity  # it only says the node runs the DRS device plugin
     raw = annotations.get(CAPACITY_ANNOTATION)
     if raw is None:

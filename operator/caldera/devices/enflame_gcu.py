@@ -42,7 +42,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, Vendor
 
 __all__ = [
     "COUNT",
@@ -77,9 +77,13 @@ def _whole(value: float) -> int | None:
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: one GCU per unit of the ``enflame.com/gcu`` capacity."""
+    del labels  # no node label decides these cards
     del annotations  # the plain device plugin registers nothing on the node
     count = _whole(capacity.get(COUNT, 0.0))
     if not count:

@@ -52,7 +52,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, ScoreInput, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, ScoreInput, Vendor
 
 __all__ = [
     "CARD_CORES",
@@ -102,9 +102,13 @@ def _int32(value: int) -> int:
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: one card per unit of the node's ``metax-tech.com/gpu`` capacity."""
+    del labels  # no node label decides these cards
     del annotations  # MetaX GPUs register nothing on the node
     count = capacity.get(COUNT)
     if count is None or count != int(count) or int(count) == 0:

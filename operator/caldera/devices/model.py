@@ -40,6 +40,7 @@ class NodeView(NamedTuple):
     annotations: Mapping[str, str]
     capacity: Mapping[str, float] = MappingProxyType({})
     """``status.capacity``, at least the resources the vendors read there."""
+    labels: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,7 +63,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
 
 __all__ = [
     "KEYS",
@@ -125,10 +125,14 @@ def _as_int64(value: float) -> int | None:
 
 
 def capacity_cards(
-    node: str, annotations: Mapping[str, str], capacity: Mapping[str, float]
+    node: str,
+    annotations: Mapping[str, str],
+    capacity: Mapping[str, float],
+    labels: Mapping[str, str] = NO_LABELS,
 ) -> list[Card]:
     """``GetNodeDevices``: a card per 16 cores of ``capacity`` (``for i*16 < cores``), each
     with ``int32(memoryTotal * 512 * 16 / cores)`` MiB."""
+    del labels  # no node label decides these cards
     del annotations  # Moore Threads registers nothing on the node
     raw = capacity.get(CORES)
     cores = None if raw is None else _as_int64(raw)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from caldera.devices.fit import CardUse, FitOptions, Walk
 from caldera.devices.hami import CORDON_ANNOTATION
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
 
 __all__ = [
+    "NO_LABELS",
     "BindKeys",
     "BindPod",
     "CapacityReader",
@@ -36,9 +38,13 @@ OptionsReader = Callable[[Mapping[str, str], str, frozenset[str]], FitOptions]
 """(pod annotations, default GPU policy, cordoned card ids) → the pod's fit options."""
 NodeReader = Callable[[Mapping[str, str], FitOptions], FitOptions]
 """(node annotations, the pod's fit options) → the options on that node."""
-CapacityReader = Callable[[str, Mapping[str, str], Mapping[str, float]], list[Card]]
-"""(node name, node annotations, node capacity) → the cards of a vendor HAMi reads from node
-capacity (``GetNodeDevices`` on ``n.Status.Capacity``)."""
+CapacityReader = Callable[
+    [str, Mapping[str, str], Mapping[str, float], Mapping[str, str]], list[Card]
+]
+"""(node name, node annotations, node capacity, node labels) → the cards of a vendor HAMi reads
+from node capacity (``GetNodeDevices`` on ``n.Status.Capacity``). Only the vendor's
+``capacity_names`` and ``label_names`` are given."""
+NO_LABELS: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +171,8 @@ class Vendor:
     capacity_names: tuple[str, ...] = ()
     """The capacity resources ``from_capacity`` reads: a node with none of them has no cards of
     this vendor."""
+    label_names: tuple[str, ...] = ()
+    """The node labels ``from_capacity`` reads (AWS Neuron: the instance type)."""
     family: str = ""
     """The section of HAMi's device ConfigMap this dialect belongs to (``cambricon``,
     ``metax``...), named in ``deviceshare.Vendors`` to share it; "": shared whenever

@@ -78,13 +78,18 @@ def _cards(vendor: Vendor, text: str) -> tuple[Card, ...] | str:
 
 @functools.lru_cache(maxsize=8192)
 def _capacity_cards(
-    vendor: Vendor, name: str, text: str | None, values: tuple[float | None, ...]
+    vendor: Vendor,
+    name: str,
+    text: str | None,
+    values: tuple[float | None, ...],
+    marks: tuple[str | None, ...],
 ) -> tuple[Card, ...] | str:
     assert vendor.from_capacity is not None
     annotations = {} if text is None else {vendor.register_annotation: text}
     capacity = {r: v for r, v in zip(vendor.capacity_names, values, strict=True) if v is not None}
+    labels = {k: v for k, v in zip(vendor.label_names, marks, strict=True) if v is not None}
     try:
-        return tuple(vendor.from_capacity(name, annotations, capacity))
+        return tuple(vendor.from_capacity(name, annotations, capacity, labels))
     except RegistrationError as exc:
         return str(exc)
 
@@ -98,7 +103,8 @@ def node_cards(vendor: Vendor, node: NodeView) -> tuple[Card, ...] | str:
         values = tuple(node.capacity.get(r) for r in vendor.capacity_names)
         if all(v is None for v in values):
             return ()
-        return _capacity_cards(vendor, node.name, text, values)
+        marks = tuple(node.labels.get(k) for k in vendor.label_names)
+        return _capacity_cards(vendor, node.name, text, values, marks)
     if text is None:
         return ()
     return _cards(vendor, text)

@@ -39,7 +39,9 @@ def device_tables(nodes: NodeTable, vendors: Sequence[Vendor]) -> list[DeviceTab
     for vendor in vendors:
         rows = [
             node_cards(vendor, NodeView(*view))
-            for view in zip(nodes.names, nodes.annotations, nodes.capacity, strict=True)
+            for view in zip(
+                nodes.names, nodes.annotations, nodes.capacity, nodes.labels, strict=True
+            )
         ]
         if not any(rows):
             # no node registers this vendor's cards: its pods fit nowhere
