@@ -156,15 +156,26 @@ MIG_PROFILES = [
 """MIG profiles of a 16 GiB card (with ``--mig``)."""
 
 
-def _node(i: int, affinity: bool, gpus: int = 0, npu: bool = False, mig: bool = False) -> Node:
+def _node(
+    i: int,
+    affinity: bool,
+    gpus: int = 0,
+    npu: bool = False,
+    mig: bool = False,
+    advertise: bool = False,
+) -> Node:
     name = f"node-{i:05d}"
     labels = {HOSTNAME: name, ZONE: f"zone-{i % ZONES}"} if affinity else {}
     key = f"hami.io/node-register-{NPU}" if npu else "hami.io/node-nvidia-register"
     annotations = {key: _register(name, gpus, npu, mig)} if gpus else {}
+    allocatable = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    if advertise and gpus:  # the device plugin publishes each card's sharing slots
+        count, slots = (f"huawei.com/{NPU}", 4) if npu else ("nvidia.com/gpu", 10)
+        allocatable[count] = str(slots * gpus)
     return Node.model_validate(
         {
             "metadata": {"name": name, "labels": labels, "annotations": annotations},
-            "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+            "status": {"allocatable": allocatable, "capacity": allocatable},
         }
     )
 
@@ -211,13 +222,14 @@ def build_state(
     leaf: int = 0,
     npu: bool = False,
     mig: bool = False,
+    advertise: bool = False,
 ) -> ClusterState:
     state = ClusterState()
     if leaf:
         add_tree(state, nodes, leaf)
     apps = max(1, pods // APP_SIZE)
     for i in range(nodes):
-        state.add(_node(i, affinity, gpus, npu, mig))
+        state.add(_node(i, affinity, gpus, npu, mig, advertise))
     state.add(Queue.model_validate({"metadata": {"name": "default"}, "spec": {"weight": 1}}))
     for i in range(RUNNING):
         app = f"app-{i % apps:04d}" if affinity else ""
@@ -349,9 +361,10 @@ def run(
     usage: bool = False,
     npu: bool = False,
     mig: bool = False,
+    advertise: bool = False,
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    state = build_state(nodes, pods, gang, affinity, gpus, leaf, npu, mig)
+    state = build_state(nodes, pods, gang, affinity, gpus, leaf, npu, mig, advertise)
     if extras:
         add_extras(state)
     objects_s = time.perf_counter() - t0
@@ -401,6 +414,7 @@ def run(
         "affinity": affinity,
         "gpus_per_node": gpus,
         "npu": npu,
+        "advertise": advertise,
         "mig": mig,
         "leaf_size": leaf,
         "more_plugins": extras,
@@ -443,6 +457,12 @@ def main() -> None:
         help="with --gpus-per-node: the last GPU of every node in MIG mode (HAMi's dynamic MIG)",
     )
     parser.add_argument(
+        "--advertise",
+        action="store_true",
+        help="with --gpus-per-node: nodes publish the device count (nvidia.com/gpu, "
+        "huawei.com/Ascend910B3: every card's sharing slots) as the device plugins do",
+    )
+    parser.add_argument(
         "--leaf-size",
         type=int,
         default=0,
@@ -481,6 +501,7 @@ def main() -> None:
         usage=args.usage,
         npu=args.npu,
         mig=args.mig,
+        advertise=args.advertise,
     )
     if args.json:
         print(json.dumps(out))

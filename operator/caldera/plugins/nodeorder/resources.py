@@ -162,8 +162,12 @@ def balanced_resource(table: NodeTable, space: ResourceSpace) -> Scorer:
         change: Vector = _change(COLUMNS, both[: len(idx)], both[len(idx) :])
         return change
 
+    # kube counts the GPU only where a node advertises it: with none advertising it (a shared
+    # device's count the device plugin does not publish), cpu and memory decide alone
+    advertised = gpu is not None and bool((table.allocatable[:, gpu] > 0).any())
+
     def score(task: Task, idx: IntArray) -> Vector:
-        if gpu is not None and task.resreq[gpu] != 0:
+        if advertised and task.resreq[gpu] != 0:
             return with_gpu(task, idx)
         add = (float(task.resreq[cpu]), float(task.resreq[memory]))
         return evaluate(_balance_change, idx, used_cpu_memory, node.facts, args=add)
