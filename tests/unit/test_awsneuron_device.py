@@ -381,7 +381,7 @@ def test_devices_fit(case: FitCase) -> None:
         cards,
         [CardUse(d.used, 0, d.usedcores) for d in case.devices],
         neuron_request(nums, cores, vendor=case.vendor),
-        pod_options(case.pod, "spread"),
+        pod_options(case.pod, "spread", frozenset()),
         "AWSNeuron",
     )
     if grants is None:
@@ -403,7 +403,7 @@ def test_check_type(vendor: str, chosen: list[str] | None) -> None:
         [Usage("dev-0").card()],
         [CardUse()],
         neuron_request(1, 1, vendor=vendor),
-        pod_options({}, "spread"),
+        pod_options({}, "spread", frozenset()),
         "AWSNeuron",
     )
     assert (None if grants is None else [g.uuid for g in grants]) == chosen
@@ -428,7 +428,7 @@ def test_one_core_then_the_other_of_the_last_device() -> None:
         TRN,
         uses({}),
         [(False, one), (False, one), (False, whole)],
-        pod_options({}, "spread"),
+        pod_options({}, "spread", frozenset()),
         "AWSNeuron",
         walk,
     )
@@ -446,7 +446,12 @@ def test_eight_devices_take_an_aligned_free_run() -> None:
     """``graphSelect`` on a Trainium node: device 3 in use, so devices 8-15, each whole."""
     request = container_request({NEURON: 8}, {})
     got = fit_node(
-        TRN, uses({3: (1, 1)}), [(False, request)], pod_options({}, "spread"), "AWSNeuron", walk
+        TRN,
+        uses({3: (1, 1)}),
+        [(False, request)],
+        pod_options({}, "spread", frozenset()),
+        "AWSNeuron",
+        walk,
     )
     assert got.grants is not None
     assert [(g.uuid, g.memory, g.cores) for g in got.grants[0]] == [
@@ -457,7 +462,9 @@ def test_eight_devices_take_an_aligned_free_run() -> None:
 def test_two_devices_off_inf_instances_are_numa_not_fit() -> None:
     """``graphSelect``: a run of 2 is none of 1, 4, 8, 16."""
     request = container_request({NEURON: 2}, {})
-    got = fit_node(TRN, uses({}), [(False, request)], pod_options({}, "spread"), "AWSNeuron", walk)
+    got = fit_node(
+        TRN, uses({}), [(False, request)], pod_options({}, "spread", frozenset()), "AWSNeuron", walk
+    )
     assert got.grants is None
     assert got.reason == "1/16 NumaNotFit"
 
@@ -468,7 +475,7 @@ def test_under_mutex_the_run_is_found_among_positions_and_taken_by_index() -> No
     device 12 in use, positions 8-15 are free, and device 12 is among the devices taken (HAMi
     mixes positions and indexes; kept)."""
     request = container_request({NEURON: 8}, {})
-    opts = pod_options({"hami.io/gpu-scheduler-policy": "mutex"}, "spread")
+    opts = pod_options({"hami.io/gpu-scheduler-policy": "mutex"}, "spread", frozenset())
     got = fit_node(TRN, uses({12: (1, 1)}), [(False, request)], opts, "AWSNeuron", walk)
     assert got.grants is not None
     assert [g.uuid for g in got.grants[0]] == [f"trn-a-AWSNeuron-{i}" for i in range(8, 16)]
@@ -481,7 +488,9 @@ def test_a_ring_on_inf_instances() -> None:
     )
     request = container_request({NEURON: 3}, {})
     used = [CardUse(1 if i == 1 else 0, 1 if i == 1 else 0) for i in range(6)]
-    got = fit_node(inf, used, [(False, request)], pod_options({}, "spread"), "AWSNeuron", walk)
+    got = fit_node(
+        inf, used, [(False, request)], pod_options({}, "spread", frozenset()), "AWSNeuron", walk
+    )
     assert got.grants is not None
     assert [g.uuid for g in got.grants[0]] == [
         "inf-a-AWSNeuron-2",

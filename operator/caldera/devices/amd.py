@@ -50,6 +50,7 @@ from caldera.devices.fit import (
 )
 from caldera.devices.hami import (
     GPU_POLICY,
+    INT32_MAX,
     SCORING_WEIGHTS,
     comma_list,
     decode_allocation,
@@ -100,8 +101,6 @@ WHOLE_CARD_PERCENT = 100
 NO_TYPE = "\x00"
 """A card-type selector no card type contains: ``amd.com/use-gputype`` naming only blank
 members (``", "``) refuses every card in ``checkAMDType``."""
-
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +155,7 @@ def capacity_cards(
         raise RegistrationError(f"{REGISTER_ANNOTATION}: {exc}") from None
 
 
-def _int32(value: float | None, low: int, high: int = _INT32_MAX) -> int | None:
+def _int32(value: float | None, low: int, high: int = INT32_MAX) -> int | None:
     """Go's ``AsInt64`` of a quantity checked to ``low..high``: None when it is not whole or
     outside."""
     if value is None or value != int(value) or not low <= value <= high:

@@ -46,6 +46,7 @@ from caldera.devices.fit import (
 )
 from caldera.devices.hami import (
     GPU_POLICY,
+    INT32_MAX,
     SCORING_WEIGHTS,
     comma_list,
     decode_allocation,
@@ -87,7 +88,6 @@ PREFIX_910 = "Ascend910"
 TYPE_910C = "Ascend910C"
 NPUS_PER_MODULE = 2
 """A 910C module holds two NPUs (``MaxCardNPUNum``)."""
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +249,7 @@ def _request_reader(config: VnpuConfig) -> RequestReader:
         """``GenerateResourceRequests``: None when no whole count in 1..2^31-1 is asked, or
         memory or cores are out of range."""
         count = named(config.resource_name, limits, requests)
-        if count is None or count != int(count) or not 0 < count <= _INT32_MAX:
+        if count is None or count != int(count) or not 0 < count <= INT32_MAX:
             return None
         memreq = 0
         memory = named(config.resource_memory_name, limits, requests)
@@ -257,17 +257,17 @@ def _request_reader(config: VnpuConfig) -> RequestReader:
             if memory < 0:
                 return None
             if memory == int(memory):  # AsInt64: a fractional quantity is not read
-                if memory > _INT32_MAX:
+                if memory > INT32_MAX:
                     return None  # MiB, not bytes: 16Gi is a mistake
                 memreq = int(memory)
                 if config.memory_factor > 1:
                     memreq *= config.memory_factor
-                    if memreq > _INT32_MAX:
+                    if memreq > INT32_MAX:
                         return None
         cores = 0
         value = named(config.resource_core_name, limits, requests)
         if value is not None:
-            if not 0 <= value <= _INT32_MAX:
+            if not 0 <= value <= INT32_MAX:
                 return None
             cores = int(value)
         return CardRequest(

@@ -51,12 +51,10 @@ from caldera.devices.fit import (
     uuid_refusal,
 )
 from caldera.devices.hami import (
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
     decode_allocation,
     encode_allocation,
-    scoring_weights,
+    go_int32,
+    uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
@@ -135,11 +133,6 @@ def neuron_request(
     return NeuronRequest(vendor, nums, 0, 0, 1, cores=cores, by_device=by_device)
 
 
-def _int32(value: float) -> int:
-    """Go's ``int32(v)``: the low 32 bits, signed."""
-    return (int(value) + 2**31) % 2**32 - 2**31
-
-
 def capacity_cards(
     node: str,
     annotations: Mapping[str, str],
@@ -155,12 +148,12 @@ def capacity_cards(
     cores = capacity.get(CORES, 0.0)
     total = int(cores) if cores == int(cores) else 0  # AsInt64 fails: 0
     per_device = max(total, 0) // int(counts) if counts > 0 else 0
-    mask = _int32(2 ** min(per_device, 64) - 1)  # Go's uint mask; its low 32 bits are kept
+    mask = go_int32(int(2 ** min(per_device, 64) - 1))  # Go's uint mask; its low 32 bits are kept
     instance = (labels or {}).get(INSTANCE_TYPE, "")
     return [
         Card(
             id=f"{node}-{VENDOR}-{i}",
-            count=_int32(per_device),
+            count=go_int32(int(per_device)),
             devmem=0,
             devcore=mask,
             type=VENDOR,
@@ -221,18 +214,8 @@ def container_request(
     return None
 
 
-def pod_options(
-    annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-) -> FitOptions:
-    """The device UUID selectors, and HAMi's generic GPU policy and scoring weights."""
-    del cordon
-    weights = annotations.get(SCORING_WEIGHTS)
-    return FitOptions(
-        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
-        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-    )
+pod_options = uuid_options(USE_UUID, NOUSE_UUID)
+"""The UUID selectors (``CheckUUID``), HAMi's generic GPU policy and scoring weights."""
 
 
 def mask_cores(mask: int) -> int:

@@ -48,14 +48,12 @@ from caldera.devices.fit import (
 )
 from caldera.devices.hami import (
     DEFAULTS,
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
     decode_allocation,
     encode_allocation,
     from_json,
+    go_int32,
     named,
-    scoring_weights,
+    uuid_options,
 )
 from caldera.devices.model import (
     Card,
@@ -64,7 +62,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, BindKeys, OptionsReader, RequestReader, Vendor
+from caldera.devices.vendor import HAMI_KEYS, BindKeys, RequestReader, Vendor
 
 __all__ = [
     "BIREN",
@@ -129,11 +127,6 @@ def registered_cards(text: str) -> list[Card]:
     return json_cards(text)
 
 
-def _int32(value: int) -> int:
-    """Go's ``int32(n)`` of an int64: the low 32 bits, signed."""
-    return (value + 2**31) % 2**32 - 2**31
-
-
 def request_reader(resource: str, word: str) -> RequestReader:
     """``GenerateResourceRequests`` of a whole-card vendor counting ``resource``."""
 
@@ -152,7 +145,7 @@ def request_reader(resource: str, word: str) -> RequestReader:
             return None
         if not -_INT64 <= value < _INT64:
             return None
-        nums = _int32(int(value))
+        nums = go_int32(int(value))
         if nums <= 0:
             return None
         return CardRequest(
@@ -166,23 +159,7 @@ def request_reader(resource: str, word: str) -> RequestReader:
     return container_request
 
 
-def options_reader(use_uuid: str, nouse_uuid: str) -> OptionsReader:
-    """The pod's UUID selectors (``CheckUUID``), its GPU policy (``GetGPUSchedulerPolicyByPod``)
-    and the scoring weights of HAMi's card sort; no type selector, NUMA binding or cordon."""
-
-    def pod_options(
-        annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-    ) -> FitOptions:
-        del cordon  # only NVIDIA's Fit reads hami.io/device-cordon
-        weights = annotations.get(SCORING_WEIGHTS)
-        return FitOptions(
-            gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-            use_uuids=frozenset(comma_list(annotations.get(use_uuid))),
-            nouse_uuids=frozenset(comma_list(annotations.get(nouse_uuid))),
-            weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-        )
-
-    return pod_options
+options_reader = uuid_options
 
 
 def card_refusal(

@@ -32,16 +32,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from caldera.devices.fit import FitOptions
 from caldera.devices.hami import (
     DEFAULTS,
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
+    INT32_MAX,
+    card_index,
     decode_allocation,
     encode_allocation,
+    go_int32,
     named,
-    scoring_weights,
+    uuid_options,
 )
 from caldera.devices.model import (
     Card,
@@ -83,13 +82,6 @@ KEYS = dataclasses.replace(
     lock=LOCK,
 )
 
-_INT32_MAX = 2**31 - 1
-
-
-def _int32(value: int) -> int:
-    """Go's ``int32(v)`` of an int64: the low 32 bits, signed."""
-    return (value + 2**31) % 2**32 - 2**31
-
 
 def capacity_cards(
     node: str,
@@ -107,7 +99,7 @@ def capacity_cards(
     cards = int(vcores)
     memory = capacity.get(MEMORY, 0.0)
     total = int(memory) if memory == int(memory) else 0  # AsInt64 fails: 0
-    devmem = _int32(total * MEMORY_FACTOR * 100 // cards)
+    devmem = go_int32(total * MEMORY_FACTOR * 100 // cards)
     return [
         Card(
             id=f"{node}-cambricon-mlu-{i}",
@@ -140,40 +132,24 @@ def container_request(
     memreq = 0
     memory = named(MEMORY, limits, requests)
     if memory is not None:
-        if not _whole(memory) or not 0 <= memory <= _INT32_MAX // MEMORY_FACTOR:
+        if not _whole(memory) or not 0 <= memory <= INT32_MAX // MEMORY_FACTOR:
             return None
         memreq = int(memory) * MEMORY_FACTOR
     coresreq = CORES_PER_MLU
     cores = named(CORES, limits, requests)
     if cores is not None and _whole(cores):
-        coresreq = _int32(int(cores))
+        coresreq = go_int32(int(cores))
     return CardRequest(
         vendor=VENDOR,
-        nums=_int32(int(nums)),
+        nums=go_int32(int(nums)),
         memreq=memreq,
         mem_percentage=100 if memreq == 0 else 0,
         coresreq=coresreq,
     )
 
 
-def pod_options(
-    annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-) -> FitOptions:
-    """The MLU UUID selectors, and HAMi's generic GPU policy and scoring weights."""
-    del cordon  # no cordon annotation for MLUs
-    weights = annotations.get(SCORING_WEIGHTS)
-    return FitOptions(
-        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
-        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-    )
-
-
-def _index(uuid: str) -> int:
-    """The MLU's index, the last part of the id :func:`capacity_cards` gives it."""
-    tail = uuid.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else 0
+pod_options = uuid_options(USE_UUID, NOUSE_UUID)
+"""The UUID selectors (``CheckUUID``), HAMi's generic GPU policy and scoring weights."""
 
 
 def dsmlu_annotations(
@@ -185,7 +161,7 @@ def dsmlu_annotations(
     first = next((grants[0] for grants in containers if grants), None)
     if first is None:
         return {}
-    profile = f"{_index(first.uuid)}_{first.cores}_{first.memory // MEMORY_FACTOR}"
+    profile = f"{card_index(first.uuid)}_{first.cores}_{first.memory // MEMORY_FACTOR}"
     return {ASSIGNED: "false", PROFILE: profile}
 
 

@@ -61,12 +61,9 @@ from caldera.devices.enflame_drs import (
 from caldera.devices.fit import FitOptions
 from caldera.devices.hami import (
     DEFAULTS,
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
     decode_allocation,
     named,
-    scoring_weights,
+    uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
@@ -271,18 +268,8 @@ def _value(quantity: float) -> int:
     return -1 if value is None else value
 
 
-def pod_options(
-    annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-) -> FitOptions:
-    """The GCU UUID selectors, and HAMi's generic GPU policy and scoring weights."""
-    del cordon  # Enflame's Fit has no cordon
-    weights = annotations.get(SCORING_WEIGHTS)
-    return FitOptions(
-        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
-        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-    )
+pod_options = uuid_options(USE_UUID, NOUSE_UUID)
+"""The UUID selectors (``CheckUUID``), HAMi's generic GPU policy and scoring weights."""
 
 
 # -- the allocation string and the bind (PatchAnnotations) -------------------------------------

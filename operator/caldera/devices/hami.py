@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from caldera.devices.fit import FitOptions
 from caldera.devices.model import Card, DeviceDefaults, Grant, RegistrationError
 
 __all__ = [
@@ -25,8 +26,10 @@ __all__ = [
     "DEFAULTS",
     "GO_BOOLS",
     "GPU_POLICY",
+    "INT32_MAX",
     "NODE_POLICY",
     "SCORING_WEIGHTS",
+    "card_index",
     "card_of",
     "comma_list",
     "cordoned",
@@ -35,10 +38,12 @@ __all__ = [
     "from_colons",
     "from_json",
     "go_int",
+    "go_int32",
     "named",
     "node_policy",
     "registered_cards",
     "scoring_weights",
+    "uuid_options",
 ]
 
 NODE_POLICY, GPU_POLICY = "hami.io/node-scheduler-policy", "hami.io/gpu-scheduler-policy"
@@ -239,3 +244,41 @@ def scoring_weights(raw: str) -> tuple[int, int, int]:
 def node_policy(annotations: Mapping[str, str], default: str) -> str:
     """``binpack`` or ``spread`` for choosing among nodes (the pod's annotation wins)."""
     return annotations.get(NODE_POLICY) or default
+
+
+INT32_MAX = 2**31 - 1
+"""Go's ``math.MaxInt32``: where HAMi's requests and registrations stop."""
+
+
+def go_int32(value: int) -> int:
+    """Go's ``int32(v)`` of an int64: the low 32 bits, signed (HAMi converts without a check)."""
+    return (value + 2**31) % 2**32 - 2**31
+
+
+def card_index(uuid: str) -> int:
+    """The index a vendor that names its cards ``<node>-<word>-<i>`` gives a card (its last
+    part; 0 when that is not a number)."""
+    tail = uuid.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else 0
+
+
+def uuid_options(
+    use_uuid: str, nouse_uuid: str
+) -> Callable[[Mapping[str, str], str, frozenset[str]], FitOptions]:
+    """The fit options of a vendor whose pods say only which cards (``CheckUUID`` on
+    ``use_uuid``/``nouse_uuid``), besides HAMi's generic GPU policy and scoring weights: no type
+    selector, NUMA binding or cordon (only NVIDIA's ``Fit`` reads ``hami.io/device-cordon``)."""
+
+    def pod_options(
+        annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
+    ) -> FitOptions:
+        del cordon
+        weights = annotations.get(SCORING_WEIGHTS)
+        return FitOptions(
+            gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
+            use_uuids=frozenset(comma_list(annotations.get(use_uuid))),
+            nouse_uuids=frozenset(comma_list(annotations.get(nouse_uuid))),
+            weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
+        )
+
+    return pod_options

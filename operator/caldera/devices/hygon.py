@@ -29,6 +29,7 @@ from caldera.devices.hami import (
     CORDON_ANNOTATION,
     DEFAULTS,
     GPU_POLICY,
+    INT32_MAX,
     SCORING_WEIGHTS,
     comma_list,
     decode_allocation,
@@ -65,8 +66,6 @@ USE_UUID, NOUSE_UUID = "hygon.com/use-gpuuuid", "hygon.com/nouse-gpuuuid"
 WHOLE_CARD_CORES = 100
 """Hygon's ``corenum := int32(100)``: no cores named means all of them."""
 
-_INT32_MAX = 2**31 - 1
-
 
 def registered_cards(text: str) -> list[Card]:
     """The cards a node registers: ``id,count,devmem,devcore,type,numa,health[,index,mode]:``."""
@@ -74,7 +73,7 @@ def registered_cards(text: str) -> list[Card]:
 
 
 def _whole(value: float) -> bool:
-    return 0 <= value <= _INT32_MAX and value == int(value)
+    return 0 <= value <= INT32_MAX and value == int(value)
 
 
 def container_request(
@@ -96,7 +95,7 @@ def container_request(
         memreq = int(memory)
         if defaults.memory_factor > 1:
             memreq *= defaults.memory_factor
-            if memreq > _INT32_MAX:
+            if memreq > INT32_MAX:
                 return None
     cores = named(CORES, limits, requests)
     coresreq = WHOLE_CARD_CORES

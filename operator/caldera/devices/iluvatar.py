@@ -57,16 +57,15 @@ from caldera.devices.fit import (
 from caldera.devices.hami import (
     DEFAULTS,
     GO_BOOLS,
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
+    INT32_MAX,
     decode_allocation,
     encode_allocation,
+    go_int32,
     named,
-    scoring_weights,
+    uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, OptionsReader, RequestReader, Vendor
+from caldera.devices.vendor import HAMI_KEYS, RequestReader, Vendor
 
 __all__ = [
     "DEFAULT_CONFIGS",
@@ -83,7 +82,6 @@ MEMORY_FACTOR = 256
 """MiB per ``vMem`` unit (``MemoryFactor``)."""
 MAX_CORES = 100
 """``Fit``: "core limit can't exceed 100"."""
-_INT32_MAX = 2**31 - 1
 _INT64 = 2**63
 
 
@@ -195,11 +193,6 @@ def registered_cards(text: str) -> list[Card]:
 # -- requests ----------------------------------------------------------------------------------
 
 
-def _int32(value: int) -> int:
-    """Go's ``int32(v)`` of an int64: the low 32 bits, signed."""
-    return (value + 2**31) % 2**32 - 2**31
-
-
 def _as_int64(value: float) -> int | None:
     """``Quantity.AsInt64``: the value when it is a whole number an int64 holds, else None."""
     if not math.isfinite(value) or value != int(value) or not -_INT64 <= value < _INT64:
@@ -219,45 +212,28 @@ def _request_reader(config: IluvatarConfig) -> RequestReader:
         del defaults
         count = named(config.resource_count_name, limits, requests)
         whole = None if count is None else _as_int64(count)
-        if whole is None or _int32(whole) <= 0:
+        if whole is None or go_int32(whole) <= 0:
             return None
         memreq = 0
         memory = named(config.resource_memory_name, limits, requests)
         if memory is not None:
             units = _as_int64(memory)
-            if units is None or not 0 <= units <= _INT32_MAX // MEMORY_FACTOR:
+            if units is None or not 0 <= units <= INT32_MAX // MEMORY_FACTOR:
                 return None  # "rejecting to avoid silent under-allocation"
             memreq = units * MEMORY_FACTOR
         coresreq = 0
         cores = named(config.resource_core_name, limits, requests)
         if cores is not None and (asked := _as_int64(cores)) is not None:
-            coresreq = _int32(asked)
+            coresreq = go_int32(asked)
         return CardRequest(
             vendor=config.common_word,
-            nums=_int32(whole),
+            nums=go_int32(whole),
             memreq=memreq,
             mem_percentage=100 if memreq == 0 else 0,
             coresreq=coresreq,
         )
 
     return container_request
-
-
-def _options_reader(config: IluvatarConfig) -> OptionsReader:
-    def pod_options(
-        annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-    ) -> FitOptions:
-        """The chip's UUID selectors (``CheckUUID``), HAMi's GPU policy and scoring weights."""
-        del cordon  # Iluvatar's Fit has no cordon check
-        weights = annotations.get(SCORING_WEIGHTS)
-        return FitOptions(
-            gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-            use_uuids=frozenset(comma_list(annotations.get(config.use_uuid_annotation))),
-            nouse_uuids=frozenset(comma_list(annotations.get(config.no_use_uuid_annotation))),
-            weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-        )
-
-    return pod_options
 
 
 # -- fit ---------------------------------------------------------------------------------------
@@ -328,7 +304,7 @@ def iluvatar_vendor(config: IluvatarConfig) -> Vendor:
         count_resource=config.resource_count_name,
         read_cards=registered_cards,
         read_request=_request_reader(config),
-        read_options=_options_reader(config),
+        read_options=uuid_options(config.use_uuid_annotation, config.no_use_uuid_annotation),
         encode=encode_allocation,
         decode=decode_allocation,
         cordon_annotation="",

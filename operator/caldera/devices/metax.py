@@ -48,6 +48,7 @@ from caldera.devices.hami import (
     SCORING_WEIGHTS,
     decode_allocation,
     encode_allocation,
+    go_int32,
     named,
     scoring_weights,
 )
@@ -96,11 +97,6 @@ KEYS = dataclasses.replace(
 CUSTOM_FILTER_RULE = "CardNotFoundCustomFilterRule"
 
 
-def _int32(value: int) -> int:
-    """Go's ``int32(v)`` of an int64: the low 32 bits, signed."""
-    return (value + 2**31) % 2**32 - 2**31
-
-
 def capacity_cards(
     node: str,
     annotations: Mapping[str, str],
@@ -141,7 +137,7 @@ def container_request(
     count = named(COUNT, limits, requests)
     if count is None or count != int(count):
         return None
-    nums = _int32(int(count))
+    nums = go_int32(int(count))
     if nums <= 0:
         return None
     return CardRequest(vendor=VENDOR, nums=nums, memreq=0, mem_percentage=100, coresreq=100)

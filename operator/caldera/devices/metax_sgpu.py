@@ -65,6 +65,7 @@ from caldera.devices.hami import (
     DEFAULTS,
     GO_BOOLS,
     GPU_POLICY,
+    INT32_MAX,
     SCORING_WEIGHTS,
     comma_list,
     decode_allocation,
@@ -139,7 +140,6 @@ KEYS = dataclasses.replace(
 )
 """``InitMetaxSDevice``'s annotations; the lock is ``MetaxNodeLock``, HAMi's ``mutex.lock``."""
 
-_INT32_MAX = 2**31 - 1
 _MIB = 1024 * 1024
 
 
@@ -253,12 +253,12 @@ def container_request(
     are not whole numbers are not read (``AsInt64`` fails): 100 cores, all the memory."""
     del requests, defaults  # MetaX reads limits alone, with its own fixed factor
     count = limits.get(COUNT)
-    if count is None or count != int(count) or not 0 < count <= _INT32_MAX:
+    if count is None or count != int(count) or not 0 < count <= INT32_MAX:
         return None
     core = WHOLE_CARD
     cores = limits.get(CORES)
     if cores is not None and cores == int(cores):
-        if not 0 <= cores <= _INT32_MAX:
+        if not 0 <= cores <= INT32_MAX:
             return None
         core = int(cores)
     mem = 0
@@ -268,10 +268,10 @@ def container_request(
         if _with_unit(value):
             mem = _go_div(_go_div(value, 1024), 1024)
         else:
-            if not 0 <= value <= _INT32_MAX // MEMORY_FACTOR:
+            if not 0 <= value <= INT32_MAX // MEMORY_FACTOR:
                 return None
             mem = value * MEMORY_FACTOR
-        if not 0 <= mem <= _INT32_MAX:
+        if not 0 <= mem <= INT32_MAX:
             return None
     return CardRequest(
         vendor=VENDOR,

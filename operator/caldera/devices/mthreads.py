@@ -54,13 +54,13 @@ from caldera.devices.fit import (
 )
 from caldera.devices.hami import (
     DEFAULTS,
-    GPU_POLICY,
-    SCORING_WEIGHTS,
-    comma_list,
+    INT32_MAX,
+    card_index,
     decode_allocation,
     encode_allocation,
+    go_int32,
     named,
-    scoring_weights,
+    uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
@@ -99,13 +99,7 @@ ALLOCATED = "hami.io/mthreads-vgpu-devices-allocated"
 seam's ``to_allocate`` is therefore the allocated key itself (one key, one value)."""
 KEYS = dataclasses.replace(HAMI_KEYS, to_allocate=ALLOCATED, allocated=ALLOCATED, lock="")
 
-_INT32_MAX = 2**31 - 1
 _INT64 = 2**63
-
-
-def _int32(value: int) -> int:
-    """Go's ``int32(v)`` of an int64: the low 32 bits, signed."""
-    return (value + 2**31) % 2**32 - 2**31
 
 
 def _quotient(a: int, b: int) -> int:
@@ -139,7 +133,7 @@ def capacity_cards(
     if not cores:
         raise RegistrationError(f"device not found {CORES}")
     memory = _as_int64(capacity.get(MEMORY, 0.0)) or 0  # AsInt64 fails: 0
-    devmem = _int32(_quotient(memory * MEMORY_FACTOR * CORES_PER_GPU, cores))
+    devmem = go_int32(_quotient(memory * MEMORY_FACTOR * CORES_PER_GPU, cores))
     return [
         Card(
             id=f"{node}-mthreads-{i}",
@@ -171,19 +165,19 @@ def container_request(
     del defaults
     count = named(COUNT, limits, requests)
     nums = None if count is None else _as_int64(count)
-    if nums is None or not 0 < nums <= _INT32_MAX:
+    if nums is None or not 0 < nums <= INT32_MAX:
         return None
     memnum = 0
     memory = named(MEMORY, limits, requests)
     if memory is not None:
         units = _as_int64(memory)
-        if units is None or not 0 <= units <= _INT32_MAX // MEMORY_FACTOR:
+        if units is None or not 0 <= units <= INT32_MAX // MEMORY_FACTOR:
             return None  # "rejecting to avoid silent under-allocation"
         memnum = units * MEMORY_FACTOR
     corenum = 0
     cores = named(CORES, limits, requests)
     if cores is not None and (asked := _as_int64(cores)) is not None:
-        corenum = _int32(asked)
+        corenum = go_int32(asked)
     return CardRequest(
         vendor=VENDOR,
         nums=nums,
@@ -193,18 +187,8 @@ def container_request(
     )
 
 
-def pod_options(
-    annotations: Mapping[str, str], gpu_policy: str, cordon: frozenset[str] = frozenset()
-) -> FitOptions:
-    """The UUID selectors (``CheckUUID``), HAMi's GPU policy and scoring weights."""
-    del cordon  # Moore Threads' Fit has no cordon check
-    weights = annotations.get(SCORING_WEIGHTS)
-    return FitOptions(
-        gpu_policy=annotations.get(GPU_POLICY) or gpu_policy,
-        use_uuids=frozenset(comma_list(annotations.get(USE_UUID))),
-        nouse_uuids=frozenset(comma_list(annotations.get(NOUSE_UUID))),
-        weights=scoring_weights(weights) if weights is not None else (1, 1, 1),
-    )
+pod_options = uuid_options(USE_UUID, NOUSE_UUID)
+"""The UUID selectors (``CheckUUID``), HAMi's generic GPU policy and scoring weights."""
 
 
 # -- fit ---------------------------------------------------------------------------------------
@@ -267,12 +251,6 @@ def mthreads_walk(
 # -- bind --------------------------------------------------------------------------------------
 
 
-def _index(uuid: str) -> int:
-    """The card's index, the last part of the id :func:`capacity_cards` gives it (``Idx``)."""
-    tail = uuid.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else 0
-
-
 def mthreads_annotations(
     pod: BindPod,
     containers: Sequence[Sequence[Grant]],
@@ -285,7 +263,7 @@ def mthreads_annotations(
     out: dict[str, str] = {}
     for grants in containers:
         if grants:
-            out[GPU_INDEX] = ",".join(str(_index(g.uuid)) for g in grants)
+            out[GPU_INDEX] = ",".join(str(card_index(g.uuid)) for g in grants)
             out[PREDICATE_TIME] = str(int(now * 1_000_000_000))
             out[PREDICATE_NODE] = node
     return out
