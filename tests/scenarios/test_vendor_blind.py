@@ -32,12 +32,15 @@ from builders import (
 from caldera.devices.ascend import ASCEND
 from caldera.devices.cambricon import CAMBRICON_MLU
 from caldera.devices.hygon import HYGON_DCU
+from caldera.devices.iluvatar import ILUVATAR
 from caldera.devices.model import Grant
+from caldera.devices.mthreads import MTHREADS
 from caldera.devices.nvidia import NVIDIA
 from caldera.devices.vendor import Vendor
 from caldera.simulate.runner import Simulation, simulate
 
 (A910B3,) = [v for v in ASCEND if v.name == "Ascend910B3"]
+(BI_V150,) = [v for v in ILUVATAR if v.name == "BI-V150"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,11 @@ class Dialect:
     """A container's limits for one tenant's share (``unit`` MiB, ``cores``)."""
     unit: int
     cores: int
+    card: str = "{node}-card"
+    """The card's id on a node (a capacity-read vendor names it after the node)."""
 
     def card_of(self, node_name: str) -> str:
-        if self.vendor is CAMBRICON_MLU:
-            return f"{node_name}-cambricon-mlu-0"
-        return f"{node_name}-card"
+        return self.card.format(node=node_name)
 
     def held(self, node_name: str) -> dict[str, str]:
         """The annotations of a running pod holding one tenant's share of the card."""
@@ -86,6 +89,16 @@ def _ascend_node(name: str) -> Obj:
 
 def _mlu_node(name: str) -> Obj:
     capacity = {"cambricon.com/mlu.smlu.vcore": "100", "cambricon.com/mlu.smlu.vmemory": "64"}
+    return node(name, cpu="32", memory="64Gi", extra=capacity, capacity=capacity)
+
+
+def _iluvatar_node(name: str) -> Obj:
+    text = f"{name}-card,4,65536,100,BI-V150,0,true:"
+    return node(name, cpu="32", memory="64Gi", annotations={BI_V150.register_annotation: text})
+
+
+def _mthreads_node(name: str) -> Obj:
+    capacity = {"mthreads.com/sgpu-core": "16", "mthreads.com/sgpu-memory": "96"}
     return node(name, cpu="32", memory="64Gi", extra=capacity, capacity=capacity)
 
 
@@ -125,6 +138,32 @@ DIALECTS = {
         },
         4096,
         10,
+        "{node}-cambricon-mlu-0",
+    ),
+    "Iluvatar BI-V150": Dialect(
+        BI_V150,
+        {"Vendors": ["iluvatar"]},
+        _iluvatar_node,
+        lambda: {
+            "iluvatar.ai/BI-V150-vgpu": "1",
+            "iluvatar.ai/BI-V150.vMem": "64",
+            "iluvatar.ai/BI-V150.vCore": "25",
+        },
+        16384,
+        25,
+    ),
+    "Moore Threads": Dialect(
+        MTHREADS,
+        {"Vendors": ["mthreads"]},
+        _mthreads_node,
+        lambda: {
+            "mthreads.com/vgpu": "1",
+            "mthreads.com/sgpu-memory": "24",
+            "mthreads.com/sgpu-core": "4",
+        },
+        12288,
+        4,
+        "{node}-mthreads-0",
     ),
 }
 CASES = pytest.mark.parametrize("dialect", DIALECTS.values(), ids=DIALECTS.keys())
