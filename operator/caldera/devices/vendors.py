@@ -18,6 +18,8 @@ from caldera.devices.enflame import ENFLAME
 from caldera.devices.enflame_gcu import ENFLAME_GCU
 from caldera.devices.hygon import HYGON_DCU
 from caldera.devices.iluvatar import ILUVATAR
+from caldera.devices.kunlun import KUNLUN_XPU
+from caldera.devices.kunlun_vxpu import KUNLUN_VXPU
 from caldera.devices.metax import METAX_GPU
 from caldera.devices.metax_sgpu import METAX_SGPU
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
@@ -55,6 +57,8 @@ VENDORS: tuple[Vendor, ...] = (
     METAX_SGPU,
     ENFLAME,
     ENFLAME_GCU,
+    KUNLUN_XPU,
+    KUNLUN_VXPU,
 )
 """HAMi's NVIDIA dialect, Volcano's own vGPU dialect, HAMi's Hygon DCU, and HAMi's Ascend NPUs
 (one per card type of its default device ConfigMap), then HAMi's other vendors, one line each."""
