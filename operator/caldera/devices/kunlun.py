@@ -21,13 +21,16 @@ for later pods. What this module follows:
   refused some XPU) or ``NumaNotFit``, once for the node;
 - the node score (``ScoreNode``, :func:`bubble_score`): how the pod changes the node's wings'
   fragmentation, 3000 (fewer "bubbles"), 2000, 1000 or 0, added unweighted under every policy
-  (HAMi #2973 notes that spread then prefers the worse node; kept, as HAMi does);
+  (HAMi #2973 notes that spread then prefers the worse node; the issue is closed, but Kunlunxin
+  is not among HAMi's ``PolicyNeutralScorer`` backends at 4707fb0, so kept, as HAMi does);
 - the bind (``PatchAnnotations``): ``hami.io/kunlun-allocated`` only, and ``BAIDU_COM_DEVICE_IDX``,
   the indexes of the last container holding XPUs; no node lock.
 
-A grant records the card's whole memory and compute, as HAMi writes them in the allocation;
-HAMi's ``AddResourceUsage`` counts only the slot, so its usage score sees no memory used where
-Caldera's does.
+A grant records the card's whole memory and compute, as HAMi writes them in the allocation (and
+as HAMi counts them once a pod holds the XPUs). HAMi's ``AddResourceUsage`` counts only the slot
+while it fits one pod's containers, so a later container of the same pod sees the earlier one's
+XPUs used but none of their memory; Caldera's walk sees the memory too (a pod with two containers
+of whole XPUs may then sort its second container's XPUs differently).
 """
 
 from __future__ import annotations
@@ -63,7 +66,10 @@ __all__ = [
     "bubble_score",
     "capacity_cards",
     "container_request",
+    "count_bubbles",
+    "device_pick",
     "graph_select",
+    "interconnect",
     "pod_options",
 ]
 
@@ -165,7 +171,9 @@ def _wing_of(position: int) -> int:
     return 0 if position < WING else 1
 
 
-def _pick(order: Sequence[Card], fitting: Sequence[bool], start: int, count: int) -> list[int]:
+def device_pick(
+    order: Sequence[Card], fitting: Sequence[bool], start: int, count: int
+) -> list[int]:
     """``devicepick``: the indexes of the first ``count`` fitting XPUs from ``start`` on."""
     out: list[int] = []
     for t in range(start, min(2 * WING, len(order))):
@@ -176,7 +184,7 @@ def _pick(order: Sequence[Card], fitting: Sequence[bool], start: int, count: int
     return out
 
 
-def _interconnect(order: Sequence[Card], fitting: Sequence[bool], count: int) -> list[int]:
+def interconnect(order: Sequence[Card], fitting: Sequence[bool], count: int) -> list[int]:
     """``interconnect``: a linked pair across the wings, or a linked quad."""
     free = [c.index for c, ok in zip(order, fitting, strict=True) if ok]
     if count == 2:
@@ -215,10 +223,10 @@ def graph_select(order: Sequence[Card], fitting: Sequence[bool], count: int) -> 
         for slots in range(count, WING + 1):
             num = ODD_ORDER[slots - 1] if count % 2 == 1 else slots
             if left == num:
-                return _pick(order, fitting, 0, count)
+                return device_pick(order, fitting, 0, count)
             if right == num:
-                return _pick(order, fitting, WING, count)
-    return _interconnect(order, fitting, count)
+                return device_pick(order, fitting, WING, count)
+    return interconnect(order, fitting, count)
 
 
 def select_walk(
@@ -267,19 +275,22 @@ def _fit_xpu(card: Card, use: CardUse) -> bool:
     return use.used == 0 and card.health
 
 
+def count_bubbles(indexes: set[int]) -> int:
+    """``countbubble``/``getvalue``: per wing, 0 when all four XPUs are in ``indexes``, 2 when
+    one is, else 1; 1 for no XPU at all."""
+    left = sum(1 for i in indexes if i < WING)
+    right = len(indexes) - left
+    if not left and not right:
+        return 1
+    return sum(0 if n == WING else 2 if n == 1 else 1 for n in (left, right))
+
+
 def bubble_score(before: Sequence[tuple[Card, CardUse]], taken: Sequence[Card]) -> float:
     """``ScoreNode``/``calcscore``: 3000 when the pod's XPUs make the wings less fragmented than
     the XPUs in use before, 2000 as fragmented, 1000 or 0 when more."""
 
-    def bubbles(indexes: set[int]) -> int:  # countbubble
-        left = sum(1 for i in indexes if i < WING)
-        right = len(indexes) - left
-        if not left and not right:
-            return 1
-        return sum(0 if n == WING else 2 if n == 1 else 1 for n in (left, right))
-
     previous = {c.index for c, u in before if u.used > 0}
-    change = bubbles({c.index for c in taken}) - bubbles(previous)
+    change = count_bubbles({c.index for c in taken}) - count_bubbles(previous)
     return {-1: 3000.0, 0: 2000.0, 1: 1000.0, 2: 0.0}.get(change, 1000.0)
 
 

@@ -4,9 +4,10 @@ memory partitions of one size, chosen with the whole XPUs' topology (:mod:`calde
 What differs from the whole XPU:
 
 - the cards (``GetNodeDevices``): HAMi's JSON on ``hami.io/node-register-xpu``, written by
-  Kunlunxin's vXPU device plugin; an empty list is "no device found on node". A card whose
-  registered type does not name the vendor word is read as ``XPU-<type>`` (every card of this
-  annotation is the vendor's, ``DeviceVendor = XPU``);
+  Kunlunxin's vXPU device plugin; an empty list is "no device found on node". The types are kept
+  as registered: HAMi tags each card ``DeviceVendor = XPU`` but offers a request only the cards
+  whose type contains ``XPU`` (``getNodeResources``), so a card registered as ``P800`` is never
+  given, here as there (``NodeInsufficientDevice``);
 - the request (``GenerateResourceRequests``): ``kunlunxin.com/vxpu`` (a whole number) and
   ``kunlunxin.com/vxpu-memory`` in MiB, rounded up to a partition (``trimMemory``: 24576, 49152,
   else the whole 98304); cores are ``memory * 100 / 98304``; no memory named is the whole XPU
@@ -54,10 +55,7 @@ def registered_cards(text: str) -> list[Card]:
     cards = from_json(text.strip())
     if not cards:
         raise RegistrationError("no device found on node")
-    return [
-        c if VENDOR.lower() in c.type.lower() else dataclasses.replace(c, type=f"XPU-{c.type}")
-        for c in cards
-    ]
+    return cards
 
 
 def trim_memory(memory: int) -> int:
