@@ -151,9 +151,9 @@ def test_stdin_and_files_combine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 
 
 def test_warnings_from_stdin_name_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("kind: ConfigMap\nmetadata: {name: web}\n"))
+    monkeypatch.setattr("sys.stdin", io.StringIO("kind: Secret\nmetadata: {name: web}\n"))
     loaded = load_manifests(["-"])
-    assert loaded.notes == ["<stdin>: ignored ConfigMap web: kind not used by the scheduler"]
+    assert loaded.notes == ["<stdin>: ignored Secret web: kind not used by the scheduler"]
 
 
 def test_unknown_kinds_are_ignored_with_a_note_and_objects_without_kind_are_problems(
@@ -162,14 +162,14 @@ def test_unknown_kinds_are_ignored_with_a_note_and_objects_without_kind_are_prob
     text = docs(
         "kind: Deployment\nmetadata: {name: web, namespace: shop}\n",
         POD_A,
-        "kind: ConfigMap\nmetadata: {name: settings}\n",
+        "kind: Secret\nmetadata: {name: settings}\n",
         "metadata: {name: kindless}\n",
     )
     path = write(tmp_path, "mixed.yaml", text)
     loaded = load_manifests([path])
     assert loaded.notes == [
         f"{path}: ignored Deployment shop/web: kind not used by the scheduler",
-        f"{path}: ignored ConfigMap settings: kind not used by the scheduler",
+        f"{path}: ignored Secret settings: kind not used by the scheduler",
     ]
     assert loaded.warnings == [
         f"{path}: skipped an object without kind kindless: kind must be a non-empty string"

@@ -272,7 +272,7 @@ def test_missing_namespace_defaults_for_namespaced_kinds(
             id="an unknown kind shows the namespace it states",
         ),
         pytest.param(
-            "ConfigMap", {"metadata": {"name": "cm"}}, "cm", id="an unknown kind without namespace"
+            "Secret", {"metadata": {"name": "cm"}}, "cm", id="an unknown kind without namespace"
         ),
         pytest.param("Pod", {}, "default/<unnamed>", id="no metadata at all"),
         pytest.param("Pod", {"metadata": "x"}, "default/<unnamed>", id="metadata is not a map"),

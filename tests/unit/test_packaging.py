@@ -638,6 +638,7 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "podgroups/status"): {"patch"},
+    ("", "configmaps"): {"list", "watch"},
 }
 
 

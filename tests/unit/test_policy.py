@@ -324,9 +324,9 @@ _PASSED_OVER = [
         id="an argument key from Volcano's docs that its code never reads",
     ),
     pytest.param(
-        'actions: "allocate"\nconfigurations:\n- name: init-params\n  arguments: {a: "1"}\n',
+        'actions: "allocate"\nconfigurations:\n- name: warmup\n  arguments: {a: "1"}\n',
         "configurations[0].name",
-        "no action 'init-params'; its arguments are ignored",
+        "no action 'warmup'; its arguments are ignored",
         id="configurations for an action Caldera does not run",
     ),
     pytest.param(

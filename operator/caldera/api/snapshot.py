@@ -18,6 +18,7 @@ from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.api.usage import NodeUsage
+from caldera.models.core import ConfigMap
 from caldera.models.dra import DraObjects
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
@@ -82,6 +83,8 @@ class Snapshot:
     spread_owners: SpreadOwners = field(default_factory=SpreadOwners)
     """Services and controllers, whose selectors make PodTopologySpread's system default
     constraints."""
+    config_maps: dict[str, ConfigMap] = field(default_factory=dict)
+    """MindCluster's ConfigMaps, by ``namespace/name`` (deviceshare's Ascend vNPUs)."""
 
     def labels_of_namespace(self, name: str) -> dict[str, str]:
         """A namespace's labels; one not listed has only the label the API server gives all."""

@@ -409,6 +409,7 @@ def finish(
         key: (b.task(space, key, state.pods[key], "", prio), held[key]) for key in sorted(held)
     }
     snapshot.spread_owners = spread_owners(state)
+    snapshot.config_maps = dict(state.config_maps)
     memo = b.memo
     for dropped in memo.workload_groups.keys() - state.workload_podgroups.keys():
         del memo.workload_groups[dropped]

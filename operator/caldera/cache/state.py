@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
+from caldera.models.core import ConfigMap, Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.kinds import KINDS, kind_of_model
 from caldera.models.numa import Numatopology
@@ -42,6 +42,7 @@ StateObject = (
     | ReplicaSet
     | StatefulSet
     | WorkloadPodGroup
+    | ConfigMap
 )
 """Every kind :meth:`ClusterState.add` stores."""
 
@@ -85,6 +86,9 @@ class ClusterState:
     stateful_sets: dict[str, StatefulSet] = field(default_factory=dict)
     workload_podgroups: dict[str, WorkloadPodGroup] = field(default_factory=dict)
     """Kubernetes' own PodGroups (``scheduling.k8s.io``), by ``namespace/name``."""
+    config_maps: dict[str, ConfigMap] = field(default_factory=dict)
+    """By ``namespace/name``: only those labelled for MindCluster's consumers (the device
+    lists and node statuses its vNPU scheduling reads)."""
     invalid: dict[str, str] = field(default_factory=dict)
     """Objects the API holds that failed validation: ``<Kind>/<key>`` → what is wrong. Left out
     of every other table; kept so the pods that refer to them can say why they wait."""

@@ -22,6 +22,7 @@ from caldera.devices.kunlun import KUNLUN_XPU
 from caldera.devices.kunlun_vxpu import KUNLUN_VXPU
 from caldera.devices.metax import METAX_GPU
 from caldera.devices.metax_sgpu import METAX_SGPU
+from caldera.devices.mindcluster_node import NODE_ANNOTATIONS as MINDCLUSTER_ANNOTATIONS
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
 from caldera.devices.mthreads import MTHREADS
 from caldera.devices.nvidia import NVIDIA
@@ -30,9 +31,11 @@ from caldera.devices.vendor import Vendor
 from caldera.devices.volcano_vgpu import VOLCANO_VGPU
 
 __all__ = [
+    "ASSIGNMENT_ANNOTATIONS",
     "CAPACITY_NAMES",
     "COUNT_RESOURCES",
     "FAMILIES",
+    "NODE_ANNOTATIONS",
     "VENDORS",
     "decoded",
     "enabled_vendors",
@@ -64,6 +67,22 @@ VENDORS: tuple[Vendor, ...] = (
 (one per card type of its default device ConfigMap), then HAMi's other vendors, one line each."""
 
 
+NODE_ANNOTATIONS = MINDCLUSTER_ANNOTATIONS | frozenset(
+    key
+    for vendor in VENDORS
+    for key in (
+        vendor.register_annotation,
+        vendor.cordon_annotation,
+        vendor.score_annotation,
+        *vendor.node_keys,
+    )
+    if key
+)
+"""The node annotations a session reads: the shared-device registrations and what the vendors
+read beside them (Ascend's ``hami-vnpu-core``), and MindCluster's chip lists: a change to one is
+news to the operator."""
+ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.written)
+"""Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family)
 """The vendors ``deviceshare.Vendors`` may name (HAMi's device ConfigMap sections)."""
 COUNT_RESOURCES: frozenset[str] = frozenset(v.count_resource for v in VENDORS)

@@ -31,6 +31,7 @@ from caldera.framework.tolerance import (
 
 __all__ = [
     "DEFAULT_POLICY_YAML",
+    "PLUGIN_CONFIGURATIONS",
     "ActionSpec",
     "PluginOption",
     "Policy",
@@ -57,6 +58,11 @@ tiers:
 """
 
 _TOP_KEYS = frozenset({"actions", "tiers", "configurations", "metrics"})
+PLUGIN_CONFIGURATIONS = frozenset({"init-params"})
+"""``configurations`` entries a plugin reads, not an action: MindCluster's ``init-params``
+(deviceshare's Ascend vNPUs, :class:`~caldera.devices.mindcluster_info.InitParams`; Volcano hands
+every entry to the session, ``ssn.Configurations``). Kept as written, never warned about: their
+other keys are read by MindCluster's own components."""
 _HIERARCHY = "enableHierarchy"
 
 
@@ -95,6 +101,8 @@ class Policy:
     source: str = ""
     warnings: tuple[PolicyWarning, ...] = ()
     """What the policy says that no part of Caldera reads, passed over as Volcano does."""
+    configurations: tuple[Mapping[str, Any], ...] = ()
+    """The ``configurations`` entries of :data:`PLUGIN_CONFIGURATIONS`, as written, in order."""
 
     @property
     def layout(self) -> list[list[str]]:
@@ -198,15 +206,19 @@ def _actions(raw: Any, registry: Registry, source: str) -> list[str]:
     return names
 
 
-def _configurations(raw: Any, registry: Registry, warn: Warnings) -> dict[str, Args]:
+def _configurations(
+    raw: Any, registry: Registry, warn: Warnings
+) -> tuple[dict[str, Args], list[Mapping[str, Any]]]:
+    """The actions' arguments by action name, and the entries plugins read."""
     source = warn.source
     if raw is None:
-        return {}
+        return {}, []
     if not isinstance(raw, list):
         raise ConfigError(
             "must be a list of {name, arguments}", key="configurations", source=source
         )
     out: dict[str, Args] = {}
+    kept: list[Mapping[str, Any]] = []
     known = registry.action_names()
     for i, item in enumerate(raw):
         key = f"configurations[{i}]"
@@ -217,6 +229,9 @@ def _configurations(raw: Any, registry: Registry, warn: Warnings) -> dict[str, A
         name = item.get("name")
         if not isinstance(name, str):
             raise ConfigError("missing action name", key=f"{key}.name", source=source)
+        if name in PLUGIN_CONFIGURATIONS:
+            kept.append(item)
+            continue
         if name not in known:  # Volcano looks configurations up by action name only
             warn.add(
                 f"{key}.name",
@@ -229,7 +244,7 @@ def _configurations(raw: Any, registry: Registry, warn: Warnings) -> dict[str, A
         except ConfigError as exc:
             raise ConfigError(str(exc), key=f"{key}.name", source=source) from None
         out[name] = validate_args(cls.Args, item.get("arguments"), f"{key}.arguments", warn)
-    return out
+    return out, kept
 
 
 def load_policy(text: str, registry: Registry, *, source: str = "", strict: bool = False) -> Policy:
@@ -247,7 +262,7 @@ def load_policy(text: str, registry: Registry, *, source: str = "", strict: bool
             'missing (e.g. actions: "enqueue, allocate")', key="actions", source=source
         )
     action_names = _actions(raw["actions"], registry, source)
-    configured = _configurations(raw.get("configurations"), registry, warn)
+    configured, kept = _configurations(raw.get("configurations"), registry, warn)
 
     tiers_raw = raw.get("tiers") or []
     if not isinstance(tiers_raw, list):
@@ -312,6 +327,7 @@ def load_policy(text: str, registry: Registry, *, source: str = "", strict: bool
         metrics=dict(metrics),
         source=source,
         warnings=tuple(warn.found),
+        configurations=tuple(kept),
     )
 
 

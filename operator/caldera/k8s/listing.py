@@ -62,6 +62,7 @@ async def pages(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
+    label_selector: str = "",
 ) -> AsyncIterator[tuple[list[memoryview], str]]:
     """Every object of ``resource`` in every namespace, a page at a time, each object as its
     JSON, with the listing's resource version (known once the first page is in). The next page
@@ -71,11 +72,13 @@ async def pages(
     ``resource_version="0"`` takes any version the server has at hand (kube-apiserver serves it
     from its watch cache, in one piece, as client-go's reflector asks); ``None`` asks for the
     latest, in pages of ``page`` (from storage, or from the watch cache where the server keeps
-    its snapshots).
+    its snapshots). With ``label_selector`` (``key=value``), only the objects it picks.
     """
     first = {"limit": str(page)}
     if resource_version is not None:
         first["resourceVersion"] = resource_version
+    selected = {"labelSelector": label_selector} if label_selector else {}
+    first.update(selected)
 
     async def fetch(query: Mapping[str, str]) -> _Page:
         text = await reader.call_json("list", resource, query=query, timeout=timeout)
@@ -90,7 +93,9 @@ async def pages(
         token = reply.metadata.continue_
         following = None
         if token:
-            following = asyncio.ensure_future(fetch({"limit": str(page), "continue": token}))
+            following = asyncio.ensure_future(
+                fetch({"limit": str(page), "continue": token, **selected})
+            )
             await asyncio.sleep(0)  # the request goes out before this page is handed over
         try:
             yield [memoryview(item) for item in reply.items or ()], version
@@ -109,13 +114,19 @@ async def list_json(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
+    label_selector: str = "",
 ) -> tuple[list[memoryview], str]:
     """Every object of ``resource`` (see :func:`pages`), each as its JSON, and the resource
     version of the listing."""
     items: list[memoryview] = []
     version = ""
     async for batch, at in pages(
-        reader, resource, page=page, resource_version=resource_version, timeout=timeout
+        reader,
+        resource,
+        page=page,
+        resource_version=resource_version,
+        timeout=timeout,
+        label_selector=label_selector,
     ):
         items.extend(batch)
         version = at
@@ -129,10 +140,16 @@ async def list_objects(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
+    label_selector: str = "",
 ) -> tuple[list[dict[str, Any]], str]:
     """:func:`list_json`'s objects decoded as dicts."""
     items, version = await list_json(
-        reader, resource, page=page, resource_version=resource_version, timeout=timeout
+        reader,
+        resource,
+        page=page,
+        resource_version=resource_version,
+        timeout=timeout,
+        label_selector=label_selector,
     )
     return [orjson.loads(item) for item in items], version
 

@@ -4,9 +4,10 @@
 
 Nothing here can write: requests go through :class:`ReadOnly`, which hands on only ``get`` and
 ``list`` (both HTTP GET) and refuses any other verb before a byte is sent. Every kind of
-:data:`~caldera.models.kinds.KINDS` is listed at once, each at the latest resource version and in
-pages (``docs/live-cluster.md`` says what consistency that gives); a listing whose ``continue``
-token expired midway (``410``) is started again. A kind the server does not serve (``404``: no
+:data:`~caldera.models.kinds.KINDS` is listed at once (a kind read by label selectors, once per
+selector), each at the latest resource version and in pages (``docs/live-cluster.md`` says what
+consistency that gives); a listing whose ``continue`` token expired midway (``410``) is started
+again. A kind the server does not serve (``404``: no
 DRA, no HyperNode CRD) counts as empty, as in the operator. Objects are parsed as the operator's
 cache parses them; a malformed one is reported (kind, name, field) and left out. Anything else —
 credentials that cannot be loaded, a server that does not answer, a list we may not make — is a
@@ -150,18 +151,38 @@ async def _list_kind(
     reader: ReadOnly, kind: Kind, page: int
 ) -> tuple[list[dict[str, Any]], str] | None:
     """The kind's objects at the latest version, at the first of its versions the server serves;
-    None when it serves none."""
+    None when it serves none. A kind read by label selectors is listed once per selector."""
     for version in kind.all_versions:
         resource = resource_of(kind.at(version))
-        for attempt in range(_EXPIRED_RETRIES + 1):
-            try:
-                return await list_objects(reader, resource, page=page, resource_version=None)
-            except ApiError as exc:
-                if exc.status == 404:
-                    break  # not this version: the next one, if any
-                if exc.status != 410 or attempt == _EXPIRED_RETRIES:
-                    raise
+        items: list[dict[str, Any]] = []
+        at = ""
+        try:
+            for selector in kind.label_selectors or ("",):
+                some, at = await _list_selected(reader, resource, page, selector)
+                items.extend(some)
+        except ApiError as exc:
+            if exc.status == 404:
+                continue  # not this version: the next one, if any
+            raise
+        return items, at
     return None
+
+
+async def _list_selected(
+    reader: ReadOnly, resource: Resource, page: int, selector: str
+) -> tuple[list[dict[str, Any]], str]:
+    """What ``selector`` picks of ``resource`` ("": all of it), listed again when its
+    ``continue`` token expires midway."""
+    expired = 0
+    while True:
+        try:
+            return await list_objects(
+                reader, resource, page=page, resource_version=None, label_selector=selector
+            )
+        except ApiError as exc:
+            expired += 1
+            if exc.status != 410 or expired > _EXPIRED_RETRIES:
+                raise
 
 
 def _store(out: Live, kind: Kind, items: list[dict[str, Any]]) -> None:

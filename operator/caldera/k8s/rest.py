@@ -236,9 +236,12 @@ class Rest:
         *,
         resource_version: str,
         timeout_seconds: int,
+        label_selector: str = "",
     ) -> AsyncIterator[WatchEvent]:
         """The events of one watch request, until the server ends it: each event's type, and
-        its object as the JSON it came in (the caller decodes it as its kind needs).
+        its object as the JSON it came in (the caller decodes it as its kind needs). With
+        ``label_selector``, only the objects it picks (one that stops matching comes as
+        ``DELETED``).
 
         An ``ERROR`` event raises :class:`ApiError` with the Status it carries (``410`` when the
         version has expired).
@@ -251,6 +254,8 @@ class Rest:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
+        if label_selector:
+            query["labelSelector"] = label_selector
         # the server ends the watch after timeoutSeconds; the client waits a little longer
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout)
         try:

@@ -1,4 +1,5 @@
-"""Core Kubernetes kinds the scheduler reads: Pod, Node, PriorityClass, Namespace, ResourceQuota.
+"""Core Kubernetes kinds the scheduler reads: Pod, Node, PriorityClass, Namespace, ResourceQuota,
+ConfigMap.
 
 They are slim records (``models/record.py``): only the fields scheduling needs are modelled;
 everything else is skipped while decoding. Pod requests are
@@ -20,6 +21,7 @@ from caldera.models.selectors import LabelSelector
 __all__ = [
     "FINISHED_PHASES",
     "Affinity",
+    "ConfigMap",
     "Container",
     "ContainerImage",
     "ContainerPort",
@@ -421,6 +423,15 @@ class Namespace(Record, kw_only=True, frozen=True):
     """Namespaces are read for their labels (pod affinity's ``namespaceSelector``)."""
 
     metadata: ObjectMeta
+
+
+class ConfigMap(Record, kw_only=True, frozen=True):
+    """The ConfigMaps MindCluster's vNPU scheduling reads (its device lists and NodeD's node
+    status, :mod:`caldera.devices.mindcluster_info`): only their string ``data``."""
+
+    metadata: ObjectMeta
+    data: dict[str, str] | None = None
+    """None when it has none (a manifest may say ``data:`` with nothing after it)."""
 
 
 class ResourceQuotaSpec(Record, kw_only=True, frozen=True):

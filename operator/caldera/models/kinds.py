@@ -8,11 +8,13 @@ loader) reads this table, so a kind added here is parsed, stored and watched ali
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
-from caldera.models.core import Namespace, Node, Pod, PriorityClass, ResourceQuota
+from caldera.devices.mindcluster_info import CLUSTER_CONSUMER, DEVICE_CONSUMER
+from caldera.models.core import ConfigMap, Namespace, Node, Pod, PriorityClass, ResourceQuota
 from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
@@ -54,6 +56,11 @@ class Kind:
     """The operator lists it at the latest version in pages (the rest at any version, in one
     piece): the kind counted in tens of thousands, whose pages are taken in while the next
     ones come."""
+    label_selectors: tuple[str, ...] = ()
+    """Only the objects one of these label selectors (``key=value``) picks are read: the
+    operator lists and watches each selector apart, and a manifest's other objects of the kind
+    are ignored (the ConfigMaps MindCluster's consumers are labelled with; a cluster's other
+    ConfigMaps are never listed). Empty: every object."""
 
     @property
     def api_version(self) -> str:
@@ -82,6 +89,16 @@ class Kind:
     def key(self, namespace: str | None, name: str) -> str:
         return f"{namespace or 'default'}/{name}" if self.namespaced else name
 
+    def selects(self, labels: Mapping[str, str]) -> bool:
+        """Whether an object with ``labels`` is one this kind reads (see
+        :attr:`label_selectors`)."""
+        if not self.label_selectors:
+            return True
+        return any(
+            labels.get(key) == value
+            for key, _, value in (s.partition("=") for s in self.label_selectors)
+        )
+
 
 def _kinds(*kinds: Kind) -> dict[str, Kind]:
     return {k.name: k for k in kinds}
@@ -102,6 +119,16 @@ KINDS: dict[str, Kind] = _kinds(
         "priority_classes",
     ),
     Kind("Namespace", "", "v1", "namespaces", Namespace, False, "namespaces"),
+    Kind(
+        "ConfigMap",
+        "",
+        "v1",
+        "configmaps",
+        ConfigMap,
+        True,
+        "config_maps",
+        label_selectors=(f"{CLUSTER_CONSUMER}=true", f"{DEVICE_CONSUMER}=true"),
+    ),
     Kind(
         "PersistentVolume",
         "",

@@ -1,11 +1,12 @@
 """Composition root of ``caldera run``: what runs, wired together, started and stopped in order.
 
-The data flows: informers (one per kind in :data:`caldera.models.kinds.KINDS`) list and watch the
-API into the cache → news starts a session (the trigger) → the session's decisions go to the
-writers → the writers send them through :mod:`caldera.k8s`. Imports go the other way, each layer
-only downward (enforced by import-linter): ``app`` → ``loop`` → ``watch`` → ``writers`` →
-``caldera.k8s``; callbacks wired here carry news upward (the cache pokes the trigger, the binder
-forgets a failed bind's assumption).
+The data flows: informers (one per kind in :data:`caldera.models.kinds.KINDS`, one per label
+selector of a kind read by selectors) list and watch the API into the cache → news starts a
+session (the trigger) → the session's decisions go to the writers → the writers send them through
+:mod:`caldera.k8s`. Imports go the other way, each layer only downward (enforced by
+import-linter): ``app`` → ``loop`` → ``watch`` → ``writers`` → ``caldera.k8s``; callbacks wired
+here carry news upward (the cache pokes the trigger, the binder forgets a failed bind's
+assumption).
 
 kopf does what it does well: the operator's lifecycle (startup, cleanup, signals, login) and the
 Queue handler that gives queues their defaults and brings ``root`` back. It writes no bookkeeping
@@ -302,12 +303,17 @@ async def _start(runtime: Runtime) -> None:
     if s.listen_address:
         metrics = await serve_metrics(s.listen_address, m.registry)
         spawn(asyncio.create_task(_hold(metrics.cleanup)))
-    runtime.informers = [Informer(rest, kind, cache) for kind in KINDS.values()]
+    runtime.informers = [
+        Informer(rest, kind, cache, selector=selector)
+        for kind in KINDS.values()
+        for selector in kind.label_selectors or ("",)
+    ]
     for informer in runtime.informers:
         if informer.kind.listed_in_pages and runtime.scheduler is not None:
             informer.after_page = runtime.scheduler.prepare
     for informer in runtime.informers:
-        spawn(asyncio.create_task(informer.run(), name=f"watch-{informer.kind.plural}"))
+        suffix = f"-{informer.selector}" if informer.selector else ""
+        spawn(asyncio.create_task(informer.run(), name=f"watch-{informer.kind.plural}{suffix}"))
     for queue in (
         writers.binder.queue,
         writers.evictor.queue,
@@ -372,7 +378,7 @@ async def _say_synced(runtime: Runtime, since: float) -> None:
     assert runtime.cache is not None
     await runtime.cache.synced.wait()
     state = runtime.cache.state
-    absent = sorted(i.kind.plural for i in runtime.informers if i.absent)
+    absent = sorted({i.kind.plural for i in runtime.informers if i.absent})
     log.info(
         "cache synced in %.1fs: %d nodes, %d pods, %d podgroups, %d queues%s",
         asyncio.get_running_loop().time() - since,

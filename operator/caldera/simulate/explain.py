@@ -45,8 +45,7 @@ from caldera.simulate.usage_file import Reading, at
 __all__ = ["ExplainError", "Explanation", "NodeVerdict", "explain", "to_json", "to_table"]
 
 SEEN = "nodes as the session saw them when it last tried the pod"
-"""The table's view when the session tried the pod and no node took it: the reasons per node
-are exactly those its message counts."""
+"""The view when the session tried the pod and no node took it: the reasons its message counts."""
 BEFORE = "nodes as they are before the session, the pod on its own"
 """The table's view otherwise (the pod is bound, or was never tried), counted the same way."""
 
@@ -228,12 +227,10 @@ def _explain(
         seen = notes.get(node.node)
         if said is not None and said[0] and node.fits:
             node.devices = said[1]
-        elif cards is not None and cards.name in node.reasons:
-            # the cards it tried there, and why: as the session tried them, or (the cluster as
-            # it is) as they are now
-            if seen is not None:
+        elif cards is not None and cards.name in node.reasons:  # each card tried, and why:
+            if seen is not None:  # as the session tried them
                 node.reasons[cards.name] = [seen]
-            elif said is not None and not said[0]:
+            elif said is not None and not said[0]:  # as they are now
                 node.reasons[cards.name] = [said[1]]
     feasible = np.array([i for i, v in enumerate(verdicts) if v.fits], dtype=np.intp)
     weights: dict[str, int] = {}
@@ -279,8 +276,7 @@ class _Next:
     """Every bind of the session: (pod, node)."""
     nodes: dict[str, list[tuple[str, str]]]
     """Node → the (filter, reason) pairs the pod's message counts (empty: no such message)."""
-    notes: dict[str, str]
-    """Node → what deviceshare said of its cards there when the session last tried the pod."""
+    notes: dict[str, str]  # node → deviceshare's word on its cards (``traced_notes``)
 
 
 def _next_session(
@@ -336,17 +332,8 @@ def _next_session(
     for pod_key, node in binds:
         if pod_key == key:
             return _Next(f"bound to {node}", victims, note, per_node, trace, True, binds, {}, {})
-    return _Next(
-        text,
-        victims,
-        note,
-        per_node,
-        trace,
-        False,
-        binds,
-        result.traced_nodes,
-        result.traced_notes,
-    )
+    nodes, notes = result.traced_nodes, result.traced_notes
+    return _Next(text, victims, note, per_node, trace, False, binds, nodes, notes)
 
 
 def _taken(next_: _Next, fitting: set[str]) -> str:

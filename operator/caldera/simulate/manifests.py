@@ -145,6 +145,13 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
             continue
         kind = known.name
         raw = _as_json(doc)
+        if not known.selects(_labels(raw)):
+            picked = " or ".join(known.label_selectors)
+            out.notes.append(
+                f"{source}: ignored {kind} {describe('', doc)}: not labelled {picked}, "
+                f"the only {kind}s the scheduler reads"
+            )
+            continue
         meta = raw.get("metadata")
         if isinstance(meta, Mapping) and not meta.get("creationTimestamp"):
             raw["metadata"] = {**meta, "creationTimestamp": epoch + order / 1000.0}
@@ -171,3 +178,10 @@ def _as_json(doc: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError):  # not JSON-like at all: the parser says where
         return dict(doc)
     return out
+
+
+def _labels(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An object's labels as written (none when they are not a map)."""
+    meta = raw.get("metadata")
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return labels if isinstance(labels, Mapping) else {}

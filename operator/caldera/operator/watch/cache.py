@@ -27,12 +27,13 @@ from typing import Any, Literal
 import orjson
 
 from caldera.cache.state import Changes, ClusterState
-from caldera.devices.vendors import VENDORS
+from caldera.devices.vendors import ASSIGNMENT_ANNOTATIONS, NODE_ANNOTATIONS
 from caldera.models.core import FINISHED_PHASES, Node, Pod
 from caldera.models.kinds import KINDS, Kind
 from caldera.models.parse import ObjectError, parse_object
 from caldera.models.record import Record, RecordError
 from caldera.operator.logs import about
+from caldera.operator.watch.scopes import Scopes
 
 __all__ = ["Cache", "fingerprint", "record_print"]
 
@@ -41,23 +42,6 @@ log = logging.getLogger(__name__)
 Raw = Mapping[str, Any]
 Json = bytes | memoryview
 """An object's JSON as it came (a slice of a list reply or a watch event)."""
-
-
-NODE_ANNOTATIONS = frozenset(
-    key
-    for vendor in VENDORS
-    for key in (
-        vendor.register_annotation,
-        vendor.cordon_annotation,
-        vendor.score_annotation,
-        *vendor.node_keys,
-    )
-    if key
-)
-"""The node annotations a session reads: the shared-device registrations and what the vendors
-read beside them (Ascend's ``hami-vnpu-core``)."""
-ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.written)
-"""Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
 
 
 def digest(value: Any) -> bytes | None:
@@ -168,7 +152,7 @@ class Cache:
         annotations): a card assignment patched on, for one."""
         self._whole: set[str] = set()
         """Pods with a change since they were last taken that goes as the whole pod."""
-        self._unsynced = set(self.kinds)
+        self._scopes = Scopes(self.kinds.values())
         self.synced = asyncio.Event()
         """Set once every kind has been listed: the first session may run."""
         self.parsed = 0
@@ -178,39 +162,42 @@ class Cache:
 
     # -- what the informers call -------------------------------------------------------------
 
-    def replace(self, kind: Kind, items: Iterable[Raw | Json]) -> None:
+    def replace(self, kind: Kind, items: Iterable[Raw | Json], selector: str = "") -> None:
         """A full listing (objects, or their JSON): what it has is stored, what it lacks is
-        gone."""
+        gone. ``selector``: the label selector it was made by (see :mod:`.scopes`)."""
         listed: set[str] = set()
-        self.take_page(kind, items, listed)
-        self.end_listing(kind, listed)
+        self.take_page(kind, items, listed, selector)
+        self.end_listing(kind, listed, selector)
 
-    def take_page(self, kind: Kind, items: Iterable[Raw | Json], listed: set[str]) -> list[str]:
+    def take_page(
+        self, kind: Kind, items: Iterable[Raw | Json], listed: set[str], selector: str = ""
+    ) -> list[str]:
         """Store one page of a listing, adding the keys it had to ``listed``; returns them."""
         keys = []
         for item in items:
-            key = self.apply(kind, "ADDED", item)
+            key = self.apply(kind, "ADDED", item, selector)
             if key is not None:
                 keys.append(key)
         listed.update(keys)
         return keys
 
-    def end_listing(self, kind: Kind, listed: set[str]) -> None:
-        """A listing of ``kind`` is complete: what it did not have (``listed``) is gone."""
+    def end_listing(self, kind: Kind, listed: set[str], selector: str = "") -> None:
+        """A listing of ``kind`` is complete: what it did not have (``listed``) is gone (unless
+        another label selector's listing holds it)."""
         table: dict[str, Any] = getattr(self.state, kind.table)
         for key in list(table.keys() - listed):
-            self._drop(kind, key)
-        self.mark_synced(kind)
+            if not self._scopes.kept(kind, key, selector, "DELETED"):
+                self._drop(kind, key)
+        self.mark_synced(kind, selector)
 
-    def mark_synced(self, kind: Kind) -> None:
-        self._unsynced.discard(kind.name)
-        if not self._unsynced and not self.synced.is_set():
+    def mark_synced(self, kind: Kind, selector: str = "") -> None:
+        if self._scopes.listed(kind, selector) and not self.synced.is_set():
             self.synced.set()
             self._on_news()
 
-    def apply(self, kind: Kind, event: str, item: Raw | Json) -> str | None:
-        """One event's object, as it came (JSON) or decoded; returns its key (None when it has
-        no name to be known by).
+    def apply(self, kind: Kind, event: str, item: Raw | Json, selector: str = "") -> str | None:
+        """One event's object, as it came (JSON) or decoded, from the informer of ``selector``
+        (see :mod:`.scopes`); returns its key (None when it has no name to be known by).
 
         A slim kind (a :class:`~caldera.models.record.Record`: pods, nodes) is decoded straight
         from its JSON into its record, and what the scheduler reads is compared with the record
@@ -218,16 +205,18 @@ class Cache:
         that cannot be taken at all is logged and skipped: the informer goes on.
         """
         try:
-            return self._apply(kind, event, item)
+            return self._apply(kind, event, item, selector)
         except Exception:
             log.exception("could not take a %s %s event; skipped", kind.name, event)
             return None
 
-    def _apply(self, kind: Kind, event: str, item: Raw | Json) -> str | None:
+    def _apply(self, kind: Kind, event: str, item: Raw | Json, selector: str) -> str | None:
         if issubclass(kind.model, Record):
-            return self._apply_record(kind.model, kind, event, item)
+            return self._apply_record(kind.model, kind, event, item, selector)
         raw = item if isinstance(item, Mapping) else orjson.loads(item)
         key = self._key(kind, raw)
+        if self._scopes.kept(kind, key, selector, event):
+            return key
         if event == "DELETED":
             self._drop(kind, key)
             return key
@@ -248,7 +237,7 @@ class Cache:
         return key
 
     def _apply_record(
-        self, model: type[Record], kind: Kind, event: str, item: Raw | Json
+        self, model: type[Record], kind: Kind, event: str, item: Raw | Json, selector: str
     ) -> str | None:
         text = orjson.dumps(item) if isinstance(item, Mapping) else item
         try:
@@ -272,6 +261,8 @@ class Cache:
             obj = obj.model_copy(update={"metadata": meta})
             text = _encode(kind, orjson.loads(text))
         key = kind.key(meta.namespace, meta.name)
+        if self._scopes.kept(kind, key, selector, event):
+            return key
         if event == "DELETED":
             self._drop(kind, key)
             return key

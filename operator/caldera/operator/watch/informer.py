@@ -11,7 +11,9 @@ empty, is said once, and is tried again every minute.
 
 The events are handed to the cache in the order they arrive, each object as its JSON (the cache
 decodes pods and nodes straight into records); the informer itself reads only an object's
-resource version.
+resource version. A kind read only by label selectors (MindCluster's ConfigMaps) has one informer
+per selector, each listing and watching what its selector picks, and the cache keeps an object
+while one of them still has it.
 """
 
 from __future__ import annotations
@@ -53,9 +55,13 @@ class Informer:
         page: int | None = None,
         watch_seconds: tuple[int, int] = (300, 600),
         absent_retry: float = 60.0,
+        selector: str = "",
     ) -> None:
         self._rest = rest
         self.kind = kind
+        self.selector = selector
+        """The label selector it lists and watches by ("": every object of the kind); one of
+        :attr:`Kind.label_selectors`."""
         self._resource = resource_of(kind)
         self._cache = cache
         self._page = page or LIST_PAGE
@@ -98,7 +104,7 @@ class Informer:
                             exc,
                             self._absent_retry,
                         )
-                    self._cache.replace(self.kind, ())
+                    self._cache.replace(self.kind, (), self.selector)
                     await asyncio.sleep(self._absent_retry)
                     continue
                 log.warning("%s: %s; trying again", self._resource.plural, exc)
@@ -126,8 +132,9 @@ class Informer:
                     self._resource,
                     page=self._page,
                     resource_version=None if self.kind.listed_in_pages else "0",
+                    label_selector=self.selector,
                 ):
-                    keys = self._cache.take_page(self.kind, items, listed)
+                    keys = self._cache.take_page(self.kind, items, listed, self.selector)
                     version = at
                     await self.after_page(keys)
             except ApiError as exc:
@@ -137,19 +144,22 @@ class Informer:
             self.version = served
             break
         self.lists += 1
-        self._cache.end_listing(self.kind, listed)
+        self._cache.end_listing(self.kind, listed, self.selector)
         return version
 
     async def _watch(self, version: str) -> None:
         """Watch from ``version`` until the server ends the stream, moving the version on."""
         seconds = random.randint(*self._watch_seconds)
         async for event in self._rest.watch(
-            self._resource, resource_version=version, timeout_seconds=seconds
+            self._resource,
+            resource_version=version,
+            timeout_seconds=seconds,
+            label_selector=self.selector,
         ):
             text = memoryview(event.object)
             self._version = resource_version(text) or version
             if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                self._cache.apply(self.kind, event.type, text)
+                self._cache.apply(self.kind, event.type, text, self.selector)
 
 
 async def _nothing(keys: list[str]) -> None:

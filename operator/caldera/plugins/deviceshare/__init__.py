@@ -41,6 +41,7 @@ from caldera.framework.plugin import Args as BaseArgs
 from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 from caldera.plugins.deviceshare.gpushare import GpuShare
+from caldera.plugins.deviceshare.mindcluster import open_mindcluster
 from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, RELEASABLE_REASONS, DeviceState
 from caldera.plugins.deviceshare.verdicts import explain as device_verdict
 
@@ -83,7 +84,7 @@ class DeviceShareArgs(Args):
     memory_factor: int = Field(1, ge=1, alias="deviceshare.MemoryFactor")
     node_lock_timeout: str = Field("5m", alias="deviceshare.NodeLockTimeout")
 
-    @field_validator("ascend_mindcluster", "ascend_hami")
+    @field_validator("ascend_hami")
     @classmethod
     def _unsupported(cls, value: bool) -> bool:
         if value:
@@ -158,6 +159,8 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
     def on_session_open(self, ssn: Session) -> None:
         self.state: DeviceState | None = None
         self._ssn = ssn
+        if self.args.ascend_mindcluster:  # Volcano's MindCluster 310P vNPUs
+            open_mindcluster(ssn, self.args.schedule_weight)
         if self.args.gpu_sharing or self.args.gpu_number:
             share = GpuShare(ssn.snapshot, "memory" if self.args.gpu_sharing else "number")
             ssn.predicate_point.add(self.name, share.predicate)
