@@ -57,7 +57,7 @@ from caldera.devices.hami import (
     uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor, no_annotation_cards
 
 __all__ = [
     "AWS_NEURON",
@@ -345,10 +345,6 @@ def neuron_annotations(
     return out
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("AWS Neuron devices are read from node capacity, not an annotation")
-
-
 def _always(request: CardRequest, opts: FitOptions) -> bool:
     """The arrays check a free core only: runs and whole devices are the walk's to decide."""
     return True
@@ -362,7 +358,7 @@ AWS_NEURON = Vendor(
     quota_cores=CORES,
     keys=KEYS,
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

@@ -49,7 +49,7 @@ from caldera.devices.model import (
     Grant,
     RegistrationError,
 )
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor, no_annotation_cards
 
 __all__ = [
     "CAMBRICON_MLU",
@@ -165,10 +165,6 @@ def dsmlu_annotations(
     return {ASSIGNED: "false", PROFILE: profile}
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("Cambricon MLUs are read from node capacity, not an annotation")
-
-
 CAMBRICON_MLU = Vendor(
     name=VENDOR,
     register_annotation="",
@@ -177,7 +173,7 @@ CAMBRICON_MLU = Vendor(
     quota_cores=CORES,
     keys=KEYS,
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

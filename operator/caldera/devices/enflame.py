@@ -66,7 +66,7 @@ from caldera.devices.hami import (
     uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor, no_annotation_cards
 
 __all__ = [
     "ALLOCATED",
@@ -349,10 +349,6 @@ def _walk_decides(request: CardRequest, opts: FitOptions) -> bool:
     return True
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("Enflame DRS GCUs are read with the node's name (capacity_cards)")
-
-
 ENFLAME = Vendor(
     name=VENDOR,
     register_annotation=CAPACITY_ANNOTATION,
@@ -361,7 +357,7 @@ ENFLAME = Vendor(
     quota_cores=CORES,
     keys=KEYS,
     count_resource=DRS_COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode,

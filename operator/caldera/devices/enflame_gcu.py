@@ -42,7 +42,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, Vendor, no_annotation_cards
 
 __all__ = [
     "COUNT",
@@ -156,10 +156,6 @@ def gcu_walk(
     return None, reasons, None
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("Enflame GCUs are read from node capacity, not an annotation")
-
-
 ENFLAME_GCU = Vendor(
     name=VENDOR,
     register_annotation="",
@@ -168,7 +164,7 @@ ENFLAME_GCU = Vendor(
     quota_cores="",
     keys=KEYS,
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

@@ -58,7 +58,14 @@ from caldera.devices.hami import (
     named,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, ScoreInput, Vendor
+from caldera.devices.vendor import (
+    HAMI_KEYS,
+    NO_LABELS,
+    BindPod,
+    ScoreInput,
+    Vendor,
+    no_annotation_cards,
+)
 
 __all__ = [
     "DEVICE_SELECTION",
@@ -312,10 +319,6 @@ def _selection(pod: BindPod, containers: Sequence[Sequence[Grant]], now: float) 
     return out
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("Kunlunxin XPUs are read from node capacity, not an annotation")
-
-
 KUNLUN_XPU = Vendor(
     name=VENDOR,
     register_annotation="",
@@ -324,7 +327,7 @@ KUNLUN_XPU = Vendor(
     quota_cores="",
     keys=dataclasses.replace(HAMI_KEYS, to_allocate=ALLOCATED, allocated=ALLOCATED, lock=""),
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

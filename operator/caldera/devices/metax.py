@@ -53,7 +53,7 @@ from caldera.devices.hami import (
     scoring_weights,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, ScoreInput, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, ScoreInput, Vendor, no_annotation_cards
 
 __all__ = [
     "CARD_CORES",
@@ -253,10 +253,6 @@ def _score_node(seen: ScoreInput) -> float:
     return node_score(seen.annotations, seen.grants, seen.policy)
 
 
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("MetaX GPUs are read from node capacity, not an annotation")
-
-
 METAX_GPU = Vendor(
     name=VENDOR,
     register_annotation="",
@@ -265,7 +261,7 @@ METAX_GPU = Vendor(
     quota_cores="",
     keys=KEYS,
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

@@ -63,7 +63,7 @@ from caldera.devices.hami import (
     uuid_options,
 )
 from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
-from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor
+from caldera.devices.vendor import HAMI_KEYS, NO_LABELS, BindPod, Vendor, no_annotation_cards
 
 __all__ = [
     "KEYS",
@@ -146,10 +146,6 @@ def capacity_cards(
         )
         for i in range(max(0, -(-cores // CORES_PER_GPU)))
     ]
-
-
-def _no_cards(text: str) -> list[Card]:
-    raise RegistrationError("Moore Threads GPUs are read from node capacity, not an annotation")
 
 
 # -- requests ----------------------------------------------------------------------------------
@@ -277,7 +273,7 @@ MTHREADS = Vendor(
     quota_cores=CORES,
     keys=KEYS,
     count_resource=COUNT,
-    read_cards=_no_cards,
+    read_cards=no_annotation_cards,
     read_request=container_request,
     read_options=pod_options,
     encode=encode_allocation,

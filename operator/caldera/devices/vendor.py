@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from caldera.devices.fit import CardUse, FitOptions, Walk
 from caldera.devices.hami import CORDON_ANNOTATION
-from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant
+from caldera.devices.model import Card, CardRequest, DeviceDefaults, Grant, RegistrationError
 
 __all__ = [
     "NO_LABELS",
@@ -28,6 +28,7 @@ __all__ = [
     "RequestReader",
     "ScoreInput",
     "Vendor",
+    "no_annotation_cards",
 ]
 
 RequestReader = Callable[
@@ -80,6 +81,12 @@ class BindPod:
 
 MoreAnnotations = Callable[[BindPod, Sequence[Sequence[Grant]], float], dict[str, str]]
 """(the pod, grants per container, now) → the vendor's own bind annotations."""
+
+
+def no_annotation_cards(text: str) -> list[Card]:
+    """The ``read_cards`` of a vendor whose cards are read from node capacity
+    (``from_capacity``): it registers nothing on the node to read, so this is never called."""
+    raise RegistrationError("this vendor's cards are read from node capacity, not an annotation")
 
 
 @dataclass(frozen=True, slots=True)
