@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import fields
@@ -124,19 +125,24 @@ def _live(args: argparse.Namespace) -> bool:
     return bool(args.kubeconfig or args.context)
 
 
-def _read_cluster(args: argparse.Namespace) -> Loaded:
-    """The cluster's objects with the manifests' on top (InputError when it cannot be read).
-    Objects of the manifests without a creation time are created now, after the cluster's."""
+def _read_cluster(args: argparse.Namespace, named: frozenset[tuple[str, str]]) -> Loaded:
+    """The cluster's objects with the manifests' on top (InputError when it cannot be read),
+    and the objects the policy reads by name (``named``). Objects of the manifests without a
+    creation time are created now, after the cluster's."""
     import asyncio
     import time
 
     from caldera.k8s.live import LiveError, read_cluster
 
     try:
-        live = asyncio.run(read_cluster(args.kubeconfig, args.context))
+        live = asyncio.run(read_cluster(args.kubeconfig, args.context, named=named))
     except LiveError as exc:
         raise InputError(str(exc)) from None
-    extra = load_manifests(args.manifests, epoch=time.time()) if args.manifests else Loaded()
+    extra = (
+        load_manifests(args.manifests, epoch=time.time(), named=named)
+        if args.manifests
+        else Loaded()
+    )
     if extra.errors:
         raise InputError("; ".join(extra.errors))
     overlay(live.state, extra.state)
@@ -198,7 +204,7 @@ def _load(args: argparse.Namespace) -> Inputs | None:
     """The registry, the policy and the manifests; None (said in one line) when unusable."""
     batch_process()  # a big input is millions of objects that form no cycles
     try:
-        cluster = _read_cluster(args) if _live(args) else None
+        cluster = functools.partial(_read_cluster, args) if _live(args) else None
         inputs = read_inputs(
             args.policy,
             args.manifests,

@@ -1115,7 +1115,12 @@ def test_a_chain_of_gpu_policies_is_accepted() -> None:
             "unknown GPU policy 'foo'",
             id="a policy chain with an unknown link",
         ),
-        pytest.param("AscendHAMiVNPUEnable", True, "is not supported by Caldera", id="Ascend vNPU"),
+        pytest.param(
+            "Vendors",
+            ["volcano-vnpu"],
+            "is turned on by deviceshare.AscendHAMiVNPUEnable",
+            id="Volcano's vNPUs named as a vendor",
+        ),
         pytest.param(
             "NodeLockTimeout", "-1s", "must be a positive duration", id="negative lock timeout"
         ),

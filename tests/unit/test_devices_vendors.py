@@ -361,6 +361,11 @@ def test_the_readme_vendor_table_names_every_dialects_switch_and_count() -> None
     table = table[: table.index("\n\n")]
     for family in FAMILIES:
         assert f"| `{family}` |" in table, family
-    patterns = {"ascend": "`huawei.com/<type>`", "iluvatar": "`iluvatar.ai/<chip>-vgpu`"}
+    assert "| `deviceshare.AscendHAMiVNPUEnable` instead |" in table
+    patterns = {
+        "ascend": "`huawei.com/<type>`",
+        "volcano-vnpu": "`huawei.com/<type>`",
+        "iluvatar": "`iluvatar.ai/<chip>-vgpu`",
+    }
     for vendor in VENDORS:
         assert patterns.get(vendor.family, f"`{vendor.count_resource}`") in table, vendor.name

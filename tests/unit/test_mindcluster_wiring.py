@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from caldera.models.core import ConfigMap
-from caldera.models.kinds import KINDS
+from caldera.models.kinds import KINDS, selector_query, with_named
 from caldera.operator.watch.cache import Cache
 from caldera.simulate.manifests import load_manifests
 from integration.harness import node
@@ -118,3 +118,31 @@ def test_the_cache_keeps_a_nodes_free_chip_list_current() -> None:
     assert counter.news == before + 1
     annotations = cache.state.nodes["n1"].metadata.annotations
     assert annotations["huawei.com/Ascend310P"] == "Ascend310P-1"
+
+
+def test_an_object_the_policy_names_is_read_by_field_selector_besides_the_labelled_ones() -> None:
+    """``with_named``: the device ConfigMap deviceshare is pointed at gets an informer of its own;
+    a kind read whole needs none."""
+    named = [("ConfigMap", "kube-system/hami-scheduler-device"), ("Node", "n1")]
+    kinds = with_named(KINDS, named)
+    field = "field:metadata.namespace=kube-system,metadata.name=hami-scheduler-device"
+    assert kinds["ConfigMap"].selectors == (VOLCANO, CIM, field)
+    assert selector_query(field) == {
+        "fieldSelector": "metadata.namespace=kube-system,metadata.name=hami-scheduler-device"
+    }
+    assert selector_query(VOLCANO) == {"labelSelector": VOLCANO}
+    assert kinds["Node"].selectors == ("",) and selector_query("") == {}
+    assert kinds["ConfigMap"].selects({}, "kube-system/hami-scheduler-device")
+    assert not kinds["ConfigMap"].selects({}, "kube-system/other")
+
+
+def test_a_manifests_configmap_the_policy_names_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "cms.yaml"
+    path.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dev, namespace: kube-system}\n"
+        "data: {a: b}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dev}\ndata: {a: b}\n"
+    )
+    loaded = load_manifests([str(path)], named=[("ConfigMap", "kube-system/dev")])
+    assert list(loaded.state.config_maps) == ["kube-system/dev"]
+    assert len(loaded.notes) == 1 and "ignored ConfigMap dev:" in loaded.notes[0]

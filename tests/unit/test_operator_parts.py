@@ -213,6 +213,26 @@ def test_policy_reload_keeps_the_old_policy_when_the_new_file_is_invalid(tmp_pat
     assert [a.name for a in holder.policy.actions] == ["allocate"]  # the old one stays
 
 
+def test_a_reloaded_policy_naming_another_device_configmap_says_it_waits_for_a_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The informers are made when the scheduler starts: an object a reloaded policy reads by
+    name for the first time is not watched yet, and the log says so."""
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: deviceshare\n    arguments:\n'
+    vnpu = "      deviceshare.AscendHAMiVNPUEnable: true\n"
+    path = tmp_path / "volcano-scheduler.conf"
+    path.write_text(conf + vnpu)
+    holder = PolicyHolder(str(path), builders.REGISTRY)
+    assert holder.policy.read_objects == {("ConfigMap", "kube-system/volcano-vgpu-device-config")}
+    path.write_text(conf + vnpu + "      deviceshare.KnownGeometriesCMName: devices\n")
+    with caplog.at_level(logging.WARNING):
+        assert holder.check() is None
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warned == [
+        "policy: ConfigMap kube-system/devices not watched until the scheduler restarts"
+    ]
+
+
 def test_a_reloaded_policy_logs_each_place_nothing_reads_and_strict_keeps_the_old_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -30,6 +30,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from caldera.devices.fit import (
     NO_GIVEN,
@@ -75,8 +76,12 @@ __all__ = [
     "Template",
     "VnpuConfig",
     "ascend_vendor",
+    "by_network",
+    "node_reader",
     "registered_cards",
 ]
+
+T = TypeVar("T")
 
 VNPU_MODE = "huawei.com/vnpu-mode"
 """The pod's vNPU mode: ``hami-core`` is the soft split (HAMi-core), anything else the hard
@@ -303,7 +308,7 @@ def _options_reader(config: VnpuConfig) -> OptionsReader:
     return pod_options
 
 
-def _node_reader(default: bool) -> NodeReader:
+def node_reader(default: bool) -> NodeReader:
     def node_options(annotations: Mapping[str, str], opts: FitOptions) -> FitOptions:
         """The node's ``hami-vnpu-core`` outranks the configured default."""
         said = annotations.get(NODE_HAMI_CORE)
@@ -370,7 +375,7 @@ def _walker(config: VnpuConfig) -> Walk:
         if topology and len(taken) > wanted:
             if wanted == 1:
                 return [taken[0][1]], reasons, None
-            return _by_network(taken, wanted), reasons, None
+            return by_network(taken, wanted), reasons, None
         if taken:
             reasons["AllocatedCardsInsufficientRequest"] = len(taken)
         return None, reasons, None
@@ -378,17 +383,18 @@ def _walker(config: VnpuConfig) -> Walk:
     return walk
 
 
-def _by_network(taken: Sequence[tuple[Card, Grant]], wanted: int) -> list[Grant]:
-    """``computeBestCombination``: the networks holding the most fitting NPUs first (ties in
-    the order the walk met them: Go's map order is random), each taken whole until enough."""
-    by_network: dict[int, list[Grant]] = {}
-    for card, grant in taken:
+def by_network(taken: Sequence[tuple[Card, T]], wanted: int) -> list[T]:
+    """``computeBestCombination`` (and Volcano's ``selectDevicesWithTopology``): what goes with
+    the NPUs of the networks holding the most of ``taken`` first (ties in the order the walk met
+    them: Go's map order is random), each network taken whole until ``wanted``."""
+    groups: dict[int, list[T]] = {}
+    for card, item in taken:
         if card.network is not None:
-            by_network.setdefault(card.network, []).append(grant)
-    out: list[Grant] = []
-    for grants in sorted(by_network.values(), key=len, reverse=True):
-        for grant in grants:
-            out.append(grant)
+            groups.setdefault(card.network, []).append(item)
+    out: list[T] = []
+    for group in sorted(groups.values(), key=len, reverse=True):
+        for item in group:
+            out.append(item)
             if len(out) == wanted:
                 return out
     return out
@@ -460,7 +466,7 @@ def ascend_vendor(config: VnpuConfig, hami_core_default: bool = False) -> Vendor
         decode=decode_allocation,
         cordon_annotation="",
         walk=_walker(config),
-        read_node=_node_reader(hami_core_default),
+        read_node=node_reader(hami_core_default),
         node_keys=(NODE_HAMI_CORE,),
         more_annotations=_runtime_info(config),
         more_keys=("predicate-time", f"huawei.com/{word}"),

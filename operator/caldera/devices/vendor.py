@@ -193,6 +193,22 @@ class Vendor:
     bare_lock: bool = False
     """The node lock's value is the RFC 3339 time alone (Cambricon's ``dsmlu.lock``), not
     HAMi's ``time,namespace,pod``."""
+    count_in_fit: bool = False
+    """The count resource stays in the generic resource fit, checked against the node's
+    allocatable (Volcano's vNPUs: ``GetIgnoredDevices`` names memory and cores alone), and
+    :attr:`resources` leaves it out."""
+    app_only: bool = False
+    """Only app containers ask for cards; init containers get none (Volcano's
+    ``ResourceReqs`` ranges over ``pod.Spec.Containers``)."""
+    score_alone: bool = False
+    """The node score is :attr:`score_node` alone, summed over the pod's requests, rounded
+    and multiplied by ``deviceshare.ScheduleWeight`` (Volcano's ``getDeviceScore``), not
+    added to HAMi's usage score."""
+
+    @property
+    def asked_by(self) -> frozenset[str]:
+        """The resources naming a request of this vendor (:attr:`resources` and the count)."""
+        return self.resources | {self.count_resource}
 
     @property
     def source(self) -> str:

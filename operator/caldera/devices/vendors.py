@@ -29,6 +29,8 @@ from caldera.devices.nvidia import NVIDIA
 from caldera.devices.vastai import VASTAI
 from caldera.devices.vendor import Vendor
 from caldera.devices.volcano_vgpu import VOLCANO_VGPU
+from caldera.devices.volcano_vnpu import FAMILY as VNPU_FAMILY
+from caldera.devices.volcano_vnpu import VOLCANO_VNPU
 
 __all__ = [
     "ASSIGNMENT_ANNOTATIONS",
@@ -62,6 +64,7 @@ VENDORS: tuple[Vendor, ...] = (
     ENFLAME_GCU,
     KUNLUN_XPU,
     KUNLUN_VXPU,
+    *VOLCANO_VNPU,
 )
 """HAMi's NVIDIA dialect, Volcano's own vGPU dialect, HAMi's Hygon DCU, and HAMi's Ascend NPUs
 (one per card type of its default device ConfigMap), then HAMi's other vendors, one line each."""
@@ -83,8 +86,9 @@ read beside them (Ascend's ``hami-vnpu-core``), and MindCluster's chip lists: a 
 news to the operator."""
 ASSIGNMENT_ANNOTATIONS = frozenset(key for vendor in VENDORS for key in vendor.written)
 """Pod annotations the binder writes (a card assignment): on a pending pod, not news."""
-FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family)
-"""The vendors ``deviceshare.Vendors`` may name (HAMi's device ConfigMap sections)."""
+FAMILIES: frozenset[str] = frozenset(v.family for v in VENDORS if v.family) - {VNPU_FAMILY}
+"""The vendors ``deviceshare.Vendors`` may name (HAMi's device ConfigMap sections); Volcano's
+vNPUs are turned on by ``deviceshare.AscendHAMiVNPUEnable`` instead."""
 COUNT_RESOURCES: frozenset[str] = frozenset(v.count_resource for v in VENDORS)
 """Each dialect's device count (``nvidia.com/gpu``): queues count it, deviceshare places it."""
 CAPACITY_NAMES: frozenset[str] = frozenset(n for v in VENDORS for n in v.capacity_names)
@@ -134,8 +138,15 @@ def node_cards(vendor: Vendor, node: NodeView) -> tuple[Card, ...] | str:
 
 
 def enabled_vendors(managed_resources: frozenset[str]) -> tuple[Vendor, ...]:
-    """The vendors whose resources a plugin (deviceshare) manages in this policy."""
-    return tuple(v for v in VENDORS if not v.resources.isdisjoint(managed_resources))
+    """The vendors whose resources a plugin (deviceshare) manages in this policy: all of them,
+    and the count too unless the vendor leaves it to the generic fit (Volcano's vNPUs, whose
+    other resources HAMi's Ascend dialect shares)."""
+    return tuple(
+        v
+        for v in VENDORS
+        if v.resources <= managed_resources
+        and (v.count_resource in managed_resources) != v.count_in_fit
+    )
 
 
 def node_problems(vendors: Sequence[Vendor], node: NodeView) -> list[str]:

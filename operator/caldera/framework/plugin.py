@@ -60,6 +60,13 @@ class Plugin(Generic[A]):
         resources."""
         return frozenset()
 
+    @classmethod
+    def read_objects(cls, args: _AnyArgs) -> frozenset[tuple[str, str]]:
+        """Objects this plugin, with these arguments, reads by name (kind, ``namespace/name``:
+        the device ConfigMap ``deviceshare`` is pointed at), where the kind is otherwise read
+        only by label: the operator watches each of them too."""
+        return frozenset()
+
     def on_session_open(self, ssn: Session) -> None:
         """Register extension-point functions on ``ssn``."""
 

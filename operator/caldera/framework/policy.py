@@ -75,6 +75,8 @@ class PluginOption:
     hierarchy: bool = False
     managed: frozenset[str] = frozenset()
     """Resources the plugin accounts for itself (kept out of the generic resource fit)."""
+    reads: frozenset[tuple[str, str]] = frozenset()
+    """Objects the plugin reads by name (kind, ``namespace/name``): :meth:`Plugin.read_objects`."""
     key: str = ""
     """The entry's name in the tier layout: the plugin's name, or for a second entry of a
     repeatable plugin ``<name>#2`` (and so on)."""
@@ -113,6 +115,12 @@ class Policy:
         """Resources some plugin accounts for itself: the snapshot leaves them out of requests
         and capacities, so the generic fit never sees them (nodes do not advertise them)."""
         return frozenset().union(*(opt.managed for tier in self.tiers for opt in tier))
+
+    @property
+    def read_objects(self) -> frozenset[tuple[str, str]]:
+        """Objects some plugin reads by name (kind, ``namespace/name``): the operator watches
+        each, and a manifest's are kept."""
+        return frozenset().union(*(opt.reads for tier in self.tiers for opt in tier))
 
     def option(self, plugin: str) -> PluginOption | None:
         """The entry whose key (its name, unless the plugin is listed more than once) is
@@ -174,6 +182,7 @@ def _plugin_option(raw: Any, key: str, registry: Registry, warn: Warnings) -> Pl
         disabled=switched_off(disabled),
         hierarchy=hierarchy,
         managed=cls.managed_resources(args),
+        reads=cls.read_objects(args),
     )
 
 

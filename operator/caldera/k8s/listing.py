@@ -17,6 +17,7 @@ import msgspec
 import orjson
 
 from caldera.k8s.rest import Resource
+from caldera.models.kinds import selector_query
 
 __all__ = ["Reader", "list_json", "list_objects", "pages", "resource_version"]
 
@@ -62,7 +63,7 @@ async def pages(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
-    label_selector: str = "",
+    selector: str = "",
 ) -> AsyncIterator[tuple[list[memoryview], str]]:
     """Every object of ``resource`` in every namespace, a page at a time, each object as its
     JSON, with the listing's resource version (known once the first page is in). The next page
@@ -72,12 +73,13 @@ async def pages(
     ``resource_version="0"`` takes any version the server has at hand (kube-apiserver serves it
     from its watch cache, in one piece, as client-go's reflector asks); ``None`` asks for the
     latest, in pages of ``page`` (from storage, or from the watch cache where the server keeps
-    its snapshots). With ``label_selector`` (``key=value``), only the objects it picks.
+    its snapshots). With ``selector`` (an informer's: :func:`~caldera.models.kinds.selector_query`),
+    only the objects it picks.
     """
     first = {"limit": str(page)}
     if resource_version is not None:
         first["resourceVersion"] = resource_version
-    selected = {"labelSelector": label_selector} if label_selector else {}
+    selected = selector_query(selector)
     first.update(selected)
 
     async def fetch(query: Mapping[str, str]) -> _Page:
@@ -114,7 +116,7 @@ async def list_json(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
-    label_selector: str = "",
+    selector: str = "",
 ) -> tuple[list[memoryview], str]:
     """Every object of ``resource`` (see :func:`pages`), each as its JSON, and the resource
     version of the listing."""
@@ -126,7 +128,7 @@ async def list_json(
         page=page,
         resource_version=resource_version,
         timeout=timeout,
-        label_selector=label_selector,
+        selector=selector,
     ):
         items.extend(batch)
         version = at
@@ -140,7 +142,7 @@ async def list_objects(
     page: int,
     resource_version: str | None,
     timeout: float = 60.0,
-    label_selector: str = "",
+    selector: str = "",
 ) -> tuple[list[dict[str, Any]], str]:
     """:func:`list_json`'s objects decoded as dicts."""
     items, version = await list_json(
@@ -149,7 +151,7 @@ async def list_objects(
         page=page,
         resource_version=resource_version,
         timeout=timeout,
-        label_selector=label_selector,
+        selector=selector,
     )
     return [orjson.loads(item) for item in items], version
 

@@ -17,7 +17,7 @@ credentials that cannot be loaded, a server that does not answer, a list we may 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 
@@ -29,7 +29,7 @@ from caldera.k8s.errors import API_ERRORS, describe
 from caldera.k8s.listing import list_objects
 from caldera.k8s.resources import resource_of
 from caldera.k8s.rest import ApiError, Resource, Rest
-from caldera.models.kinds import KINDS, Kind
+from caldera.models.kinds import KINDS, Kind, with_named
 from caldera.models.parse import parse_object
 
 __all__ = ["READ_VERBS", "Live", "LiveError", "ReadOnly", "ReadOnlyError", "read_cluster"]
@@ -106,8 +106,11 @@ async def read_cluster(
     *,
     page: int = 500,
     timeout: float = 30.0,
+    named: Iterable[tuple[str, str]] = (),
 ) -> Live:
-    """List every kind the scheduler reads; raises :class:`LiveError` when that cannot be done."""
+    """List every kind the scheduler reads, and the objects ``named`` (kind, ``namespace/name``:
+    the policy's :attr:`~caldera.framework.policy.Policy.read_objects`); raises
+    :class:`LiveError` when that cannot be done."""
     try:
         cfg = await load_configuration(kubeconfig, context)
     except KubeconfigError as exc:
@@ -117,7 +120,7 @@ async def read_cluster(
     reader = ReadOnly(rest)
     try:
         await _reach(reader, server)
-        kinds = list(KINDS.values())
+        kinds = list(with_named(KINDS, named).values())
         replies = await asyncio.gather(
             *(_list_kind(reader, kind, page) for kind in kinds), return_exceptions=True
         )
@@ -157,7 +160,7 @@ async def _list_kind(
         items: list[dict[str, Any]] = []
         at = ""
         try:
-            for selector in kind.label_selectors or ("",):
+            for selector in kind.selectors:
                 some, at = await _list_selected(reader, resource, page, selector)
                 items.extend(some)
         except ApiError as exc:
@@ -177,7 +180,7 @@ async def _list_selected(
     while True:
         try:
             return await list_objects(
-                reader, resource, page=page, resource_version=None, label_selector=selector
+                reader, resource, page=page, resource_version=None, selector=selector
             )
         except ApiError as exc:
             expired += 1

@@ -26,6 +26,7 @@ from kubernetes_asyncio import client
 
 from caldera.k8s.client import make_api_client
 from caldera.k8s.reachability import Reachability
+from caldera.models.kinds import selector_query
 
 __all__ = [
     "JSON",
@@ -236,12 +237,12 @@ class Rest:
         *,
         resource_version: str,
         timeout_seconds: int,
-        label_selector: str = "",
+        selector: str = "",
     ) -> AsyncIterator[WatchEvent]:
         """The events of one watch request, until the server ends it: each event's type, and
         its object as the JSON it came in (the caller decodes it as its kind needs). With
-        ``label_selector``, only the objects it picks (one that stops matching comes as
-        ``DELETED``).
+        ``selector`` (an informer's: :func:`~caldera.models.kinds.selector_query`), only the
+        objects it picks (one that stops matching comes as ``DELETED``).
 
         An ``ERROR`` event raises :class:`ApiError` with the Status it carries (``410`` when the
         version has expired).
@@ -254,8 +255,7 @@ class Rest:
             "allowWatchBookmarks": "true",
             "timeoutSeconds": str(timeout_seconds),
         }
-        if label_selector:
-            query["labelSelector"] = label_selector
+        query.update(selector_query(selector))
         # the server ends the watch after timeoutSeconds; the client waits a little longer
         timeout = aiohttp.ClientTimeout(total=timeout_seconds + 30, sock_connect=self._timeout)
         try:

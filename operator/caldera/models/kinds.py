@@ -8,7 +8,7 @@ loader) reads this table, so a kind added here is parsed, stored and watched ali
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
@@ -25,7 +25,17 @@ from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workload import WORKLOAD_GROUP, WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 
-__all__ = ["KINDS", "Kind", "Model", "kind_for", "kind_label", "kind_of_model"]
+__all__ = [
+    "FIELD",
+    "KINDS",
+    "Kind",
+    "Model",
+    "kind_for",
+    "kind_label",
+    "kind_of_model",
+    "selector_query",
+    "with_named",
+]
 
 Model = BaseModel | Record
 """A parsed object: a pydantic model (Volcano's kinds, whose messages matter) or a slim record
@@ -61,6 +71,10 @@ class Kind:
     operator lists and watches each selector apart, and a manifest's other objects of the kind
     are ignored (the ConfigMaps MindCluster's consumers are labelled with; a cluster's other
     ConfigMaps are never listed). Empty: every object."""
+    named: tuple[str, ...] = ()
+    """``namespace/name`` of objects read by name besides those the label selectors pick (the
+    device ConfigMap a policy names: :func:`with_named`); each has an informer of its own, by
+    field selector."""
 
     @property
     def api_version(self) -> str:
@@ -89,15 +103,56 @@ class Kind:
     def key(self, namespace: str | None, name: str) -> str:
         return f"{namespace or 'default'}/{name}" if self.namespaced else name
 
-    def selects(self, labels: Mapping[str, str]) -> bool:
-        """Whether an object with ``labels`` is one this kind reads (see
-        :attr:`label_selectors`)."""
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        """One per informer of this kind: ``""`` for a kind read whole, else each label
+        selector, then a ``field:`` selector per object read by name (:func:`selector_query`)."""
         if not self.label_selectors:
+            return ("",)
+        by_name = tuple(
+            f"{FIELD}metadata.namespace={ns},metadata.name={name}"
+            for ns, _, name in (key.partition("/") for key in self.named)
+        )
+        return self.label_selectors + by_name
+
+    def selects(self, labels: Mapping[str, str], key: str = "") -> bool:
+        """Whether the object at ``key`` with ``labels`` is one this kind reads (see
+        :attr:`label_selectors` and :attr:`named`)."""
+        if not self.label_selectors or key in self.named:
             return True
         return any(
-            labels.get(key) == value
-            for key, _, value in (s.partition("=") for s in self.label_selectors)
+            labels.get(k) == value
+            for k, _, value in (s.partition("=") for s in self.label_selectors)
         )
+
+
+FIELD = "field:"
+"""Marks an informer's selector as a field selector (the rest are label selectors)."""
+
+
+def selector_query(selector: str) -> dict[str, str]:
+    """The list and watch query parameters of an informer's selector (:attr:`Kind.selectors`):
+    ``labelSelector`` or ``fieldSelector``; none for ``""``."""
+    if not selector:
+        return {}
+    if selector.startswith(FIELD):
+        return {"fieldSelector": selector.removeprefix(FIELD)}
+    return {"labelSelector": selector}
+
+
+def with_named(kinds: Mapping[str, Kind], named: Iterable[tuple[str, str]]) -> dict[str, Kind]:
+    """``kinds`` with the objects ``named`` (kind name, ``namespace/name``) read by name too
+    (:attr:`Kind.named`); a kind read whole already has them, and a kind not in ``kinds`` is
+    passed over."""
+    wanted: dict[str, list[str]] = {}
+    for kind_name, key in sorted(set(named)):
+        wanted.setdefault(kind_name, []).append(key)
+    out = dict(kinds)
+    for name, keys in wanted.items():
+        found = out.get(name)
+        if found is not None and found.label_selectors:
+            out[name] = replace(found, named=tuple(keys))
+    return out
 
 
 def _kinds(*kinds: Kind) -> dict[str, Kind]:

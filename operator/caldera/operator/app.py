@@ -40,7 +40,7 @@ from caldera.k8s.preflight import preflight
 from caldera.k8s.reachability import Reachability
 from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import Rest
-from caldera.models.kinds import KINDS, Kind
+from caldera.models.kinds import KINDS, Kind, with_named
 from caldera.operator import logs
 from caldera.operator.arenas import one_arena
 from caldera.operator.device_metrics import DeviceCollector
@@ -204,7 +204,9 @@ async def _start(runtime: Runtime) -> None:
     trigger = Trigger(debounce=s.session_debounce, period=s.schedule_period)
     controllers = Controllers(rest, s.default_queue)
     runtime.controllers = controllers
-    cache = Cache(s.scheduler_names, on_news=trigger.poke, on_malformed=_report_malformed(runtime))
+    # what plugins read by name is watched from the start (a policy naming more: a restart)
+    kinds, bad = with_named(KINDS, runtime.policy.policy.read_objects), _report_malformed(runtime)
+    cache = Cache(s.scheduler_names, kinds=kinds.values(), on_news=trigger.poke, on_malformed=bad)
     runtime.cache = cache
     runtime.metrics.registry.register(
         DeviceCollector(
@@ -305,8 +307,8 @@ async def _start(runtime: Runtime) -> None:
         spawn(asyncio.create_task(_hold(metrics.cleanup)))
     runtime.informers = [
         Informer(rest, kind, cache, selector=selector)
-        for kind in KINDS.values()
-        for selector in kind.label_selectors or ("",)
+        for kind in kinds.values()
+        for selector in kind.selectors
     ]
     for informer in runtime.informers:
         if informer.kind.listed_in_pages and runtime.scheduler is not None:

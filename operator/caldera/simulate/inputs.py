@@ -47,14 +47,14 @@ def read_inputs(
     sources: Sequence[str],
     report: Callable[[str], None],
     *,
-    loaded: Loaded | None = None,
+    loaded: Loaded | Callable[[frozenset[tuple[str, str]]], Loaded] | None = None,
     progress: Progress | None = None,
     strict: bool = False,
 ) -> Inputs:
     """The registry, the policy and the manifests (or ``loaded``, objects read elsewhere: a live
-    cluster). What was skipped or ignored while loading goes to ``report``, one message each
-    (the policy's warnings too; ``strict``: they make it invalid); anything that makes the run
-    pointless raises InputError."""
+    cluster, read given the objects the policy reads by name). What was skipped or ignored while
+    loading goes to ``report``, one message each (the policy's warnings too; ``strict``: they
+    make it invalid); anything that makes the run pointless raises InputError."""
     registry = Registry.from_entry_points()
     try:
         policy = (
@@ -67,7 +67,9 @@ def read_inputs(
     for warning in policy.warnings:
         report(f"policy: {warning}")
     if loaded is None:
-        loaded = load_manifests(sources, progress)
+        loaded = load_manifests(sources, progress, named=policy.read_objects)
+    elif callable(loaded):
+        loaded = loaded(policy.read_objects)
     if loaded.errors:
         raise InputError("; ".join(loaded.errors))
     for message in [*loaded.warnings, *loaded.notes]:

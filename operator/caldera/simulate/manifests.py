@@ -13,7 +13,7 @@ fast: :mod:`caldera.simulate.reading` and :mod:`caldera.simulate.yaml_load`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from caldera.cache.state import ClusterState, StateObject
-from caldera.models.kinds import kind_for, kind_label
+from caldera.models.kinds import KINDS, Kind, kind_for, kind_label, with_named
 from caldera.models.parse import ObjectError, describe, parse_object
 from caldera.simulate.progress import Progress
 from caldera.simulate.reading import read_files
@@ -111,19 +111,26 @@ def _documents(
 
 
 def load_manifests(
-    sources: Sequence[str], progress: Progress | None = None, *, epoch: float = EPOCH
+    sources: Sequence[str],
+    progress: Progress | None = None,
+    *,
+    epoch: float = EPOCH,
+    named: Iterable[tuple[str, str]] = (),
 ) -> Loaded:
     """The objects of ``sources``; those stating no creation time get one from ``epoch`` on.
-    What was skipped, and why, is in ``warnings``; inputs that could not be read, in
-    ``errors``."""
+    ``named`` (kind, ``namespace/name``: the policy's :attr:`~caldera.framework.policy.Policy.
+    read_objects`) are kept where their kind is read only by label. What was skipped, and why,
+    is in ``warnings``; inputs that could not be read, in ``errors``."""
     shown = progress or Progress()
     try:
-        return _load(sources, shown, epoch)
+        return _load(sources, shown, epoch, with_named(KINDS, named))
     finally:
         shown.clear()
 
 
-def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
+def _load(
+    sources: Sequence[str], progress: Progress, epoch: float, kinds: Mapping[str, Kind]
+) -> Loaded:
     out = Loaded()
     order = 0
     for source, doc in _documents(sources, out, progress):
@@ -144,8 +151,9 @@ def _load(sources: Sequence[str], progress: Progress, epoch: float) -> Loaded:
             )
             continue
         kind = known.name
+        known = kinds[kind]
         raw = _as_json(doc)
-        if not known.selects(_labels(raw)):
+        if not known.selects(_labels(raw), _key(known, raw)):
             picked = " or ".join(known.label_selectors)
             out.notes.append(
                 f"{source}: ignored {kind} {describe('', doc)}: not labelled {picked}, "
@@ -178,6 +186,14 @@ def _as_json(doc: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError):  # not JSON-like at all: the parser says where
         return dict(doc)
     return out
+
+
+def _key(kind: Kind, raw: Mapping[str, Any]) -> str:
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ""
+    namespace, name = meta.get("namespace"), meta.get("name")
+    return kind.key(namespace if isinstance(namespace, str) else None, str(name))
 
 
 def _labels(raw: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -132,7 +132,7 @@ class Informer:
                     self._resource,
                     page=self._page,
                     resource_version=None if self.kind.listed_in_pages else "0",
-                    label_selector=self.selector,
+                    selector=self.selector,
                 ):
                     keys = self._cache.take_page(self.kind, items, listed, self.selector)
                     version = at
@@ -154,7 +154,7 @@ class Informer:
             self._resource,
             resource_version=version,
             timeout_seconds=seconds,
-            label_selector=self.selector,
+            selector=self.selector,
         ):
             text = memoryview(event.object)
             self._version = resource_version(text) or version

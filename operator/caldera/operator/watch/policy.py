@@ -55,9 +55,13 @@ class PolicyHolder:
             return None
         self._digest = digest
         try:
-            self.policy = self._load(text)
+            policy = self._load(text)
         except ConfigError as exc:
             return exc
+        if added := sorted(policy.read_objects - self.policy.read_objects):
+            named = ", ".join(f"{kind} {key}" for kind, key in added)
+            log.warning("policy: %s not watched until the scheduler restarts", named)
+        self.policy = policy
         log.info("policy reloaded from %s", self.path)
         return None
 

@@ -27,7 +27,7 @@ class Scopes:
         self._held: dict[str, set[str]] = {}
         """``<Kind>/<key>`` → the selectors whose informers hold it."""
         self.unsynced: set[tuple[str, str]] = {
-            (kind.name, selector) for kind in kinds for selector in kind.label_selectors or ("",)
+            (kind.name, selector) for kind in kinds for selector in kind.selectors
         }
 
     def kept(self, kind: Kind, key: str, selector: str, event: str) -> bool:

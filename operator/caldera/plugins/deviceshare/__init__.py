@@ -21,6 +21,12 @@ HAMi's own knobs, which Volcano's plugin does not have, are arguments too:
 ``mutex``, with ``numa`` chains), ``deviceshare.DefaultMemory``, ``deviceshare.DefaultCores``,
 ``deviceshare.MemoryFactor`` and ``deviceshare.NodeLockTimeout``; ``deviceshare.AscendEnable``
 (HAMi's ``--enable-ascend``) adds Ascend NPUs in HAMi's dialect.
+
+``deviceshare.AscendHAMiVNPUEnable`` shares Ascend NPUs the way Volcano's own scheduler applies
+HAMi's vNPU protocol (:mod:`caldera.devices.volcano_vnpu`), with or without ``VGPUEnable``: the
+card types are those of the device ConfigMap named by ``deviceshare.KnownGeometriesCMName`` and
+``KnownGeometriesCMNamespace`` (Volcano's default, the 310P alone, when it cannot be read), and
+the cards are ordered by ``deviceshare.SchedulePolicy``.
 """
 
 from __future__ import annotations
@@ -31,10 +37,13 @@ import numpy as np
 from pydantic import Field, field_validator, model_validator
 
 from caldera.api.task import NodeLock, Task
-from caldera.devices.hami import node_policy
 from caldera.devices.model import DeviceDefaults
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import FAMILIES, VENDORS
+from caldera.devices.volcano_vnpu import FAMILY as VNPU_FAMILY
+from caldera.devices.volcano_vnpu import IGNORED_RESOURCES as VNPU_IGNORED
+from caldera.devices.volcano_vnpu import vnpu_vendors
+from caldera.devices.volcano_vnpu_config import device_config
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.plugin import Args as BaseArgs
@@ -42,14 +51,13 @@ from caldera.framework.scoring import NodeScorer
 from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 from caldera.plugins.deviceshare.gpushare import GpuShare
 from caldera.plugins.deviceshare.mindcluster import open_mindcluster
-from caldera.plugins.deviceshare.state import MAX_NODE_SCORE, RELEASABLE_REASONS, DeviceState
+from caldera.plugins.deviceshare.scores import device_scores
+from caldera.plugins.deviceshare.state import RELEASABLE_REASONS, DeviceState
 from caldera.plugins.deviceshare.verdicts import explain as device_verdict
 
 __all__ = ["DeviceShareArgs", "DeviceSharePlugin"]
 
-MAX_SCORE = 100.0
 _CARD_POLICIES = frozenset({"spread", "binpack", "topology-aware", "mutex", "numa"})
-_UNSUPPORTED = "is not supported by Caldera (use deviceshare.VGPUEnable: HAMi's vGPU sharing)"
 
 
 class DeviceShareArgs(Args):
@@ -63,6 +71,7 @@ class DeviceShareArgs(Args):
     gpu_number: bool = Field(False, alias="deviceshare.GPUNumberEnable")
     ascend_mindcluster: bool = Field(False, alias="deviceshare.AscendMindClusterVNPUEnable")
     ascend_hami: bool = Field(False, alias="deviceshare.AscendHAMiVNPUEnable")
+    """Volcano's HAMi vNPUs (``hami.AscendHAMiVNPUEnable``)."""
     ascend: bool = Field(False, alias="deviceshare.AscendEnable")
     """Caldera's: with ``VGPUEnable``, share Ascend NPUs in HAMi's dialect (the same as naming
     ``ascend`` in ``deviceshare.Vendors``). Off, Ascend resources stay ordinary extended
@@ -84,19 +93,16 @@ class DeviceShareArgs(Args):
     memory_factor: int = Field(1, ge=1, alias="deviceshare.MemoryFactor")
     node_lock_timeout: str = Field("5m", alias="deviceshare.NodeLockTimeout")
 
-    @field_validator("ascend_hami")
-    @classmethod
-    def _unsupported(cls, value: bool) -> bool:
-        if value:
-            raise ValueError(_UNSUPPORTED)
-        return value
-
     @field_validator("families", mode="before")
     @classmethod
     def _families(cls, value: object) -> object:
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         if isinstance(value, list | tuple):
+            if VNPU_FAMILY in value:
+                raise ValueError(
+                    f"{VNPU_FAMILY!r} is turned on by deviceshare.AscendHAMiVNPUEnable, not here"
+                )
             unknown = [v for v in value if v not in FAMILIES]
             if unknown:
                 known = ", ".join(sorted(FAMILIES))
@@ -115,6 +121,12 @@ class DeviceShareArgs(Args):
             raise ValueError(
                 "deviceshare.GPUSharingEnable or GPUNumberEnable cannot be used with "
                 "deviceshare.VGPUEnable"
+            )
+        if self.ascend_hami and self.vgpu and (self.ascend or "ascend" in self.families):
+            # Caldera's own: both dialects read the same registrations and resources
+            raise ValueError(
+                "deviceshare.AscendHAMiVNPUEnable (Volcano's Ascend vNPUs) cannot be used with "
+                "HAMi's Ascend dialect (deviceshare.AscendEnable or ascend in deviceshare.Vendors)"
             )
         return self
 
@@ -139,7 +151,14 @@ class DeviceShareArgs(Args):
     def vendors(self) -> tuple[Vendor, ...]:
         """The dialects shared: those of no family, and those of the families named."""
         named = {*self.families, *(("ascend",) if self.ascend else ())}
-        return tuple(v for v in VENDORS if not v.family or v.family in named)
+        return tuple(
+            v for v in VENDORS if v.family != VNPU_FAMILY and (not v.family or v.family in named)
+        )
+
+    @property
+    def device_config_key(self) -> str:
+        """``namespace/name`` of the device ConfigMap (``KnownGeometriesCM...``)."""
+        return f"{self.known_geometries_namespace}/{self.known_geometries_name}"
 
     @property
     def defaults(self) -> DeviceDefaults:
@@ -152,9 +171,19 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
 
     @classmethod
     def managed_resources(cls, args: BaseArgs) -> frozenset[str]:
-        if not isinstance(args, DeviceShareArgs) or not args.vgpu:
+        if not isinstance(args, DeviceShareArgs):
             return frozenset()
-        return frozenset().union(*(v.resources for v in args.vendors))
+        shared: frozenset[str] = frozenset()
+        if args.vgpu:
+            shared = shared.union(*(v.resources for v in args.vendors))
+        return (shared | VNPU_IGNORED) if args.ascend_hami else shared
+
+    @classmethod
+    def read_objects(cls, args: BaseArgs) -> frozenset[tuple[str, str]]:
+        """The device ConfigMap Volcano's vNPUs take their card types from."""
+        if not isinstance(args, DeviceShareArgs) or not args.ascend_hami:
+            return frozenset()
+        return frozenset({("ConfigMap", args.device_config_key)})
 
     def on_session_open(self, ssn: Session) -> None:
         self.state: DeviceState | None = None
@@ -167,10 +196,10 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             ssn.event_handlers.add(
                 self.name, EventHandler(allocate=share.allocate, deallocate=share.release)
             )
-        if not self.args.vgpu:
+        if not self.args.vgpu and not self.args.ascend_hami:
             return
         state = DeviceState(
-            ssn.snapshot, self.args.defaults, self.args.gpu_policy, self.args.vendors
+            ssn.snapshot, self.args.defaults, self.args.gpu_policy, self._vendors(ssn)
         )
         self.state = state
         timeout = parse_go_duration(self.args.node_lock_timeout)
@@ -196,6 +225,17 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         if self.args.schedule_weight > 0:
             ssn.node_order_point.add(self.name, NodeScorer(self._score))
 
+    def _vendors(self, ssn: Session) -> tuple[Vendor, ...]:
+        """The dialects this session shares: ``VGPUEnable``'s, and Volcano's vNPUs of the card
+        types the device ConfigMap names (``InitDevicesConfig``, ``registerDevices``)."""
+        shared = self.args.vendors if self.args.vgpu else ()
+        if not self.args.ascend_hami:
+            return shared
+        where = self.args.device_config_key
+        found = ssn.snapshot.config_maps.get(where)
+        config = device_config(None if found is None else (found.data or {}), where)
+        return shared + vnpu_vendors(config, self.args.schedule_policy)
+
     def _predicate(self, task: Task) -> list[Rejection]:
         assert self.state is not None
         rejections = self.state.predicate(task)
@@ -210,23 +250,6 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         return rejections
 
     def _score(self, task: Task, rows: IntArray) -> np.typing.NDArray[np.float64] | float:
-        state = self.state
-        assert state is not None
-        needs = state.needs(task)
-        if isinstance(needs, str) or not needs:
-            return 0.0
-        base = state.node_scores(rows) / state.registered  # HAMi's usage score, 0-30
-        policy = node_policy(task.annotations, self.args.schedule_policy or "binpack")
-        extra = state.vendor_scores(task, rows, policy)
-        if extra is not None and extra.any():
-            # HAMi ranks by usage score + the vendors' ScoreNode (binpack: highest first,
-            # spread: lowest); spread over 0-100 across the candidates, that order kept
-            raw = base + extra
-            low, high = float(raw.min()), float(raw.max())
-            scores = (raw - low) * (MAX_SCORE / (high - low)) if high > low else raw * 0.0
-        else:
-            scores = base * (MAX_SCORE / MAX_NODE_SCORE)
-        if policy == "spread":
-            scores = MAX_SCORE - scores
-        out: np.typing.NDArray[np.float64] = scores * self.args.schedule_weight
-        return out
+        assert self.state is not None
+        args = self.args
+        return device_scores(self.state, task, rows, args.schedule_policy, args.schedule_weight)

@@ -12,7 +12,8 @@ the namespace quota used so far. Then, for the session:
 - **Reserve/unreserve.** Placing a task fits it exactly on its node (HAMi's card order and tie
   rule), adds its grants to the usage and the namespace quota, and gives the task the annotations
   HAMi's device plugin reads; unplacing (a gang discarded, a victim evicted) takes them back.
-- **Score.** HAMi's node score (§5.1), binpack or spread.
+- **Score.** The usage each node's cards are at (§5.1): :mod:`~caldera.plugins.deviceshare.scores`
+  turns it into the node score.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from caldera.devices.fit import (
 from caldera.devices.hami import cordoned
 from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
-from caldera.devices.vendor import ScoreInput, Vendor
+from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS
 from caldera.models.core import ContainerResources
 from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
@@ -184,13 +185,22 @@ class DeviceState:
             named.update(c.resources.requests)
         out: list[PodNeed] = []
         for v, vendor in enumerate(self.vendors):
-            if named.isdisjoint(vendor.resources):
+            if named.isdisjoint(vendor.asked_by):
                 continue
             reqs = tuple(
-                (init, vendor.read_request(c.resources.limits, c.resources.requests, self.defaults))
+                (
+                    init,
+                    None
+                    if init and vendor.app_only
+                    else vendor.read_request(
+                        c.resources.limits, c.resources.requests, self.defaults
+                    ),
+                )
                 for init, c in containers
             )
-            for (_, request), (_, c) in zip(reqs, containers, strict=True):
+            for (init, request), (_, c) in zip(reqs, containers, strict=True):
+                if init and vendor.app_only:
+                    continue
                 if request is None and (asked := _asked(vendor, c.resources)):
                     # HAMi would give this container no card and bind the pod anyway, for
                     # the device plugin to fail it: say so instead
@@ -443,45 +453,6 @@ class DeviceState:
                 task.bind_annotations.pop(key, None)
 
     # -- score --------------------------------------------------------------------------------
-
-    def node_scores(self, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
-        """§5.1 summed over the vendors, on ``rows``."""
-        total = np.zeros(len(rows), dtype=np.float64)
-        for table in self.tables:
-            if table.width:
-                total += table.node_scores(rows)
-        return total
-
-    def vendor_scores(
-        self, task: Task, rows: npt.NDArray[np.intp], policy: str
-    ) -> npt.NDArray[np.float64] | None:
-        """What the pod's vendors' own ``ScoreNode`` add on ``rows`` (HAMi's ``OverrideScore``),
-        from the cards the pod would get on each; None when none of its vendors has one."""
-        needs = self.needs(task)
-        if isinstance(needs, str):
-            return None
-        scored = [n for n in needs if self.vendors[n.vendor].score_node is not None]
-        if not scored:
-            return None
-        out = np.zeros(len(rows), dtype=np.float64)
-        for need in scored:
-            vendor, table = self.vendors[need.vendor], self.tables[need.vendor]
-            assert vendor.score_node is not None
-            for i, row in enumerate(rows.tolist()):
-                before = table.uses(row)
-                fit = self.fit(need, row, before)
-                if fit.grants is None:
-                    continue
-                seen = ScoreInput(
-                    self.nodes.annotations[row],
-                    table.cards[row],
-                    before,
-                    fit.grants,
-                    self.node_options(need, row),
-                    policy,
-                )
-                out[i] += vendor.score_node(seen)
-        return out
 
 
 def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
