@@ -45,4 +45,7 @@ def test_the_example_decides_what_it_says(
     assert sorted(e["pod"] for e in result["evictions"]) == sorted(expected.get("evicted", []))
     phases = {key: pg["phase"] for key, pg in result["podGroups"].items()}
     assert phases == expected["phases"]
+    for pod, wanted in expected.get("annotations", {}).items():
+        got = result["pods"][pod]["annotations"]
+        assert {key: got.get(key) for key in wanted} == wanted, pod
     assert example.name in (EXAMPLES / "README.md").read_text()
