@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import NamedTuple
@@ -93,6 +93,11 @@ class FitOptions:
     cores in percent)."""
     node_soft_split: bool = False
     """The node's cards can be soft split."""
+    holders: Mapping[str, Sequence[Hashable]] = field(
+        default_factory=dict, hash=False, compare=False
+    )
+    """Card UUID → the vendor's notes of each other pod's container on it
+    (:attr:`~caldera.devices.vendor.Vendor.holders`; empty for the vendors that read none)."""
 
 
 @dataclass(frozen=True, slots=True)

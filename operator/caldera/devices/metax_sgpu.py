@@ -36,8 +36,9 @@ Who may share a card (app classes, QoS, HAMi's ``JitteryQosCache`` rebuilt from 
 card) is :mod:`caldera.devices.metax_colocation`; MetaLink zones are
 :mod:`caldera.devices.metax_links`. What HAMi's webhook (``MutateAdmission``) denies is refused
 here (:func:`pod_options`), and a pod naming no QoS policy is read with the ``best-effort`` the
-webhook writes. The walk needs from the seam the pods holding each card and the grants the pod
-already placed (:func:`walk`).
+webhook writes. The walk and the score read the pods holding each card from the seam
+(:attr:`~caldera.devices.fit.FitOptions.holders`, made by :func:`card_holders`), and the walk the
+grants the pod already placed (``Given.earlier``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from caldera.devices.fit import (
     NO_GIVEN,
@@ -84,6 +85,7 @@ from caldera.devices.metax_colocation import (
     WHOLE_CARD,
     Holder,
     app_class_fits,
+    card_holders,
     device_qos,
     expected_qos,
     prioritize_online,
@@ -330,12 +332,11 @@ def walk(
     placed: Sequence[Grant] = (),
 ) -> Walked:
     """``MetaxSDevices.Fit`` for one container. ``holders``: per card, the other pods' containers
-    on it; ``placed``: this pod's grants already counted in ``uses`` (its earlier app
-    containers). The seam passes neither yet: a used card is then held by plain pods with the
-    registered policy. ``given`` is unused (no quota in ``Fit``)."""
-    del given
+    on it (else the seam's, ``opts.holders``); ``placed``: this pod's grants already counted in
+    ``uses`` (else its earlier containers', ``given.earlier``)."""
     sgpu = opts if isinstance(opts, SgpuOptions) else SgpuOptions()
-    held = holders or {}
+    held = cast(Mapping[str, Sequence[Holder]], opts.holders) if holders is None else holders
+    placed = placed or given.earlier
     app_class = sgpu.app_class or ""
     online = app_class == ONLINE
     mutex = "mutex" in policy_words(opts.gpu_policy)
@@ -463,13 +464,10 @@ def sgpu_annotations(
 
 
 def _score_node(seen: ScoreInput) -> float:
-    """``ScoreNode``: the MetaLink score; 0 for an online pod (its score needs each card's
-    other pods, ``holders``, which the seam does not carry)."""
-    sgpu = seen.opts if isinstance(seen.opts, SgpuOptions) else SgpuOptions()
-    if sgpu.app_class == ONLINE:
-        return 0.0
+    """``ScoreNode``: the online pods' colocation score, or the MetaLink score."""
     previous = list(zip(seen.cards, seen.before, strict=True))
-    return node_score(seen.opts, seen.grants, previous, {}, seen.policy)
+    holders = cast(Mapping[str, Sequence[Holder]], seen.opts.holders)
+    return node_score(seen.opts, seen.grants, previous, holders, seen.policy)
 
 
 METAX_SGPU = Vendor(
@@ -489,6 +487,7 @@ METAX_SGPU = Vendor(
     walk=walk,
     screened=False,
     score_node=_score_node,
+    holders=card_holders,
     more_annotations=sgpu_annotations,
     more_keys=(ALLOCATED, PREDICATE_TIME),
     family="metax",

@@ -8,7 +8,7 @@ Everything else (the device table, fit, score, usage, the bind annotations, quot
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -200,6 +200,16 @@ class Vendor:
     app_only: bool = False
     """Only app containers ask for cards; init containers get none (Volcano's
     ``ResourceReqs`` ranges over ``pod.Spec.Containers``)."""
+    holders: (
+        Callable[
+            [Sequence[tuple[Mapping[str, str], Sequence[Sequence[Grant]]]]],
+            Mapping[str, Sequence[Hashable]],
+        ]
+        | None
+    ) = None
+    """What the vendor notes of each container holding a card, from the pods on the node (their
+    annotations and grants): handed to its walk and score as
+    :attr:`~caldera.devices.fit.FitOptions.holders` (MetaX sGPU: ``PodInfos``). None: not read."""
     score_alone: bool = False
     """The node score is :attr:`score_node` alone, summed over the pod's requests, rounded
     and multiplied by ``deviceshare.ScheduleWeight`` (Volcano's ``getDeviceScore``), not

@@ -44,6 +44,7 @@ from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS
 from caldera.models.core import ContainerResources
+from caldera.plugins.deviceshare.holders import CardHolders
 from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
 
 __all__ = ["DeviceState", "PodNeed"]
@@ -112,6 +113,7 @@ class DeviceState:
         self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
         self._bases: dict[tuple[object, ...], Base] = {}
         self._node_opts: dict[tuple[object, ...], FitOptions] = {}
+        self.holders = CardHolders(self.vendors, nodes.tasks, self.grants)
         self.registered = max(1, sum(1 for t in self.tables if t.width))
         """Vendors some node registers cards of (the node score sums one share per vendor)."""
         self._rebuild()
@@ -158,6 +160,8 @@ class DeviceState:
     ) -> None:
         usage = pod_usage(len(task.spec.init_containers), containers)
         self.tables[v].apply(row, usage, sign)
+        if self.vendors[v].holders is not None:
+            self.holders.placed(task, row, sign)
         used = self.quota_used.setdefault((v, task.namespace), [0, 0])
         for use in usage.values():
             used[0] += sign * use.usedmem
@@ -399,8 +403,14 @@ class DeviceState:
         return fit_node(table.cards[row], current, need.containers, opts, vendor.name, vendor.walk)
 
     def node_options(self, need: PodNeed, row: int) -> FitOptions:
-        """The pod's fit options on node ``row``: its cordoned cards, pair scores and what the
-        vendor reads of the node."""
+        """The pod's fit options on node ``row``: its cordoned cards, pair scores, what the
+        vendor reads of the node, and who holds the cards (for a vendor reading that)."""
+        opts = self._node_options(need, row)
+        if self.vendors[need.vendor].holders is None:
+            return opts
+        return dataclasses.replace(opts, holders=self.holders.of(need.vendor, row))
+
+    def _node_options(self, need: PodNeed, row: int) -> FitOptions:
         vendor = self.vendors[need.vendor]
         key = (need.opts, need.vendor, row)
         opts = self._node_opts.get(key)
