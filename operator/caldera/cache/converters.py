@@ -26,16 +26,22 @@ __all__ = ["device_view", "engine_queue", "node_base"]
 _NO_CAPACITY: Mapping[str, float] = MappingProxyType({})
 
 
+def _extended(name: str) -> bool:
+    """An extended resource a device plugin may advertise under a name HAMi's device
+    configuration gives it (``vendor.com/thing``; not ``hugepages-*`` nor Kubernetes' own)."""
+    return "/" in name and not name.startswith(("kubernetes.io/", "hugepages-"))
+
+
 def device_view(node: Node) -> NodeView:
-    """What the device vendors read of ``node``: its name, annotations, and the capacity of the
-    resources some vendor lists its cards from (most nodes: none, one shared empty mapping). A
-    resource the node states no capacity for is read from its allocatable (a hand-written
-    manifest may give only that; a kubelet reports both)."""
+    """What the device vendors read of ``node``: its name, annotations, and the capacity of its
+    extended resources, some vendor's cards among them (most nodes: none, one shared empty
+    mapping). A resource the node states no capacity for is read from its allocatable (a
+    hand-written manifest may give only that; a kubelet reports both)."""
     capacity, allocatable = node.status.capacity, node.status.allocatable
     kept = {
         r: capacity[r] if r in capacity else allocatable[r]
-        for r in CAPACITY_NAMES
-        if r in capacity or r in allocatable
+        for r in (*capacity, *(r for r in allocatable if r not in capacity))
+        if r in CAPACITY_NAMES or _extended(r)
     }
     meta = node.metadata
     return NodeView(meta.name, meta.annotations, kept or _NO_CAPACITY, meta.labels)

@@ -64,7 +64,8 @@ COUNT, MEMORY, MEMORY_PERCENTAGE, CORES = (
     "nvidia.com/gpumem-percentage",
     "nvidia.com/gpucores",
 )
-RESOURCES = frozenset({COUNT, MEMORY, MEMORY_PERCENTAGE, CORES, "nvidia.com/priority"})
+PRIORITY = "nvidia.com/priority"
+RESOURCES = frozenset({COUNT, MEMORY, MEMORY_PERCENTAGE, CORES, PRIORITY})
 """Kept out of the generic resource fit: nodes never advertise them (HAMi marks them ignored)."""
 
 

@@ -34,9 +34,10 @@ from __future__ import annotations
 from typing import ClassVar, Literal
 
 import numpy as np
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from caldera.api.task import NodeLock, Task
+from caldera.devices.device_names import NO_NAMES, DeviceNames, read_device_config
 from caldera.devices.model import DeviceDefaults
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import FAMILIES, VENDORS
@@ -92,6 +93,28 @@ class DeviceShareArgs(Args):
     default_cores: int = Field(0, ge=0, le=100, alias="deviceshare.DefaultCores")
     memory_factor: int = Field(1, ge=1, alias="deviceshare.MemoryFactor")
     node_lock_timeout: str = Field("5m", alias="deviceshare.NodeLockTimeout")
+    device_config_file: str = Field("", alias="deviceshare.DeviceConfigFile")
+    """Caldera's: HAMi's device configuration (its ``--device-config-file``, the
+    ``hami-scheduler-device`` ConfigMap mounted as a file), for the resource names it renames."""
+    _names: DeviceNames = PrivateAttr(default=NO_NAMES)
+
+    @field_validator("device_config_file")
+    @classmethod
+    def _readable(cls, value: str) -> str:
+        if value:
+            read_device_config(value)  # a ValueError names the file and the field at fault
+        return value
+
+    @model_validator(mode="after")
+    def _read_names(self) -> DeviceShareArgs:
+        if self.device_config_file:
+            self._names = read_device_config(self.device_config_file)
+        return self
+
+    @property
+    def names(self) -> DeviceNames:
+        """The resource names the device configuration gives the vendors (none: the chart's)."""
+        return self._names
 
     @field_validator("families", mode="before")
     @classmethod
@@ -176,7 +199,14 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         shared: frozenset[str] = frozenset()
         if args.vgpu:
             shared = shared.union(*(v.resources for v in args.vendors))
-        return (shared | VNPU_IGNORED) if args.ascend_hami else shared
+        shared = (shared | VNPU_IGNORED) if args.ascend_hami else shared
+        if not args.names:
+            return shared
+        # a count the configuration renames stays in the node resource fit (nodes advertise it,
+        # queues count it), the way Volcano leaves a device's count there
+        renamed = {v.count_resource for v in VENDORS if args.names.outward(v.count_resource)
+                   != v.count_resource}  # fmt: skip
+        return args.names.outward_all(shared - renamed)
 
     @classmethod
     def read_objects(cls, args: BaseArgs) -> frozenset[tuple[str, str]]:
@@ -198,8 +228,9 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             )
         if not self.args.vgpu and not self.args.ascend_hami:
             return
+        args = self.args
         state = DeviceState(
-            ssn.snapshot, self.args.defaults, self.args.gpu_policy, self._vendors(ssn)
+            ssn.snapshot, args.defaults, args.gpu_policy, self._vendors(ssn), args.names
         )
         self.state = state
         timeout = parse_go_duration(self.args.node_lock_timeout)

@@ -22,6 +22,7 @@ import numpy as np
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
+from caldera.devices.device_names import NO_NAMES, DeviceNames
 from caldera.devices.fit import pod_usage
 from caldera.devices.hami import cordoned
 from caldera.devices.model import Card, Grant, NodeView
@@ -32,16 +33,18 @@ from caldera.devices.vendors import decoded, node_cards
 __all__ = ["Grants", "Held", "Row", "RowUsage", "device_tables", "row_usage"]
 
 
-def device_tables(nodes: NodeTable, vendors: Sequence[Vendor]) -> list[DeviceTable]:
+def device_tables(
+    nodes: NodeTable, vendors: Sequence[Vendor], names: DeviceNames = NO_NAMES
+) -> list[DeviceTable]:
     """Each of ``vendors``' cards on the nodes (no usage): the tables each session starts
-    from."""
+    from. ``names``: the node capacity's resource names as the device configuration renames
+    them."""
     out: list[DeviceTable] = []
+    capacity = [names.inward(c) for c in nodes.capacity]
     for vendor in vendors:
         rows = [
             node_cards(vendor, NodeView(*view))
-            for view in zip(
-                nodes.names, nodes.annotations, nodes.capacity, nodes.labels, strict=True
-            )
+            for view in zip(nodes.names, nodes.annotations, capacity, nodes.labels, strict=True)
         ]
         if not any(rows):
             # no node registers this vendor's cards: its pods fit nowhere

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
+from caldera.devices.device_names import NO_NAMES, DeviceNames
 from caldera.devices.fit import (
     CardUse,
     FitOptions,
@@ -43,7 +44,6 @@ from caldera.devices.model import CardRequest, DeviceDefaults, Grant
 from caldera.devices.table import Base, DeviceTable
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import VENDORS
-from caldera.models.core import ContainerResources
 from caldera.plugins.deviceshare.holders import CardHolders
 from caldera.plugins.deviceshare.kept import Grants, RowUsage, device_tables, row_usage
 
@@ -93,15 +93,18 @@ class DeviceState:
         defaults: DeviceDefaults,
         gpu_policy: str,
         vendors: Sequence[Vendor] = VENDORS,
+        names: DeviceNames = NO_NAMES,
     ) -> None:
         nodes = snapshot.nodes
         self.nodes = nodes
+        self.names = names
+        """The resource names the device configuration renames (HAMi's device config file)."""
         self.defaults = defaults
         self.gpu_policy = gpu_policy
         self.vendors: list[Vendor] = list(vendors)
         # the cards change only with the nodes: worked out once per node set
-        key = ("device tables", tuple(v.name for v in self.vendors))
-        templates = nodes.derived(key, lambda: device_tables(nodes, self.vendors))
+        key = ("device tables", tuple(v.name for v in self.vendors), names)
+        templates = nodes.derived(key, lambda: device_tables(nodes, self.vendors, names))
         self.tables: list[DeviceTable] = [t.fresh() for t in templates]
         self.quota_limits = {
             ns: hard for ns, hard in snapshot.quotas.items() if self._has_device_quota(hard)
@@ -120,7 +123,8 @@ class DeviceState:
 
     def _has_device_quota(self, hard: dict[str, float]) -> bool:
         return any(
-            f"limits.{v.quota_memory}" in hard or f"limits.{v.quota_cores}" in hard
+            f"limits.{self.names.outward(v.quota_memory)}" in hard
+            or f"limits.{self.names.outward(v.quota_cores)}" in hard
             for v in self.vendors
         )
 
@@ -180,13 +184,18 @@ class DeviceState:
 
     def _read_needs(self, task: Task) -> list[PodNeed] | str:
         spec = task.spec
-        containers = [(True, c) for c in spec.init_containers] + [
-            (False, c) for c in spec.containers
+        inward = self.names.inward
+        containers = [
+            (init, c.name, inward(c.resources.limits), inward(c.resources.requests))
+            for init, c in (
+                *((True, c) for c in spec.init_containers),
+                *((False, c) for c in spec.containers),
+            )
         ]
         named: set[str] = set()
-        for _, c in containers:
-            named.update(c.resources.limits)
-            named.update(c.resources.requests)
+        for _, _, limits, requests in containers:
+            named.update(limits)
+            named.update(requests)
         out: list[PodNeed] = []
         for v, vendor in enumerate(self.vendors):
             if named.isdisjoint(vendor.asked_by):
@@ -196,22 +205,22 @@ class DeviceState:
                     init,
                     None
                     if init and vendor.app_only
-                    else vendor.read_request(
-                        c.resources.limits, c.resources.requests, self.defaults
-                    ),
+                    else vendor.read_request(limits, requests, self.defaults),
                 )
-                for init, c in containers
+                for init, _, limits, requests in containers
             )
-            for (init, request), (_, c) in zip(reqs, containers, strict=True):
+            for (init, request), (_, name, limits, requests) in zip(reqs, containers, strict=True):
                 if init and vendor.app_only:
                     continue
-                if request is None and (asked := _asked(vendor, c.resources)):
+                if request is None and (asked := _asked(vendor, limits, requests)):
                     # HAMi would give this container no card and bind the pod anyway, for
                     # the device plugin to fail it: say so instead
+                    outward = self.names.outward
                     return (
-                        f"container {c.name!r}: {', '.join(asked)} is not a {vendor.name} "
-                        f"device request ({vendor.count_resource} must be a positive whole "
-                        f"number and {vendor.quota_memory} a whole number of MiB, not negative)"
+                        f"container {name!r}: {', '.join(map(outward, asked))} is not a "
+                        f"{vendor.name} device request ({outward(vendor.count_resource)} must be "
+                        f"a positive whole number and {outward(vendor.quota_memory)} a whole "
+                        "number of MiB, not negative)"
                     )
             if not any(r is not None for _, r in reqs):
                 continue
@@ -240,8 +249,8 @@ class DeviceState:
         if hard is None:
             return None
         vendor = self.vendors[v]
-        mem = hard.get(f"limits.{vendor.quota_memory}")
-        cores = hard.get(f"limits.{vendor.quota_cores}")
+        mem = hard.get(f"limits.{self.names.outward(vendor.quota_memory)}")
+        cores = hard.get(f"limits.{self.names.outward(vendor.quota_cores)}")
         if mem is None and cores is None:
             return None
         used = self.quota_used.get((v, namespace), [0, 0])
@@ -465,10 +474,10 @@ class DeviceState:
     # -- score --------------------------------------------------------------------------------
 
 
-def _asked(vendor: Vendor, resources: ContainerResources) -> list[str]:
+def _asked(vendor: Vendor, limits: Mapping[str, float], requests: Mapping[str, float]) -> list[str]:
     """The vendor's main resources a container names (count, memory, cores)."""
     names = {vendor.count_resource, vendor.quota_memory, vendor.quota_cores}
-    return sorted(names & (resources.limits.keys() | resources.requests.keys()))
+    return sorted(names & (limits.keys() | requests.keys()))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -55,9 +55,8 @@ def explain(state: DeviceState, task: Task, row: int) -> tuple[bool, str] | None
     nodes = state.nodes
     for need in needs:
         vendor = state.vendors[need.vendor]
-        view = NodeView(
-            nodes.names[row], nodes.annotations[row], nodes.capacity[row], nodes.labels[row]
-        )
+        capacity = state.names.inward(nodes.capacity[row])
+        view = NodeView(nodes.names[row], nodes.annotations[row], capacity, nodes.labels[row])
         registered = node_cards(vendor, view)
         if isinstance(registered, str):
             return False, f"{vendor.source} cannot be read: {registered}"
