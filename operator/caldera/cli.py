@@ -186,9 +186,8 @@ def _add_run(sub: Any) -> None:
                 flag, dest=f.name, type=_flag, nargs="?", const=True, default=default, help=text
             )
         elif isinstance(default, list):
-            run.add_argument(
-                flag, dest=f.name, action="append", help=f"{text} (default {default[0]})"
-            )
+            shown = f" (default {default[0]})" if default else ""
+            run.add_argument(flag, dest=f.name, action="append", help=f"{text}{shown}")
         elif isinstance(default, int) and not isinstance(default, bool):
             run.add_argument(flag, dest=f.name, type=_positive, default=default, help=text)
         elif isinstance(default, float):
@@ -326,7 +325,18 @@ def _run(args: argparse.Namespace) -> int:
     from caldera.operator.settings import Settings
 
     values = {f.name: getattr(args, f.name) for f in fields(Settings)}
-    settings = Settings(**{**values, "scheduler_names": args.scheduler_names or ["volcano"]})
+    settings = Settings(
+        **{
+            **values,
+            "scheduler_names": args.scheduler_names or ["volcano"],
+            "node_selector": args.node_selector or [],
+        }
+    )
+    try:
+        settings.scope()
+    except ValueError as exc:
+        console.say(str(exc))
+        return console.USAGE
     problem = election_error(
         settings.lease_duration, settings.renew_deadline, settings.retry_period
     )

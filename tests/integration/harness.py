@@ -16,7 +16,10 @@ VOLCANO = "scheduling.volcano.sh"
 
 @contextlib.asynccontextmanager
 async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Runtime]:
-    """Run ``caldera run`` in this event loop until the block ends."""
+    """Run ``caldera run`` in this event loop until the block ends, with ``Settings`` fields
+    ``overrides``; ``environ=`` is the environment it reads (Volcano's multi-scheduler
+    variables; default: none of them)."""
+    environ: dict[str, str] = overrides.pop("environ", None) or {}
     options: dict[str, Any] = {
         "kubeconfig": str(k8s.kubeconfig_path),
         "schedule_period": 0.2,
@@ -26,7 +29,7 @@ async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Ru
         "policy_check_interval": 0.2,
     }
     options.update(overrides)
-    runtime = Runtime.create(Settings(**options))
+    runtime = Runtime.create(Settings(**options), environ=environ)
     task = asyncio.create_task(operate(runtime))
     try:
         started = asyncio.create_task(runtime.started.wait())

@@ -30,6 +30,7 @@ from caldera.cache.state import ClusterState
 from caldera.cache.topology import hypernode_tree
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import pod_problems
+from caldera.models.base import ObjectMeta
 from caldera.models.core import FINISHED_PHASES, Pod
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import (
@@ -44,6 +45,7 @@ from caldera.models.workload import (
     REASON_PREEMPTION,
     WorkloadPodGroup,
 )
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = ["Builder", "Priorities", "is_bare", "preempted"]
 
@@ -79,12 +81,20 @@ class Builder:
     default_queue: str
     memo: BuildMemo
     bare_pods_in_memory: bool = False
+    scope: Scope = WHOLE_CLUSTER
+    """This instance's share of the cluster: its nodes, its jobs."""
     problems: list[ObjectError] = field(default_factory=list)
     implicit: list[str] = field(default_factory=list)
     """Keys of the in-memory groups of bare pods."""
     space: ResourceSpace = field(default_factory=ResourceSpace)
     node_index: dict[str, int] = field(default_factory=dict)
     """Row of each Ready node (set by :meth:`nodes`)."""
+
+    def owns(self, meta: ObjectMeta) -> bool:
+        """The object (a pod, a PodGroup) is this instance's to schedule (:meth:`Scope.owns`)."""
+        if self.scope.whole:
+            return True
+        return self.scope.owns(meta.name, [o.name for o in meta.owner_references])
 
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
@@ -93,9 +103,9 @@ class Builder:
         self, space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
     ) -> NodeTable:
         state, memo = self.state, self.memo
-        if not memo.same_nodes(state.nodes, space, managed):
+        if not memo.same_nodes(state.nodes, space, managed, self.scope):
             last = memo.nodes
-            memo.nodes = node_base(state.nodes, space, vendors, managed)
+            memo.nodes = node_base(state.nodes, space, vendors, managed, self.scope)
             rows = (tuple(memo.nodes.names), tuple(sorted(state.nodes)))
             memo.nodes.rows = last.rows if last is not None and last.rows == rows else rows
         base = memo.nodes
@@ -298,7 +308,7 @@ class Builder:
             return outcome(GONE)
         job_key = ""
         why = ""
-        if spec.scheduler_name in self.scheduler_names:
+        if spec.scheduler_name in self.scheduler_names and self.owns(pod.metadata):
             pg_name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             if pg_name:
                 job_key = f"{pod.metadata.namespace}/{pg_name}"

@@ -19,6 +19,7 @@ from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import CAPACITY_NAMES, node_problems
 from caldera.models.core import Node
 from caldera.models.volcano import Queue as QueueModel
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = ["device_view", "engine_queue", "node_base"]
 
@@ -48,13 +49,20 @@ def device_view(node: Node) -> NodeView:
 
 
 def node_base(
-    nodes: dict[str, Node], space: ResourceSpace, vendors: Sequence[Vendor], managed: frozenset[str]
+    nodes: dict[str, Node],
+    space: ResourceSpace,
+    vendors: Sequence[Vendor],
+    managed: frozenset[str],
+    scope: Scope = WHOLE_CLUSTER,
 ) -> NodeBase:
-    """The node table's columns that change only with the nodes: Ready nodes sorted by name."""
+    """The node table's columns that change only with the nodes: the Ready nodes in ``scope``
+    (this instance's share of the cluster), sorted by name."""
     ready: list[Node] = []
     problems: list[tuple[str, str]] = []
     for name in sorted(nodes):
         node = nodes[name]
+        if not scope.whole and not scope.node(name, node.metadata.labels):
+            continue  # another instance's: its pods count, nothing is placed there
         if node.ready:
             ready.append(node)
             problems.extend((name, m) for m in node_problems(vendors, device_view(node)))
@@ -67,6 +75,7 @@ def node_base(
         nodes=dict(nodes),
         space=space,
         managed=managed,
+        scope=scope,
         ready=ready,
         names=[n.metadata.name for n in ready],
         allocatable=frozen(alloc),

@@ -35,6 +35,7 @@ from caldera.models.volcano import (
     NetworkTopologySpec,
     topology_from_annotations,
 )
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = [
     "BuildMemo",
@@ -144,6 +145,7 @@ class NodeBase:
     nodes: dict[str, Node]
     space: ResourceSpace
     managed: frozenset[str]
+    scope: Scope
     ready: list[Node]
     names: list[str]
     allocatable: Vector
@@ -322,10 +324,16 @@ class BuildMemo:
             self._count(self._entries.pop(gone).facts.requests, -1)
 
     def same_nodes(
-        self, nodes: Mapping[str, Node], space: ResourceSpace, managed: frozenset[str]
+        self,
+        nodes: Mapping[str, Node],
+        space: ResourceSpace,
+        managed: frozenset[str],
+        scope: Scope = WHOLE_CLUSTER,
     ) -> bool:
-        """The kept node columns are those of ``nodes`` in ``space``."""
+        """The kept node columns are those of ``nodes`` in ``space``, for ``scope``."""
         base = self.nodes
         if base is None or base.space is not space or base.managed != managed:
+            return False
+        if base.scope != scope:
             return False
         return same_objects(base.nodes, nodes)

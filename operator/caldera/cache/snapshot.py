@@ -40,6 +40,7 @@ from caldera.models.dra import DraObjects
 from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import PodGroup
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = [
     "BuildMemo",
@@ -91,6 +92,7 @@ def build_snapshot(
     memo: BuildMemo | None = None,
     bare_pods_in_memory: bool = False,
     managed_resources: frozenset[str] = frozenset(),
+    scope: Scope = WHOLE_CLUSTER,
 ) -> tuple[Snapshot, list[ObjectError]]:
     """The session's snapshot of ``state``; pass the same ``memo`` to every call to compute
     each pod version's requests once.
@@ -101,6 +103,9 @@ def build_snapshot(
 
     ``managed_resources`` (the policy's :attr:`~caldera.framework.policy.Policy.managed_resources`)
     are left out of every request and capacity: a plugin accounts for them itself.
+
+    ``scope``: this instance's share of the cluster when several schedulers share it
+    (:mod:`caldera.sharding.scope`).
     """
     snapshot, problems, _ = build_with_parts(
         state,
@@ -111,6 +116,7 @@ def build_snapshot(
         memo=memo if memo is not None else BuildMemo(),
         bare_pods_in_memory=bare_pods_in_memory,
         managed_resources=managed_resources,
+        scope=scope,
     )
     return snapshot, problems
 
@@ -141,6 +147,7 @@ def build_with_parts(
     bare_pods_in_memory: bool,
     managed_resources: frozenset[str],
     podgroups_in_context: bool = True,
+    scope: Scope = WHOLE_CLUSTER,
 ) -> tuple[Snapshot, list[ObjectError], Parts]:
     """:func:`build_snapshot`, with what it made on the way (``podgroups_in_context``: see
     :func:`prelude`)."""
@@ -155,6 +162,7 @@ def build_with_parts(
         bare_pods_in_memory,
         managed_resources,
         podgroups_in_context=podgroups_in_context,
+        scope=scope,
     )
     b, space, known, context = pre.builder, pre.space, pre.known, pre.context
     held: dict[str, str] = {}
@@ -293,13 +301,14 @@ def prelude(
     managed_resources: frozenset[str],
     *,
     podgroups_in_context: bool = True,
+    scope: Scope = WHOLE_CLUSTER,
 ) -> Prelude:
     """Everything of a build but the pods (whose memo entries must be current).
 
     Without ``podgroups_in_context`` the context token ignores Volcano PodGroups: the caller
     works out again itself the pods of each PodGroup that changed (:mod:`caldera.model`)."""
     names = frozenset(scheduler_names)
-    b = Builder(state, names, default_queue, memo, bare_pods_in_memory)
+    b = Builder(state, names, default_queue, memo, bare_pods_in_memory, scope)
     space = b.space = _space(state, memo, managed_resources)
     vendors = enabled_vendors(managed_resources)
     table = b.nodes(space, vendors, managed_resources)
@@ -312,10 +321,12 @@ def prelude(
     assert memo.nodes is not None
     # the node rows, not the node objects: what a job or a pod's outcome reads of the nodes is
     # which row each is on (a cordon, a label, an allocatable changes no job)
-    world = (space, memo.nodes.rows, prio.key(), default_queue, names, managed_resources)
+    world = (space, memo.nodes.rows, prio.key(), default_queue, names, managed_resources, scope)
     memo.kept.start(world)
     known: dict[str, PodGroup | Group] = {}
     for key, pg in sorted(state.podgroups.items()):
+        if not b.owns(pg.metadata):
+            continue  # another instance's: it writes its status
         queue_name = pg.spec.queue or default_queue
         if queue_name not in queues:
             b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")

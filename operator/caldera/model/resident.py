@@ -56,6 +56,7 @@ from caldera.model.accounts import Accounts
 from caldera.models.core import Pod
 from caldera.models.parse import ObjectError
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = ["FULL_REBUILD_EVERY", "Model"]
 
@@ -114,8 +115,11 @@ class Model:
         default_queue: str,
         bare_pods_in_memory: bool,
         full_rebuild_every: int = FULL_REBUILD_EVERY,
+        scope: Scope = WHOLE_CLUSTER,
     ) -> None:
         self.scheduler_names = frozenset(scheduler_names)
+        self.scope = scope
+        """This instance's share of the cluster (:mod:`caldera.sharding.scope`)."""
         self.default_queue = default_queue
         self.bare_pods_in_memory = bare_pods_in_memory
         self.full_rebuild_every = full_rebuild_every
@@ -196,6 +200,7 @@ class Model:
             bare_pods_in_memory=self.bare_pods_in_memory,
             managed_resources=managed,
             podgroups_in_context=False,
+            scope=self.scope,
         )
         pre = parts.pre
         ref_of = {key: ref for key, pod in state.pods.items() if (ref := _names(key, pod))}
@@ -262,6 +267,7 @@ class Model:
             self.bare_pods_in_memory,
             self._managed or frozenset(),
             podgroups_in_context=False,
+            scope=self.scope,
         )
         if pre.context is not kept.context or not same_parts(kept.world, pre.world):
             return None

@@ -49,6 +49,7 @@ from caldera.operator.loop.trigger import Trigger
 from caldera.operator.loop.worker import SessionConfig, SessionWorker
 from caldera.operator.metrics import Metrics
 from caldera.operator.settings import Settings
+from caldera.operator.startup import ready_when_warm, say_synced, watch_loop_lag
 from caldera.operator.watch.assume import Assumptions
 from caldera.operator.watch.bare import BarePods
 from caldera.operator.watch.cache import Cache
@@ -62,6 +63,7 @@ from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
 from caldera.operator.writers.status import StatusWriter
 from caldera.outside.metrics import UsageSource
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 if TYPE_CHECKING:  # imported when webhooks are switched on (cryptography, kopf's server)
     from caldera.operator.webhooks.handlers import Admission
@@ -95,6 +97,8 @@ class Runtime:
     loop_lag_max: float = 0.0
     lost_lease: bool = False
     own_registry: bool = False
+    scope: Scope = WHOLE_CLUSTER
+    """This instance's share of the cluster (``--node-selector``, Volcano's hash split)."""
     """The plugin registry was given in code rather than loaded from entry points."""
     bind_listeners: list[Callable[[Bind], None]] = field(default_factory=list)
     """Called after each successful bind (metrics, benchmarks)."""
@@ -105,7 +109,14 @@ class Runtime:
     webhook_server: Server | None = None
 
     @classmethod
-    def create(cls, settings: Settings, registry: Registry | None = None) -> Runtime:
+    def create(
+        cls,
+        settings: Settings,
+        registry: Registry | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Runtime:
+        """The runtime of ``settings``; ``environ`` (default: the process's) holds Volcano's
+        multi-scheduler variables (:meth:`Settings.scope`)."""
         own = registry is not None
         registry = registry or Registry.from_entry_points()
         hooks = enabled_hooks(settings.enabled_admission)
@@ -117,6 +128,7 @@ class Runtime:
             metrics=Metrics(CollectorRegistry()),
             leader=LeaderGate(settings.leader_elect),
             stop=asyncio.Event(),
+            scope=settings.scope(environ),
         )
         if hooks:
             from caldera.operator.webhooks.handlers import Admission
@@ -257,7 +269,11 @@ async def _start(runtime: Runtime) -> None:
     )
     runtime.usage = usage
     config = SessionConfig(
-        s.scheduler_names, s.default_queue, not s.create_podgroups, s.full_rebuild_every
+        s.scheduler_names,
+        s.default_queue,
+        not s.create_podgroups,
+        s.full_rebuild_every,
+        runtime.scope,
     )
     # the worker process loads the plugins from entry points, so a registry built in code
     # (tests, embedding) keeps sessions in a thread of this process
@@ -298,7 +314,7 @@ async def _start(runtime: Runtime) -> None:
     if runtime.scheduler.worker is not None:
         runtime.scheduler.worker.start()  # spawned: it imports while the informers list
     ready = asyncio.Event()
-    spawn(asyncio.create_task(_ready_when_warm(runtime, ready), name="ready"))
+    spawn(asyncio.create_task(ready_when_warm(runtime, ready), name="ready"))
     if s.healthz_address:
         health = await serve_health(s.healthz_address, ready)
         spawn(asyncio.create_task(_hold(health.cleanup)))
@@ -329,9 +345,9 @@ async def _start(runtime: Runtime) -> None:
     ):
         spawn(asyncio.create_task(queue.run(), name=f"writer-{queue.name}"))
     spawn(asyncio.create_task(runtime.scheduler.run(ready), name="sessions"))
-    spawn(asyncio.create_task(_say_synced(runtime, asyncio.get_running_loop().time())))
+    spawn(asyncio.create_task(say_synced(runtime, asyncio.get_running_loop().time())))
     spawn(asyncio.create_task(runtime.policy.watch(s.policy_check_interval, policy_error)))
-    spawn(asyncio.create_task(_watch_loop_lag(runtime)))
+    spawn(asyncio.create_task(watch_loop_lag(runtime)))
     spawn(asyncio.create_task(usage.run(), name="node-usage"))
     spawn(asyncio.create_task(controllers.ensure_builtin_queues()))
     if runtime.admission is not None:
@@ -341,7 +357,7 @@ async def _start(runtime: Runtime) -> None:
         asyncio.create_task(
             runtime.leader.run(
                 rest.api_client,
-                name=s.lock,
+                name=s.lock(runtime.scope),
                 namespace=s.lock_namespace,
                 lease=s.lease_duration,
                 renew=s.renew_deadline,
@@ -352,44 +368,6 @@ async def _start(runtime: Runtime) -> None:
         )
     )
     runtime.started.set()
-
-
-async def _ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
-    """Ready (``/readyz``, and the first session) once the cache has every listing and the
-    session process has started: a pod created then is decided at once, not after the
-    process's imports."""
-    if runtime.cache is not None:
-        await runtime.cache.synced.wait()
-    if runtime.scheduler is not None and runtime.scheduler.worker is not None:
-        managed = runtime.scheduler.policy.policy.managed_resources
-        since = asyncio.get_running_loop().time()
-        await runtime.scheduler.worker.warm(runtime.cache, managed)
-        log.info(
-            "session process ready in %.1fs (a forked one has built its model of the cluster)",
-            asyncio.get_running_loop().time() - since,
-        )
-    elif runtime.scheduler is not None:
-        since = asyncio.get_running_loop().time()
-        await runtime.scheduler.warm()
-        log.info("model of the cluster built in %.1fs", asyncio.get_running_loop().time() - since)
-    ready.set()
-
-
-async def _say_synced(runtime: Runtime, since: float) -> None:
-    """One line when the cache is ready: how long it took, what it holds, what is not served."""
-    assert runtime.cache is not None
-    await runtime.cache.synced.wait()
-    state = runtime.cache.state
-    absent = sorted({i.kind.plural for i in runtime.informers if i.absent})
-    log.info(
-        "cache synced in %.1fs: %d nodes, %d pods, %d podgroups, %d queues%s",
-        asyncio.get_running_loop().time() - since,
-        len(state.nodes),
-        len(state.pods),
-        len(state.podgroups),
-        len(state.queues),
-        f"; not served here, taken as none: {', '.join(absent)}" if absent else "",
-    )
 
 
 def _lose(runtime: Runtime) -> None:
@@ -404,21 +382,6 @@ async def _hold(cleanup: Any) -> None:
         await cleanup()
 
 
-async def _watch_loop_lag(runtime: Runtime, interval: float = 0.05, window: float = 10.0) -> None:
-    """Sample how late the loop wakes up; export the worst delay of each window."""
-    loop = asyncio.get_running_loop()
-    worst, started = 0.0, loop.time()
-    while True:
-        before = loop.time()
-        await asyncio.sleep(interval)
-        lag = max(loop.time() - before - interval, 0.0)
-        worst = max(worst, lag)
-        runtime.loop_lag_max = max(runtime.loop_lag_max, lag)
-        if loop.time() - started >= window:
-            runtime.metrics.loop_lag.set(worst)
-            worst, started = 0.0, loop.time()
-
-
 async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
     """Stop scheduling first, then let the writers finish (briefly), then let go of the rest."""
     s = runtime.settings
@@ -429,7 +392,9 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
         task.cancel()  # no new session, and no renewal that would take the Lease back
     await asyncio.gather(*first, return_exceptions=True)
     if runtime.rest is not None:
-        await runtime.leader.release(runtime.rest, name=s.lock, namespace=s.lock_namespace)
+        await runtime.leader.release(
+            runtime.rest, name=s.lock(runtime.scope), namespace=s.lock_namespace
+        )
     if runtime.writers is not None:
         w = runtime.writers
         queues = (

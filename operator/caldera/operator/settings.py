@@ -10,10 +10,14 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
 from caldera.model import FULL_REBUILD_EVERY
+from caldera.sharding.ring import statefulset_members
+from caldera.sharding.scope import Scope, parse_node_selector
 
 __all__ = ["FLAG_NAMES", "Settings", "help_of"]
 
@@ -22,6 +26,10 @@ __all__ = ["FLAG_NAMES", "Settings", "help_of"]
 class Settings:
     scheduler_names: list[str] = field(default_factory=lambda: ["volcano"])
     """Handle pods with this schedulerName (repeatable)."""
+    node_selector: list[str] = field(default_factory=list)
+    """Place pods only on nodes carrying one of these labels, key:value (repeatable, or
+    comma-separated), as Volcano's --node-selector: several schedulers each own a set of nodes.
+    The other nodes' pods still count for their queues."""
     scheduler_conf: str | None = None
     """Policy file in volcano-scheduler.conf format, reloaded when it changes (default: Volcano's
     built-in policy)."""
@@ -109,9 +117,34 @@ class Settings:
     enable_queue_allocated_pods_check: bool = False
     """Refuse deleting a queue that still has pods placed."""
 
-    @property
-    def lock(self) -> str:
-        return self.lock_name or self.scheduler_names[0]
+    def lock(self, scope: Scope) -> str:
+        """The Lease's name; in a hash split each instance has its own (it shares its work with
+        the others, not its slot)."""
+        name = self.lock_name or self.scheduler_names[0]
+        return f"{name}-{scope.me}" if scope.members else name
+
+    def scope(self, environ: Mapping[str, str] | None = None) -> Scope:
+        """This instance's share of the cluster: ``--node-selector``, and Volcano's hash split
+        from the environment (``getMultiSchedulerInfo``: ``MULTI_SCHEDULER_ENABLE=true``,
+        ``SCHEDULER_NUM``, ``SCHEDULER_POD_NAME``; a number that does not parse is 1). Raises
+        ValueError for a pod name without the StatefulSet's ``-<ordinal>``."""
+        env = os.environ if environ is None else environ
+        selector = parse_node_selector(
+            part for entry in self.node_selector for part in entry.split(",")
+        )
+        if env.get("MULTI_SCHEDULER_ENABLE") != "true":
+            return Scope(selector)
+        me = env.get("SCHEDULER_POD_NAME", "")
+        if "-" not in me:
+            raise ValueError(
+                f"SCHEDULER_POD_NAME {me!r}: a StatefulSet pod's name (<name>-<ordinal>) is "
+                "needed with MULTI_SCHEDULER_ENABLE=true"
+            )
+        try:
+            count = int(env.get("SCHEDULER_NUM", ""))
+        except ValueError:
+            count = 1
+        return Scope(selector, me, tuple(statefulset_members(me, count)))
 
 
 FLAG_NAMES = {

@@ -30,6 +30,7 @@ from caldera.model import FULL_REBUILD_EVERY, Model
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, changed_pods, overlaid
 from caldera.outside.http import HttpCaller
+from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = [
     "BindStream",
@@ -56,6 +57,8 @@ class SessionConfig:
     bare_pods_in_memory: bool
     full_rebuild_every: int = FULL_REBUILD_EVERY
     """Every Nth session builds its snapshot from nothing (0: never)."""
+    scope: Scope = WHOLE_CLUSTER
+    """This instance's share of the cluster (``--node-selector``, the hash split)."""
 
 
 def new_model(config: SessionConfig) -> Model:
@@ -65,6 +68,7 @@ def new_model(config: SessionConfig) -> Model:
         default_queue=config.default_queue,
         bare_pods_in_memory=config.bare_pods_in_memory,
         full_rebuild_every=config.full_rebuild_every,
+        scope=config.scope,
     )
 
 

@@ -269,7 +269,9 @@ class Scheduler:
             if st.changed and self._writes.fresh(f"pg/{key}", _status_value(st)):
                 w.status.podgroup(st)
             self._podgroup_events(st)
-        for qs in result.queues:
+        # an instance that sees part of the cluster sees part of each queue's use: writing it
+        # would undo what the other instances write
+        for qs in result.queues if self.config.scope.whole else ():
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
         for ws in result.workload_groups:

@@ -1,0 +1,80 @@
+"""What one scheduler instance is responsible for, when several share a cluster.
+
+Two of Volcano's ways, as its scheduler cache applies them (``pkg/scheduler/cache``):
+
+- **node selector** (``--node-selector key:value``, ``updateNodeSelectors``, ``nodeCanAddCache``):
+  the instance places pods only on nodes carrying at least one of the listed labels;
+- **hash split** (``MULTI_SCHEDULER_ENABLE``, ``SCHEDULER_NUM``, ``SCHEDULER_POD_NAME``:
+  ``getMultiSchedulerInfo``, ``responsibleForPod``, ``responsibleForNode``,
+  ``responsibleForPodGroup``): each instance of a StatefulSet takes the jobs and the nodes the
+  hash ring (:mod:`~caldera.sharding.ring`) gives it.
+
+A node outside the scope is left out of the session's node table, as a node that is not Ready
+is: nothing is placed there, but the pods running on it still count for their queues, so queue
+shares hold for the whole cluster. A pod or PodGroup outside the scope is another instance's: its
+running pods count, and this instance neither places it nor writes its status.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from caldera.sharding.ring import HashRing
+
+__all__ = ["WHOLE_CLUSTER", "Scope", "parse_node_selector"]
+
+
+def parse_node_selector(entries: Iterable[str]) -> frozenset[str]:
+    """``updateNodeSelectors``: each ``key:value`` entry, trimmed around the first ``:``;
+    an entry without one, or with nothing after it, is passed over."""
+    out = set()
+    for entry in entries:
+        index = entry.find(":")
+        if index < 0 or index >= len(entry) - 1:
+            continue
+        out.add(f"{entry[:index].strip()}:{entry[index + 1 :].strip()}")
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=8)
+def _ring(members: tuple[str, ...]) -> HashRing:
+    return HashRing(members)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """This instance's share of the cluster (the default: all of it)."""
+
+    node_selector: frozenset[str] = frozenset()
+    """``key:value`` labels; a node carrying any of them is in scope (none: every node)."""
+    me: str = ""
+    """This instance's name on the ring (its pod's name)."""
+    members: tuple[str, ...] = ()
+    """The ring's members, every instance's name (none: no hash split)."""
+
+    @property
+    def whole(self) -> bool:
+        return not self.node_selector and not self.members
+
+    def _mine(self, key: str) -> bool:
+        return not self.members or _ring(self.members).get(key) == self.me
+
+    def node(self, name: str, labels: Mapping[str, str]) -> bool:
+        """``nodeCanAddCache``: the ring gives this instance the node, and it carries one of the
+        selector's labels."""
+        if not self._mine(name):
+            return False
+        if not self.node_selector:
+            return True
+        return any(f"{k}:{v}" in self.node_selector for k, v in labels.items())
+
+    def owns(self, name: str, owners: Sequence[str]) -> bool:
+        """``responsibleForPod`` / ``responsibleForPodGroup``: the ring gives this instance the
+        object's first owner (a pod's Job, ReplicaSet...), or the object itself when it has
+        none."""
+        return self._mine(owners[0] if owners else name)
+
+
+WHOLE_CLUSTER = Scope()

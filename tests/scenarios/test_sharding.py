@@ -1,0 +1,96 @@
+"""Sessions of one instance among several (``caldera.sharding``): ``--node-selector`` places
+only on the selected nodes, and a hash split gives every job and node to exactly one instance,
+so instances that see the same cluster never place the same pod or fill the same node."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
+from caldera.cache.snapshot import build_snapshot
+from caldera.framework.cycle import run_cycle
+from caldera.framework.intents import CycleResult
+from caldera.sharding.ring import statefulset_members
+from caldera.sharding.scope import Scope, parse_node_selector
+
+
+def session(objects: list[Obj], scope: Scope) -> CycleResult:
+    pol = policy(None, REGISTRY)
+    snapshot, _ = build_snapshot(
+        state_of(objects),
+        scheduler_names=["volcano"],
+        now=2e9,
+        session_id="s",
+        bare_pods_in_memory=True,
+        managed_resources=pol.managed_resources,
+        scope=scope,
+    )
+    return run_cycle(snapshot, pol, REGISTRY)
+
+
+def placed(result: CycleResult) -> dict[str, str]:
+    return {b.name: b.node for b in result.binds}
+
+
+def test_the_node_selector_places_only_on_nodes_with_a_selected_label() -> None:
+    """Volcano's ``--node-selector role:train``: the two unlabelled nodes take nothing, and
+    the pod the selected nodes cannot hold waits, counting only them."""
+    nodes = [
+        node("a", cpu="2", labels={"role": "train"}),
+        node("b", cpu="2", labels={"role": "train"}),
+        node("c", cpu="8"),
+        node("d", cpu="8", labels={"role": "serving"}),
+    ]
+    pods = [pod(f"p{i}", cpu="1", created=1.9e9 + i) for i in range(4)]
+    selector = Scope(parse_node_selector(["role:train"]))
+    assert Counter(placed(session([*nodes, *pods], selector)).values()) == {"a": 2, "b": 2}
+    big = session([*nodes, pod("big", cpu="3")], selector)
+    assert placed(big) == {}
+    (waiting,) = big.pod_conditions
+    assert waiting.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_pods_on_nodes_outside_the_scope_still_count_for_their_queue() -> None:
+    """A running pod on another instance's node holds its queue's capability: the queue of 2
+    cpus, 1 used on node c, takes one more pod on node a, not two."""
+    capped = queue("q", capability={"cpu": "2"})
+    running: list[Obj] = [
+        podgroup("old", queue="q", phase="Running"),
+        pod("held", group="old", node_name="c"),
+    ]
+    new: list[Obj] = [podgroup("new", queue="q", min_member=1)]
+    new += [pod(f"p{i}", group="new", created=1.9e9 + i) for i in range(2)]
+    nodes: list[Obj] = [node("a", cpu="8", labels={"role": "train"}), node("c", cpu="8")]
+    objects: list[Obj] = [capped, *nodes, *running, *new]
+    result = session(objects, Scope(parse_node_selector(["role:train"])))
+    assert list(placed(result).values()) == ["a"]
+
+
+def test_a_hash_split_places_every_pod_once_each_on_its_own_instances_nodes() -> None:
+    nodes = [node(f"node-{i}", cpu="4") for i in range(6)]
+    pods = [pod(f"job-{i}", cpu="1", created=1.9e9 + i) for i in range(12)]
+    members = tuple(statefulset_members("caldera-0", 3))
+    scopes = [Scope(frozenset(), me, members) for me in members]
+    results = [session([*nodes, *pods], s) for s in scopes]
+    seen: Counter[str] = Counter()
+    for scope, result in zip(scopes, results, strict=True):
+        for name, where in placed(result).items():
+            seen[name] += 1
+            assert scope.owns(name, []) and scope.node(where, {}), (scope.me, name, where)
+    owners_with_nodes = {
+        p.metadata.name
+        for p in pods
+        if any(s.owns(p.metadata.name, []) and any(s.node(n.metadata.name, {}) for n in nodes)
+               for s in scopes)
+    }  # fmt: skip
+    assert seen == dict.fromkeys(owners_with_nodes, 1)
+
+
+def test_another_instances_podgroup_gets_no_status_from_this_one() -> None:
+    members = tuple(statefulset_members("caldera-0", 2))
+    groups = [podgroup(f"pg-{i}") for i in range(8)]
+    objects: list[Obj] = [node("n", cpu="8"), *groups]
+    for me in members:
+        scope = Scope(frozenset(), me, members)
+        written = {st.name for st in session(objects, scope).podgroups}
+        assert written == {g.metadata.name for g in groups if scope.owns(g.metadata.name, [])}
