@@ -37,6 +37,7 @@ from caldera.models.core import (
 )
 from caldera.models.numa import Numatopology
 from caldera.models.parse import parse_object
+from caldera.models.shard import NodeShard
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workload import WorkloadPodGroup
@@ -57,6 +58,7 @@ Obj = (
     | ReplicaSet
     | StatefulSet
     | HyperNode
+    | NodeShard
     | ResourceQuota
     | Numatopology
     | WorkloadPodGroup
@@ -73,6 +75,7 @@ ObjT = TypeVar(
     ReplicaSet,
     StatefulSet,
     HyperNode,
+    NodeShard,
     ResourceQuota,
     Numatopology,
     WorkloadPodGroup,

@@ -25,6 +25,7 @@ from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import load_policy_file
 from caldera.framework.registry import Registry
+from caldera.sharding.shard import MODES as SHARDING_MODES
 from caldera.simulate.explain import ExplainError, explain
 from caldera.simulate.explain import to_json as explain_json
 from caldera.simulate.explain import to_table as explain_table
@@ -168,7 +169,7 @@ def _flag(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
-_CHOICES = {"log_format": ("plain", "full", "json")}
+_CHOICES = {"log_format": ("plain", "full", "json"), "scheduler_sharding_mode": SHARDING_MODES}
 
 
 def _add_run(sub: Any) -> None:

@@ -275,6 +275,15 @@ NUMATOPOLOGIES = _crd(
     False,
     short_names=("numatopo",),
 )
+NODESHARDS = _crd(
+    "shard.volcano.sh",
+    "v1alpha1",
+    "nodeshards",
+    "NodeShard",
+    False,
+    short_names=("nsh",),
+    subresources={"status": _STATUS_VERBS},
+)
 
 WORKLOAD_PODGROUPS = {
     version: _builtin(
@@ -309,6 +318,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     PODGROUPS,
     HYPERNODES,
     NUMATOPOLOGIES,
+    NODESHARDS,
 )
 
 

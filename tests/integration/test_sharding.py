@@ -6,6 +6,7 @@ node that instance owns."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import Counter
 from typing import Any
@@ -70,4 +71,77 @@ async def test_instances_with_node_selectors_keep_to_their_nodes(k8s: K8sHandle)
         bound = await wait_bound(k8s, *(p["metadata"]["name"] for p in (*train, *serve)))
     assert {bound[p["metadata"]["name"]] for p in train} <= {"t1", "t2"}
     assert {bound[p["metadata"]["name"]] for p in serve} == {"s1"}
+    assert set(bindings(k8s).values()) == {1}
+
+
+def node_shard(name: str, desired: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "shard.volcano.sh/v1alpha1",
+        "kind": "NodeShard",
+        "metadata": {"name": name},
+        "spec": {"nodesDesired": desired},
+    }
+
+
+async def in_use(k8s: K8sHandle, name: str, want: list[str]) -> None:
+    await k8s.wait_for(
+        "nodeshards",
+        name,
+        lambda s: sorted((s.get("status") or {}).get("nodesInUse") or []) == want,
+        timeout=20,
+    )
+
+
+async def placed_of(k8s: K8sHandle, names: list[str], count: int) -> dict[str, str]:
+    """The nodes of ``names`` once ``count`` of them are bound, read again a moment later (a
+    further bind would show)."""
+
+    async def bound() -> dict[str, str]:
+        pods = [await k8s.get("pods", n, namespace=k8s.namespace) for n in names]
+        return {
+            p["metadata"]["name"]: p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")
+        }
+
+    for _ in range(200):
+        if len(await bound()) >= count:
+            await asyncio.sleep(1.0)  # several sessions
+            return await bound()
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"fewer than {count} of {names} were bound")
+
+
+async def test_a_nodeshard_change_moves_a_node_between_running_schedulers(k8s: K8sHandle) -> None:
+    """Hard sharding, two schedulers: each places only on its NodeShard's nodes and says so in
+    its status; when the controller gives n3 to alpha, beta lets it go first and alpha then
+    places there, with no restart."""
+    k8s.needs_emulator("it serves the NodeShard CRD")
+    for name in ("n1", "n2", "n3", "n4"):
+        await k8s.create("nodes", node(name, cpu="2", memory="8Gi"))
+    await k8s.create("nodeshards", node_shard("alpha", ["n1", "n2"]))
+    await k8s.create("nodeshards", node_shard("beta", ["n3", "n4"]))
+    first = [pod(f"a{i}", scheduler="alpha", cpu="2") for i in range(3)]
+    for obj in first:
+        await k8s.create("pods", obj, namespace=k8s.namespace)
+    await k8s.create("pods", pod("b0", scheduler="beta", cpu="1"), namespace=k8s.namespace)
+    shards = [
+        {"scheduler_names": [n], "scheduler_sharding_mode": "hard", "scheduler_sharding_name": n,
+         "lock_name": n}
+        for n in ("alpha", "beta")
+    ]  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        for options in shards:
+            await stack.enter_async_context(running_operator(k8s, **options))
+        (b0,) = (await wait_bound(k8s, "b0")).values()
+        assert b0 in {"n3", "n4"}
+        await in_use(k8s, "alpha", ["n1", "n2"])
+        await in_use(k8s, "beta", ["n3", "n4"])
+        alpha = await placed_of(k8s, ["a0", "a1", "a2"], count=2)
+        assert sorted(alpha.values()) == ["n1", "n2"]  # n3 and n4 have room, but are beta's
+        (waiting,) = {"a0", "a1", "a2"} - alpha.keys()
+        moved = "n4" if b0 == "n3" else "n3"  # the node beta holds no pod on
+        await k8s.patch("nodeshards", "alpha", {"spec": {"nodesDesired": ["n1", "n2", moved]}})
+        await k8s.patch("nodeshards", "beta", {"spec": {"nodesDesired": [b0]}})
+        await in_use(k8s, "beta", [b0])
+        await in_use(k8s, "alpha", sorted(["n1", "n2", moved]))
+        assert (await wait_bound(k8s, waiting)) == {waiting: moved}
     assert set(bindings(k8s).values()) == {1}

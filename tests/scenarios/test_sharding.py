@@ -5,16 +5,18 @@ so instances that see the same cluster never place the same pod or fill the same
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
 from caldera.cache.snapshot import build_snapshot
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult
+from caldera.models.shard import NodeShard
 from caldera.sharding.ring import statefulset_members
 from caldera.sharding.scope import Scope, parse_node_selector
 
 
-def session(objects: list[Obj], scope: Scope) -> CycleResult:
+def session(objects: Sequence[Obj], scope: Scope) -> CycleResult:
     pol = policy(None, REGISTRY)
     snapshot, _ = build_snapshot(
         state_of(objects),
@@ -94,3 +96,48 @@ def test_another_instances_podgroup_gets_no_status_from_this_one() -> None:
         scope = Scope(frozenset(), me, members)
         written = {st.name for st in session(objects, scope).podgroups}
         assert written == {g.metadata.name for g in groups if scope.owns(g.metadata.name, [])}
+
+
+def node_shard(name: str, desired: list[str], in_use: list[str] | None = None) -> NodeShard:
+    status = {"nodesInUse": in_use} if in_use is not None else {}
+    return NodeShard.model_validate(
+        {"metadata": {"name": name}, "spec": {"nodesDesired": desired}, "status": status}
+    )
+
+
+SHARDED: list[Obj] = [node("a", cpu="2"), node("b", cpu="2"), node("c", cpu="8")]
+
+
+def test_hard_sharding_refuses_the_nodes_outside_the_shard_with_volcanos_reason() -> None:
+    """``PredicateNodes`` in hard mode: the pod too big for a and b waits, though c could take
+    it, and c says why."""
+    scope = Scope(shard_mode="hard", shard_name="volcano")
+    objects: list[Obj] = [*SHARDED, node_shard("volcano", ["a", "b"]), pod("big", cpu="3")]
+    result = session(objects, scope)
+    assert placed(result) == {}
+    (waiting,) = result.pod_conditions
+    assert waiting.message == (
+        "0/3 nodes are available: 1 node isn't in scheduler node shard, 2 Insufficient cpu."
+    )
+    assert result.shard_status is not None and result.shard_status.nodes_in_use == ("a", "b")
+
+
+def test_soft_sharding_fills_the_shard_first_then_the_other_nodes() -> None:
+    """``prioritizeNodes`` in soft mode: a and b (the shard) take two pods each though c is the
+    emptiest, and the fifth goes to c."""
+    scope = Scope(shard_mode="soft", shard_name="volcano")
+    pods = [pod(f"p{i}", cpu="1", created=1.9e9 + i) for i in range(5)]
+    result = session([*SHARDED, node_shard("volcano", ["a", "b"]), *pods], scope)
+    assert Counter(placed(result).values()) == {"a": 2, "b": 2, "c": 1}
+
+
+def test_a_node_another_shard_still_uses_waits_until_it_is_let_go() -> None:
+    """``getAvailableNodesFromShard``: b is desired here but still in use by the other shard;
+    the status says it is to add."""
+    scope = Scope(shard_mode="hard", shard_name="volcano")
+    shards = [node_shard("volcano", ["a", "b"]), node_shard("agent", ["c"], in_use=["b", "c"])]
+    pods = [pod(f"p{i}", cpu="1", created=1.9e9 + i) for i in range(3)]
+    result = session([*SHARDED, *shards, *pods], scope)
+    assert Counter(placed(result).values()) == {"a": 2}
+    assert result.shard_status is not None
+    assert (result.shard_status.nodes_in_use, result.shard_status.nodes_to_add) == (("a",), ("b",))

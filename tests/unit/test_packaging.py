@@ -99,9 +99,10 @@ def node_at(schema: Obj, path: str) -> Obj:
 # -- every file parses ----------------------------------------------------------------------------
 
 
-def test_the_install_has_four_crds_and_the_manifests() -> None:
+def test_the_install_has_five_crds_and_the_manifests() -> None:
     assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == [
         "hypernodes.yaml",
+        "nodeshards.yaml",
         "numatopologies.yaml",
         "podgroups.yaml",
         "queues.yaml",
@@ -221,6 +222,17 @@ CONTRACTS = {
         short_names=("numatopo",),
         status_subresource=False,
         columns=(),
+    ),
+    "nodeshards.shard.volcano.sh": CrdContract(
+        group="shard.volcano.sh",
+        version="v1alpha1",
+        kind="NodeShard",
+        plural="nodeshards",
+        singular="nodeshard",
+        scope="Cluster",
+        short_names=("nsh",),
+        status_subresource=True,
+        columns=(("AGE", "date", ".metadata.creationTimestamp", 0),),
     ),
 }
 
@@ -634,6 +646,8 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("scheduling.volcano.sh", "queues/status"): {"update", "patch"},
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     ("topology.volcano.sh", "hypernodes/status"): {"update", "patch"},
+    ("shard.volcano.sh", "nodeshards"): {"get", "list", "watch"},
+    ("shard.volcano.sh", "nodeshards/status"): {"update", "patch"},
     ("nodeinfo.volcano.sh", "numatopologies"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "podgroups"): {"get", "list", "watch"},

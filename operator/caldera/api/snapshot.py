@@ -24,6 +24,7 @@ from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.storage import StorageObjects
 from caldera.models.workloads import SpreadOwners
+from caldera.sharding.shard import ShardView
 
 __all__ = ["NAMESPACE_NAME_LABEL", "QuotaStatus", "Snapshot"]
 
@@ -72,6 +73,8 @@ class Snapshot:
     (their PodGroup or queue is missing or invalid), by ``namespace/name``, with why: they are
     not scheduled, but still told their reason and explained."""
     hypernodes: HyperNodeTree | None = None
+    shard: ShardView | None = None
+    """This scheduler's NodeShard, in sharding mode hard or soft (:mod:`caldera.sharding.shard`)."""
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     """Nodes' real load from a metrics source, by node name (the ``usage`` plugin)."""
     """The network topology, when the cluster has HyperNodes."""

@@ -41,6 +41,7 @@ from caldera.models.parse import ObjectError
 from caldera.models.storage import StorageObjects
 from caldera.models.volcano import PodGroup
 from caldera.sharding.scope import WHOLE_CLUSTER, Scope
+from caldera.sharding.shard import shard_view
 
 __all__ = [
     "BuildMemo",
@@ -416,6 +417,8 @@ def finish(
     snapshot.numatopologies = dict(state.numatopologies)
     snapshot.disruption_budgets = [d for _, d in sorted(state.disruption_budgets.items())]
     snapshot.hypernodes = b.hypernodes(table)
+    scope = b.scope
+    snapshot.shard = shard_view(scope.shard_mode, scope.shard_name, state.node_shards, table.names)
     snapshot.held = {
         key: (b.task(space, key, state.pods[key], "", prio), held[key]) for key in sorted(held)
     }

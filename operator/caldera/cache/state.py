@@ -10,6 +10,7 @@ from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from caldera.models.kinds import KINDS, kind_of_model
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
+from caldera.models.shard import NodeShard
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
@@ -36,6 +37,7 @@ StateObject = (
     | ResourceQuota
     | PodDisruptionBudget
     | HyperNode
+    | NodeShard
     | Numatopology
     | Service
     | ReplicationController
@@ -61,6 +63,8 @@ class ClusterState:
     exist with only the ``kubernetes.io/metadata.name`` label the API server gives every one."""
     hypernodes: dict[str, HyperNode] = field(default_factory=dict)
     """HyperNodes (network topology)."""
+    node_shards: dict[str, NodeShard] = field(default_factory=dict)
+    """NodeShards (the nodes each scheduler of a sharded cluster places pods on), by name."""
     numatopologies: dict[str, Numatopology] = field(default_factory=dict)
     """Per node (by name), its NUMA topology as Volcano's resource exporter writes it."""
     persistent_volumes: dict[str, PersistentVolume] = field(default_factory=dict)

@@ -154,6 +154,8 @@ def close_session(ssn: Session) -> None:
     tree = ssn.hypernodes
     if tree is not None:
         result.hypernodes = [HyperNodeStatus(n, c) for n, c in sorted(tree.stale_counts.items())]
+    if ssn.snapshot.shard is not None:
+        result.shard_status = ssn.snapshot.shard.status
     evicted = {e.uid for e in result.evictions}
     for job in sorted(ssn.active_jobs(), key=lambda j: j.uid):
         if job.topology_trace is not None:

@@ -13,6 +13,7 @@ from typing import Any
 from caldera.api.hypernode import TopologyTrace
 from caldera.api.task import NodeLock
 from caldera.models.volcano import PodGroupCondition
+from caldera.sharding.shard import ShardStatus
 
 __all__ = [
     "Bind",
@@ -187,6 +188,8 @@ class CycleResult:
     gate_waits: dict[str, str] = field(default_factory=dict)
     """Pod → why its queue-allocation gate stays this session (``explain`` and ``simulate``)."""
     hypernodes: list[HyperNodeStatus] = field(default_factory=list)
+    shard_status: ShardStatus | None = None
+    """The status to write on this scheduler's NodeShard (None: none changed)."""
     topology: dict[str, TopologyTrace] = field(default_factory=dict)
     """Job → its HyperNode search this session (``caldera explain`` shows it)."""
     events: list[Event] = field(default_factory=list)

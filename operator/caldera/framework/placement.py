@@ -201,20 +201,23 @@ def choose_node(
         nominated = _nominated(ssn, task, blocked, fits_idle, future)
         if nominated is not None:
             return nominated
-        picked = _pick(ssn, task, np.flatnonzero(fits_idle))
-        if isinstance(picked, int):
-            return Choice(picked, True)
-        refused = picked
+        refused: Refused = []
+        for rows in _shard_first(ssn, fits_idle):
+            picked = _pick(ssn, task, rows)
+            if isinstance(picked, int):
+                return Choice(picked, True)
+            refused += picked
         if future and (nodes.releasing.any() or nodes.pipelined.any()):
             fits_future = _fits(nodes.future_idle, req, cols)
             if blocked is not None:
                 fits_future &= ~blocked
             for _, row in refused:
                 fits_future[row] = False
-            more = _pick(ssn, task, np.flatnonzero(fits_future))
-            if isinstance(more, int):
-                return Choice(more, False)
-            refused += more
+            for rows in _shard_first(ssn, fits_future):
+                more = _pick(ssn, task, rows)
+                if isinstance(more, int):
+                    return Choice(more, False)
+                refused += more
     except DecisionFailed as exc:
         return FitErrors(total=n, message=str(exc))
     avail = nodes.future_idle if future else nodes.idle
@@ -229,6 +232,15 @@ def choose_node(
         within=within,
         names=nodes.names if task.key == ssn.traced else None,
     )
+
+
+def _shard_first(ssn: Session, mask: BoolArray) -> list[npt.NDArray[np.intp]]:
+    """The rows of ``mask`` to try in turn: in soft sharding this scheduler's shard first, then
+    the other nodes (Volcano's ``prioritizeNodes``); else all at once."""
+    shard = ssn.snapshot.shard
+    if shard is None or not shard.soft:
+        return [np.flatnonzero(mask)]
+    return [np.flatnonzero(mask & shard.rows), np.flatnonzero(mask & ~shard.rows)]
 
 
 def _checker(ssn: Session) -> str:

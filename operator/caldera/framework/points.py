@@ -110,7 +110,7 @@ class Point(Generic[F]):
     so dispatch never re-checks flags.
     """
 
-    __slots__ = ("_by_plugin", "_enabled", "_layout", "_named", "_tiers", "name")
+    __slots__ = ("_by_plugin", "_enabled", "_first", "_layout", "_named", "_tiers", "name")
 
     def __init__(
         self,
@@ -122,6 +122,8 @@ class Point(Generic[F]):
         self._layout = layout
         self._enabled = enabled
         self._by_plugin: dict[str, list[F]] = {}
+        self._first: list[tuple[str, F]] = []
+        """The scheduler's own functions (not a plugin's: a flag's), a tier ahead of them all."""
         self._tiers: list[list[F]] | None = None
         self._named: list[tuple[str, F]] | None = None
 
@@ -131,11 +133,17 @@ class Point(Generic[F]):
         self._by_plugin.setdefault(plugin, []).append(fn)
         self._tiers = self._named = None
 
+    def add_first(self, name: str, fn: F) -> None:
+        """Register the scheduler's own ``fn`` (hard sharding's node filter) under ``name``,
+        ahead of every plugin's, whatever the policy."""
+        self._first.append((name, fn))
+        self._tiers = self._named = None
+
     @property
     def tiers(self) -> list[list[F]]:
         """Registered functions per tier (tiers without any are left out)."""
         if self._tiers is None:
-            tiers = []
+            tiers = [[fn for _, fn in self._first]] if self._first else []
             for names in self._layout:
                 fns = [fn for name in names for fn in self._by_plugin.get(name, ())]
                 if fns:
@@ -151,15 +159,18 @@ class Point(Generic[F]):
         """Each registered function with its plugin's name, in policy order."""
         if self._named is None:
             self._named = [
-                (name, fn)
-                for names in self._layout
-                for name in names
-                for fn in self._by_plugin.get(name, ())
+                *self._first,
+                *(
+                    (name, fn)
+                    for names in self._layout
+                    for name in names
+                    for fn in self._by_plugin.get(name, ())
+                ),
             ]
         return self._named
 
     def __bool__(self) -> bool:
-        return bool(self._by_plugin)
+        return bool(self._by_plugin) or bool(self._first)
 
 
 Simulator = Callable[[T, int, Sequence[T], Sequence[T]], Sequence[str]]

@@ -35,6 +35,7 @@ from caldera.framework.scoring import NodeScorer, ScoreCache
 from caldera.framework.statement import Statement
 from caldera.framework.victims import victim_order
 from caldera.models.volcano import PodGroupCondition
+from caldera.sharding.shard import hard_filter
 
 __all__ = ["EventHandler", "Rejection", "Session"]
 
@@ -194,6 +195,8 @@ class Session:
                 plugin = cls(opt.args, opt)
                 self.plugins.append(plugin)
                 plugin.on_session_open(self)
+        if (refuse := hard_filter(snapshot.shard)) is not None:
+            self.predicate_point.add_first("sharding", refuse)
         self._handlers = list(self.event_handlers)
         self._reserve_lifted()
         self._keys = {

@@ -19,6 +19,7 @@ from caldera.models.dra import DeviceClass, ResourceClaim, ResourceClaimTemplate
 from caldera.models.numa import Numatopology
 from caldera.models.policy import PodDisruptionBudget
 from caldera.models.record import Record
+from caldera.models.shard import NodeShard
 from caldera.models.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from caldera.models.topology import HyperNode
 from caldera.models.volcano import PodGroup, Queue
@@ -291,6 +292,9 @@ KINDS: dict[str, Kind] = _kinds(
     ),
     Kind(
         "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", HyperNode, False, "hypernodes"
+    ),
+    Kind(
+        "NodeShard", "shard.volcano.sh", "v1alpha1", "nodeshards", NodeShard, False, "node_shards"
     ),
     Kind(
         "Numatopology",

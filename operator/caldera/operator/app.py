@@ -339,6 +339,7 @@ async def _start(runtime: Runtime) -> None:
         status.podgroups,
         status.queues,
         status.hypernodes,
+        status.shards,
         status.workloads,
         status.pods,
         events.queue,
@@ -403,6 +404,7 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
             w.status.podgroups,
             w.status.queues,
             w.status.hypernodes,
+            w.status.shards,
             w.status.workloads,
             w.events.queue,
         )

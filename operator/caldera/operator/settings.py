@@ -26,6 +26,11 @@ __all__ = ["FLAG_NAMES", "Settings", "help_of"]
 class Settings:
     scheduler_names: list[str] = field(default_factory=lambda: ["volcano"])
     """Handle pods with this schedulerName (repeatable)."""
+    scheduler_sharding_mode: str = "none"
+    """none, hard (place pods only on the nodes of this scheduler's NodeShard) or soft (its
+    nodes first, the others when none of them fits), as Volcano's --scheduler-sharding-mode."""
+    scheduler_sharding_name: str = "volcano"
+    """The NodeShard this scheduler follows (Volcano's --scheduler-sharding-name)."""
     node_selector: list[str] = field(default_factory=list)
     """Place pods only on nodes carrying one of these labels, key:value (repeatable, or
     comma-separated), as Volcano's --node-selector: several schedulers each own a set of nodes.
@@ -132,8 +137,9 @@ class Settings:
         selector = parse_node_selector(
             part for entry in self.node_selector for part in entry.split(",")
         )
+        sharding = (self.scheduler_sharding_mode, self.scheduler_sharding_name)
         if env.get("MULTI_SCHEDULER_ENABLE") != "true":
-            return Scope(selector)
+            return Scope(selector, "", (), *sharding)
         me = env.get("SCHEDULER_POD_NAME", "")
         if "-" not in me:
             raise ValueError(
@@ -144,7 +150,7 @@ class Settings:
             count = int(env.get("SCHEDULER_NUM", ""))
         except ValueError:
             count = 1
-        return Scope(selector, me, tuple(statefulset_members(me, count)))
+        return Scope(selector, me, tuple(statefulset_members(me, count)), *sharding)
 
 
 FLAG_NAMES = {

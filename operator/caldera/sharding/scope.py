@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from caldera.sharding.ring import HashRing
+from caldera.sharding.shard import NONE
 
 __all__ = ["WHOLE_CLUSTER", "Scope", "parse_node_selector"]
 
@@ -53,6 +54,11 @@ class Scope:
     """This instance's name on the ring (its pod's name)."""
     members: tuple[str, ...] = ()
     """The ring's members, every instance's name (none: no hash split)."""
+    shard_mode: str = NONE
+    """``--scheduler-sharding-mode``: ``none``, ``hard`` or ``soft``
+    (:mod:`caldera.sharding.shard`)."""
+    shard_name: str = "volcano"
+    """``--scheduler-sharding-name``: the NodeShard this instance follows."""
 
     @property
     def whole(self) -> bool:

@@ -276,6 +276,9 @@ class Scheduler:
                 w.status.queue(qs)
         for ws in result.workload_groups:
             self._workload(ws)
+        shard = result.shard_status
+        if shard is not None and self._writes.fresh(f"nodeshard/{shard.name}", shard):
+            w.status.shard(shard)
         for hs in result.hypernodes:
             if self._writes.fresh(f"hypernode/{hs.name}", hs.node_count):
                 w.status.hypernode(hs)

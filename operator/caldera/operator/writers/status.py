@@ -35,13 +35,14 @@ from caldera.framework.intents import (
     WorkloadGroupStatus,
 )
 from caldera.k8s.errors import API_ERRORS, gives_up
-from caldera.k8s.resources import HYPERNODES, PODGROUPS, PODS, QUEUES
+from caldera.k8s.resources import HYPERNODES, NODESHARDS, PODGROUPS, PODS, QUEUES
 from caldera.k8s.rest import MERGE_PATCH, STRATEGIC_MERGE_PATCH, Resource, Rest
 from caldera.models.base import format_timestamp
 from caldera.models.volcano import ALLOCATED_HYPERNODE_ANNOTATION
 from caldera.models.workload import WORKLOAD_GROUP
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.retry import WorkQueue
+from caldera.sharding.shard import ShardStatus
 
 __all__ = ["StatusWriter", "WorkloadWrite"]
 
@@ -78,6 +79,9 @@ class StatusWriter:
         self.hypernodes: WorkQueue[str, HyperNodeStatus] = WorkQueue(
             "hypernode-status", self._hypernode, workers=2
         )
+        self.shards: WorkQueue[str, ShardStatus] = WorkQueue(
+            "nodeshard-status", self._shard, workers=1
+        )
         self.pods: WorkQueue[str, PodCondition] = WorkQueue(
             "pod-condition", self._pod, workers=workers
         )
@@ -94,6 +98,9 @@ class StatusWriter:
 
     def hypernode(self, status: HyperNodeStatus) -> None:
         self.hypernodes.put(status.name, status, delay=self._queue_coalesce)
+
+    def shard(self, status: ShardStatus) -> None:
+        self.shards.put(status.name, status)
 
     def pod(self, condition: PodCondition) -> None:
         self.pods.put(f"{condition.namespace}/{condition.name}", condition)
@@ -152,6 +159,17 @@ class StatusWriter:
     async def _queue(self, name: str, st: QueueStatus) -> bool:
         patch = {"status": {"allocated": st.allocated}}
         failed = await self._patch(QUEUES, name, patch, subresource="status")
+        return failed is None or gives_up(failed)
+
+    async def _shard(self, name: str, st: ShardStatus) -> bool:
+        """``UpdateNodeShardStatus``: the nodes this scheduler uses of its NodeShard."""
+        status = {
+            "lastUpdateTime": format_timestamp(datetime.now(UTC).timestamp()),
+            "nodesInUse": list(st.nodes_in_use),
+            "nodesToRemove": list(st.nodes_to_remove),
+            "nodesToAdd": list(st.nodes_to_add),
+        }
+        failed = await self._patch(NODESHARDS, name, {"status": status}, subresource="status")
         return failed is None or gives_up(failed)
 
     async def _hypernode(self, name: str, st: HyperNodeStatus) -> bool:
