@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
 from caldera.cache.snapshot import build_snapshot
@@ -129,6 +130,8 @@ def test_soft_sharding_fills_the_shard_first_then_the_other_nodes() -> None:
     pods = [pod(f"p{i}", cpu="1", created=1.9e9 + i) for i in range(5)]
     result = session([*SHARDED, node_shard("volcano", ["a", "b"]), *pods], scope)
     assert Counter(placed(result).values()) == {"a": 2, "b": 2, "c": 1}
+    # only the bind onto the other shard's node asks the API server first
+    assert {b.node: b.recheck for b in result.binds} == {"a": False, "b": False, "c": True}
 
 
 def test_a_node_another_shard_still_uses_waits_until_it_is_let_go() -> None:
@@ -141,3 +144,43 @@ def test_a_node_another_shard_still_uses_waits_until_it_is_let_go() -> None:
     assert Counter(placed(result).values()) == {"a": 2}
     assert result.shard_status is not None
     assert (result.shard_status.nodes_in_use, result.shard_status.nodes_to_add) == (("a",), ("b",))
+
+
+def job_ref(name: str) -> dict[str, Any]:
+    """The owner reference a Volcano Job puts on its pods (the ring hashes its name)."""
+    return {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "name": name, "uid": name}
+
+
+def test_a_hash_split_counts_the_other_instances_jobs_for_the_queues() -> None:
+    """Queue shares hold for the cluster: another instance's running job (on its own node)
+    holds the queue's capability here too, and its nodes count in the cluster's total; its
+    pending pods are left to it, and its PodGroup is not written."""
+    members = ("caldera-0", "caldera-1")
+    me, other = (Scope(frozenset(), m, members) for m in members)
+    mine = next(f"job-{i}" for i in range(100) if me.owns(f"job-{i}", []))
+    theirs = next(f"job-{i}" for i in range(100) if other.owns(f"job-{i}", []))
+    my_node = next(f"n{i}" for i in range(100) if me.node(f"n{i}", {}))
+    their_node = next(f"n{i}" for i in range(100) if other.node(f"n{i}", {}))
+    objects: list[Obj] = [
+        queue("q", capability={"cpu": "2"}),
+        node(my_node, cpu="8"),
+        node(their_node, cpu="8"),
+        podgroup(theirs, queue="q", phase="Running"),
+        pod(f"{theirs}-0", group=theirs, node_name=their_node, owners=[job_ref(theirs)]),
+        pod(f"{theirs}-1", group=theirs, created=1.9e9, owners=[job_ref(theirs)]),
+        podgroup(mine, queue="q", phase="Inqueue"),
+        *(
+            pod(f"{mine}-{i}", group=mine, created=1.9e9 + i, owners=[job_ref(mine)])
+            for i in range(2)
+        ),
+    ]
+    result = session(objects, me)
+    assert list(placed(result).values()) == [my_node]  # 1 cpu left under the capability of 2
+    assert {st.name for st in result.podgroups} == {mine}
+    assert [c.name for c in result.pod_conditions] == [f"{mine}-1"]
+
+
+def test_the_first_replica_alone_writes_the_queues_status() -> None:
+    members = ("caldera-0", "caldera-1")
+    assert [Scope(frozenset(), m, members).writes_queues for m in members] == [True, False]
+    assert Scope().writes_queues and not Scope(frozenset({"role:train"})).writes_queues

@@ -83,6 +83,9 @@ class Job:
     workload: bool = False
     """The job of a Kubernetes PodGroup (``scheduling.k8s.io``): its status is written there,
     as kube-scheduler writes it."""
+    foreign: bool = False
+    """Another scheduler instance's job (a hash split): its placed pods count for its queue, so
+    queue shares hold for the cluster; it is never placed, and its status is never written."""
     min_resource_list: Mapping[str, float] | None = None
     """The PodGroup's ``minResources`` as written, quota spellings (``requests.cpu``) included,
     in engine units: what the resourcequota plugin reads (``min_resources`` holds only what the

@@ -64,6 +64,8 @@ def is_settled(job: Job) -> bool:
     Running and ready, each task running, bound or finished, no reason recorded. Every action
     passes over such a job unless it picks victims (those read :attr:`Session.jobs`, all jobs),
     and closing it writes nothing."""
+    if job.foreign:
+        return True  # another instance's: counted, never decided here
     if job.has_object or job.workload or job.network_topology is not None or job.subgroups:
         return False
     if job.phase != "Running" or not job.is_ready() or not job.tasks:

@@ -238,10 +238,13 @@ class NodeTable:
         missing) and ``ids < D`` says which nodes have the label. Built once per snapshot."""
         return self.derived(("topology", key), lambda: _domains(self.label_column(key)))
 
-    def total(self) -> Vector:
-        """The cluster's allocatable. An unfitted resource (a shared device's count) no node
-        advertises is unbounded (inf): only what a queue names limits it."""
+    def total(self, outside: Vector | None = None) -> Vector:
+        """The cluster's allocatable (and ``outside``, nodes not in the table that still count).
+        An unfitted resource (a shared device's count) no node advertises is unbounded (inf):
+        only what a queue names limits it."""
         total: Vector = self.allocatable.sum(axis=0)
+        if outside is not None:
+            total = total + outside
         fitted = self.space.fitted
         if fitted is not None:
             total = np.where(fitted | (total > 0), total, np.inf)

@@ -74,6 +74,9 @@ class Snapshot:
     not scheduled, but still told their reason and explained."""
     hypernodes: HyperNodeTree | None = None
     shard: ShardView | None = None
+    outside_allocatable: Vector | None = None
+    """The allocatable of nodes other scheduler instances place on, counted in the cluster's
+    total for the queues' shares (a hash split)."""
     """This scheduler's NodeShard, in sharding mode hard or soft (:mod:`caldera.sharding.shard`)."""
     node_usage: Mapping[str, NodeUsage] = field(default_factory=dict)
     """Nodes' real load from a metrics source, by node name (the ``usage`` plugin)."""
@@ -95,4 +98,5 @@ class Snapshot:
         return labels if labels is not None else {NAMESPACE_NAME_LABEL: name}
 
     def total_allocatable(self) -> Vector:
-        return self.nodes.total()
+        """The cluster's allocatable, as the queues' shares count it."""
+        return self.nodes.total(self.outside_allocatable)

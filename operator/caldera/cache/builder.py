@@ -166,6 +166,7 @@ class Builder:
             api_status=pg.status,
             network_topology=spec.network_topology,
             min_resource_list=spec.min_resources,
+            foreign=not self.owns(meta),
         )
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: Priorities) -> Task:
@@ -308,7 +309,10 @@ class Builder:
             return outcome(GONE)
         job_key = ""
         why = ""
-        if spec.scheduler_name in self.scheduler_names and self.owns(pod.metadata):
+        ours = spec.scheduler_name in self.scheduler_names
+        if ours and not node_name and not self.owns(pod.metadata):
+            return outcome(SKIP)  # another instance's to place
+        if ours and (self.scope.counts_others or self.owns(pod.metadata)):
             pg_name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             if pg_name:
                 job_key = f"{pod.metadata.namespace}/{pg_name}"

@@ -59,9 +59,12 @@ def node_base(
     (this instance's share of the cluster), sorted by name."""
     ready: list[Node] = []
     problems: list[tuple[str, str]] = []
+    outside = space.zeros()
     for name in sorted(nodes):
         node = nodes[name]
         if not scope.whole and not scope.node(name, node.metadata.labels):
+            if scope.counts_others and node.ready:  # its capacity counts for the queues
+                outside += space.vector(node.allocatable)
             continue  # another instance's: its pods count, nothing is placed there
         if node.ready:
             ready.append(node)
@@ -76,6 +79,7 @@ def node_base(
         space=space,
         managed=managed,
         scope=scope,
+        outside=frozen(outside),
         ready=ready,
         names=[n.metadata.name for n in ready],
         allocatable=frozen(alloc),

@@ -146,6 +146,9 @@ class NodeBase:
     space: ResourceSpace
     managed: frozenset[str]
     scope: Scope
+    outside: Vector
+    """The allocatable of the Ready nodes left out for ``scope`` that still count for the queues
+    (a hash split's other instances' nodes; zeros otherwise)."""
     ready: list[Node]
     names: list[str]
     allocatable: Vector

@@ -326,8 +326,8 @@ def prelude(
     memo.kept.start(world)
     known: dict[str, PodGroup | Group] = {}
     for key, pg in sorted(state.podgroups.items()):
-        if not b.owns(pg.metadata):
-            continue  # another instance's: it writes its status
+        if not b.owns(pg.metadata) and not scope.counts_others:
+            continue  # another instance's: it places it and writes its status
         queue_name = pg.spec.queue or default_queue
         if queue_name not in queues:
             b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
@@ -419,6 +419,8 @@ def finish(
     snapshot.hypernodes = b.hypernodes(table)
     scope = b.scope
     snapshot.shard = shard_view(scope.shard_mode, scope.shard_name, state.node_shards, table.names)
+    assert b.memo.nodes is not None
+    snapshot.outside_allocatable = b.memo.nodes.outside
     snapshot.held = {
         key: (b.task(space, key, state.pods[key], "", prio), held[key]) for key in sorted(held)
     }

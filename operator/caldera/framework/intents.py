@@ -79,6 +79,9 @@ class Bind:
     """ResourceClaim allocations and reservations to write before the binding."""
     node_lock: NodeLock | None = None
     """Take this lock on the node before writing the annotations (shared devices)."""
+    recheck: bool = False
+    """The node is another scheduler's too (soft sharding): check with the API server that the
+    pod still fits there before binding."""
 
 
 @dataclass(frozen=True, slots=True)

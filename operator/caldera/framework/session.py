@@ -35,7 +35,7 @@ from caldera.framework.scoring import NodeScorer, ScoreCache
 from caldera.framework.statement import Statement
 from caldera.framework.victims import victim_order
 from caldera.models.volcano import PodGroupCondition
-from caldera.sharding.shard import hard_filter
+from caldera.sharding.shard import hard_filter, shared_node
 
 __all__ = ["EventHandler", "Rejection", "Session"]
 
@@ -468,6 +468,7 @@ class Session:
             task.node_name,
             dict(task.bind_annotations),
             node_lock=task.node_lock,
+            recheck=shared_node(self.snapshot.shard, task.node),
         )
         for pre_bind in self.pre_bind_point:
             bind = pre_bind(bind)

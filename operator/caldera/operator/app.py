@@ -61,6 +61,7 @@ from caldera.operator.writers.controllers import Controllers
 from caldera.operator.writers.events import EventPoster
 from caldera.operator.writers.evictor import Evictor
 from caldera.operator.writers.gates import GateLifter
+from caldera.operator.writers.recheck import NodeRecheck
 from caldera.operator.writers.status import StatusWriter
 from caldera.outside.metrics import UsageSource
 from caldera.sharding.scope import WHOLE_CLUSTER, Scope
@@ -249,6 +250,7 @@ async def _start(runtime: Runtime) -> None:
             workers=s.bind_workers,
             timeout=s.bind_timeout,
             on_bound=bound,
+            recheck=NodeRecheck(rest, lambda: cache.state),
         ),
         evictor=Evictor(rest, events, s.scheduler_names[0]),
         status=status,

@@ -64,6 +64,21 @@ class Scope:
     def whole(self) -> bool:
         return not self.node_selector and not self.members
 
+    @property
+    def counts_others(self) -> bool:
+        """The instance counts the other instances' jobs and nodes for the queues (a hash split:
+        every instance has the same scheduler names), so ``capability`` and ``deserved`` hold
+        for the cluster; it still places only its own jobs on its own nodes."""
+        return bool(self.members)
+
+    @property
+    def writes_queues(self) -> bool:
+        """This instance writes the queues' status: it sees every queue's whole use (the first
+        replica of a hash split, or an instance with the whole cluster)."""
+        if self.node_selector:
+            return False
+        return not self.members or self.me == self.members[0]
+
     def _mine(self, key: str) -> bool:
         return not self.members or _ring(self.members).get(key) == self.me
 

@@ -41,6 +41,7 @@ __all__ = [
     "nodes_in_use",
     "shard_status",
     "shard_view",
+    "shared_node",
 ]
 
 NONE, HARD, SOFT = "none", "hard", "soft"
@@ -135,3 +136,9 @@ def hard_filter(
         return None
     outside = ~view.rows
     return lambda task: [(NOT_IN_SHARD, outside)]
+
+
+def shared_node(view: ShardView | None, row: int) -> bool:
+    """Soft sharding placed on node ``row`` outside the shard: another scheduler's node, to be
+    checked with the API server before binding."""
+    return view is not None and view.soft and not bool(view.rows[row])

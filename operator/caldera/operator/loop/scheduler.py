@@ -271,7 +271,7 @@ class Scheduler:
             self._podgroup_events(st)
         # an instance that sees part of the cluster sees part of each queue's use: writing it
         # would undo what the other instances write
-        for qs in result.queues if self.config.scope.whole else ():
+        for qs in result.queues if self.config.scope.writes_queues else ():
             if qs.changed and self._writes.fresh(f"queue/{qs.name}", qs.allocated):
                 w.status.queue(qs)
         for ws in result.workload_groups:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from caldera.framework.intents import Bind, ClaimReservation, PodCondition, VolumeBind
@@ -78,6 +78,7 @@ class Binder:
         workers: int = 32,
         timeout: float = 10.0,
         on_bound: Callable[[Bind], None] | None = None,
+        recheck: Callable[[Bind], Awaitable[str | None]] | None = None,
     ) -> None:
         self._rest = rest
         self._events = events
@@ -85,6 +86,9 @@ class Binder:
         self._forget = forget
         self._timeout = timeout
         self._on_bound = on_bound
+        self._recheck = recheck
+        """Asked before binding a pod onto a node another scheduler shares (``Bind.recheck``):
+        why it no longer fits there (:mod:`caldera.operator.writers.recheck`)."""
         self._resync: set[str] = set()
         self._locks = NodeLocks(rest, timeout)
         self._lock_waits: dict[str, float] = {}
@@ -103,7 +107,9 @@ class Binder:
             async with self.throttle:
                 locked = False
                 error = None
-                if bind.node_lock is not None:
+                if bind.recheck and self._recheck is not None:
+                    error = await self._recheck(bind)
+                if error is None and bind.node_lock is not None:
                     error = await self._lock(key, bind)
                     if error == _LOCK_BUSY:
                         return False  # another pod's devices are being handed out: retry soon
