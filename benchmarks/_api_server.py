@@ -257,6 +257,28 @@ def _count(records: list[Any], failed: dict[str, int]) -> dict[str, int]:
     return counts
 
 
+def _millicores(text: str) -> int:
+    return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
+
+
+def _overcommitted(emulator: Any) -> list[str]:
+    """The nodes whose pods (not finished) request more cpu than the node has."""
+    used: dict[str, int] = {}
+    for obj in emulator.list("pods", namespace=None):
+        where = obj["spec"].get("nodeName")
+        if not where or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for c in obj["spec"]["containers"]:
+            cpu = ((c.get("resources") or {}).get("requests") or {}).get("cpu", "0")
+            used[where] = used.get(where, 0) + _millicores(cpu)
+    out = []
+    for obj in emulator.list("nodes"):
+        name = obj["metadata"]["name"]
+        if used.get(name, 0) > _millicores(obj["status"]["allocatable"]["cpu"]):
+            out.append(name)
+    return out
+
+
 def serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
     """The child process: serve the emulator until told to stop (see the module docstring)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -315,6 +337,8 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
             replies.put(None)
         elif command == "mark":
             replies.put(len(emulator.requests))
+        elif command == "overcommitted":
+            replies.put(_overcommitted(emulator))
         elif command == "report":
             log, failed = emulator.requests, dict[str, int]()
             window = _count(log[args[0] : args[1]], failed)
@@ -384,6 +408,11 @@ class Emulated:
     async def report(self) -> Report:
         report: Report = await self._ask("report", *self.marks[:3])
         return report
+
+    async def overcommitted(self) -> list[str]:
+        """Nodes holding pods that request more cpu than they have."""
+        found: list[str] = await self._ask("overcommitted")
+        return found
 
     async def close(self) -> None:
         if self.child.is_alive():

@@ -156,9 +156,17 @@ def _free_port() -> int:
 class Operator:
     """``python -m caldera run`` in a new session, its output in ``log``."""
 
-    def __init__(self, extra: list[str], log: Path, source: Path = ROOT / "operator") -> None:
+    def __init__(
+        self,
+        extra: list[str],
+        log: Path,
+        source: Path = ROOT / "operator",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.health, self.metrics_port = _free_port(), _free_port()
         self.extra, self.log = extra, log
+        self.env = env or {}
+        """Set in its environment besides ours (Volcano's multi-scheduler variables)."""
         self.source = source
         """The operator's source root (another checkout's, for ``--compare``)."""
         self.proc: subprocess.Popen[bytes] | None = None
@@ -184,7 +192,7 @@ class Operator:
             self.started = time.time()
             self.proc = subprocess.Popen(
                 argv,
-                env={**os.environ, "PYTHONPATH": path},
+                env={**os.environ, **self.env, "PYTHONPATH": path},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
