@@ -145,3 +145,46 @@ async def test_a_nodeshard_change_moves_a_node_between_running_schedulers(k8s: K
         await in_use(k8s, "alpha", sorted(["n1", "n2", moved]))
         assert (await wait_bound(k8s, waiting)) == {waiting: moved}
     assert set(bindings(k8s).values()) == {1}
+
+
+@pytest.mark.parametrize("count", [2, 3])
+async def test_soft_sharding_fills_its_shard_first_then_borrows(k8s: K8sHandle, count: int) -> None:
+    """Soft sharding, ``count`` schedulers of one node each plus an unassigned node: alpha's
+    three pods fill alpha's node (two fit) and the third goes elsewhere, the bind checked with
+    the API server first (a list of that node's pods); the others keep to their own nodes."""
+    k8s.needs_emulator("it counts the bindings in the request log")
+    names = ["alpha", "beta", "gamma"][:count]
+    for i in range(count + 1):
+        await k8s.create("nodes", node(f"n{i}", cpu="4", memory="8Gi"))
+    for i, name in enumerate(names):
+        await k8s.create("nodeshards", node_shard(name, [f"n{i}"]))
+    alpha = [f"a{i}" for i in range(3)]
+    for pod_name in alpha:
+        await k8s.create("pods", pod(pod_name, scheduler="alpha", cpu="2"), namespace=k8s.namespace)
+    others = {f"{n[0]}x": n for n in names[1:]}
+    for pod_name, scheduler in others.items():
+        await k8s.create(
+            "pods", pod(pod_name, scheduler=scheduler, cpu="1"), namespace=k8s.namespace
+        )
+    options = [
+        {"scheduler_names": [n], "scheduler_sharding_mode": "soft", "scheduler_sharding_name": n,
+         "lock_name": n}
+        for n in names
+    ]  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        for opts in options:
+            await stack.enter_async_context(running_operator(k8s, **opts))
+        bound = await wait_bound(k8s, *alpha, *others)
+    assert sorted(bound[a] for a in alpha).count("n0") == 2
+    (borrowed,) = {bound[a] for a in alpha} - {"n0"}
+    for pod_name, scheduler in others.items():
+        assert bound[pod_name] == f"n{names.index(scheduler)}"
+    checked = {
+        r.query["fieldSelector"]
+        for r in k8s.requests
+        if r.resource == "pods"
+        and r.verb == "list"
+        and "spec.nodeName=" in r.query.get("fieldSelector", "")
+    }
+    assert checked == {f"spec.nodeName={borrowed}"}
+    assert set(bindings(k8s).values()) == {1}
