@@ -79,7 +79,61 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_engine_options(ex, "YAML files, or - for stdin")
     _add_run(sub)
+    _add_shard_controller(sub)
     return parser
+
+
+def _add_shard_controller(sub: Any) -> None:
+    """``caldera shard-controller``: Volcano's sharding controller's flags."""
+    from caldera.sharding.assign_config import DEFAULT_CONFIGMAP_NAME, DEFAULT_CONFIGMAP_NAMESPACE
+
+    sc = sub.add_parser(
+        "shard-controller",
+        help="write the NodeShards of a sharded cluster's schedulers, as Volcano's sharding "
+        "controller does",
+    )
+    sc.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig (default: in cluster)")
+    sc.add_argument("--sharding-configmap", default=DEFAULT_CONFIGMAP_NAME,
+                    help="the ConfigMap holding sharding.yaml")  # fmt: skip
+    sc.add_argument("--sharding-configmap-namespace", default=DEFAULT_CONFIGMAP_NAMESPACE)
+    sc.add_argument("--leader-elect", type=_flag, nargs="?", const=True, default=True,
+                    help="elect one writing controller through a Lease")  # fmt: skip
+    sc.add_argument("--leader-elect-resource-namespace", dest="lock_namespace",
+                    default="volcano-system")  # fmt: skip
+    sc.add_argument("--leader-elect-resource-name", dest="lock_name",
+                    default="volcano-sharding-controller")  # fmt: skip
+    sc.add_argument("-v", dest="verbose", action="store_true", help="debug logging")
+
+
+def _shard_controller(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+    import signal
+
+    from caldera.operator.shard_controller import ControllerSettings, run_controller
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    settings = ControllerSettings(
+        kubeconfig=args.kubeconfig,
+        sharding_configmap=args.sharding_configmap,
+        sharding_configmap_namespace=args.sharding_configmap_namespace,
+        leader_elect=args.leader_elect,
+        lock_namespace=args.lock_namespace,
+        lock_name=args.lock_name,
+    )
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_controller(settings, stop)
+
+    asyncio.run(serve())
+    return 0
 
 
 def _add_engine_options(command: argparse.ArgumentParser, manifests_help: str) -> None:
@@ -380,6 +434,8 @@ def _command(argv: Sequence[str] | None) -> int:
             return _simulate(args) if args.command == "simulate" else _explain(args)
     if args.command == "run":
         return _run(args)
+    if args.command == "shard-controller":
+        return _shard_controller(args)
     return console.USAGE  # pragma: no cover - argparse enforces the choices
 
 

@@ -43,3 +43,23 @@ def test_its_command_is_one_caldera_run_takes_without_leader_election() -> None:
     args = _parser().parse_args(command[1:])
     assert args.leader_elect is False
     assert args.scheduler_names == ["volcano"]
+
+
+CONTROLLER = MANIFEST.parent / "sharding-controller.yaml"
+
+
+def test_the_sharding_controller_manifest_runs_a_command_caldera_takes() -> None:
+    docs: list[dict[str, Any]] = list(yaml.safe_load_all(CONTROLLER.read_text()))
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = _parser().parse_args(container["command"][1:])
+    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    assert (args.sharding_configmap, args.sharding_configmap_namespace) == (
+        config_map["metadata"]["name"],
+        config_map["metadata"]["namespace"],
+    )
+    from caldera.sharding.assign_config import parse_sharding_configmap
+
+    config = parse_sharding_configmap(config_map["data"])
+    assert config is not None
+    assert [s.name for s in config.scheduler_configs] == ["agent-scheduler", "volcano"]
