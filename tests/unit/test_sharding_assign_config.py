@@ -13,8 +13,8 @@ from caldera.sharding.assign_config import (
     DEFAULT_CONFIGMAP_NAME,
     DEFAULT_CONFIGMAP_NAMESPACE,
     DEFAULT_SHARD_SYNC_PERIOD,
-    ConfigError,
     SchedulerConfig,
+    ShardingConfigError,
     node_event_trigger,
     parse_sharding_config,
     parse_sharding_configmap,
@@ -245,7 +245,7 @@ REFUSED = [
 
 @pytest.mark.parametrize(("text", "key", "message"), REFUSED)
 def test_refused_configurations_name_the_key_at_fault(text: str, key: str, message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ShardingConfigError) as caught:
         parse_sharding_config(text)
     assert isinstance(caught.value, ValueError)
     assert caught.value.key == key
@@ -366,7 +366,7 @@ def test_decoding_follows_sigs_k8s_io_yaml(text: str, expected: tuple[str, float
 def test_the_design_documents_kebab_case_keys_are_not_read() -> None:
     """docs/design/sharding_controller.md's example (``scheduler-configs``,
     ``cpu-utilization-min``) does not match the Go struct tags: no entry is read."""
-    with pytest.raises(ConfigError, match="at least one schedulerConfig"):
+    with pytest.raises(ShardingConfigError, match="at least one schedulerConfig"):
         parse_sharding_config("scheduler-configs:\n  - name: a\n    cpu-utilization-min: 0.7\n")
 
 

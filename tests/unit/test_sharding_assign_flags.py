@@ -9,8 +9,8 @@ import math
 import pytest
 
 from caldera.sharding.assign_config import (
-    ConfigError,
     SchedulerConfig,
+    ShardingConfigError,
     parse_scheduler_flags,
 )
 from caldera.sharding.assign_decode import go_float
@@ -87,7 +87,7 @@ FLAG_ERRORS = [
 
 @pytest.mark.parametrize(("entry", "message"), FLAG_ERRORS)
 def test_parse_config_invalid_format(entry: str, message: str) -> None:
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(ShardingConfigError) as caught:
         parse_scheduler_flags(["volcano:volcano:0.0:0.6:false:2:100", entry])
     assert caught.value.key == "--scheduler-configs[1]"
     assert message in str(caught.value)

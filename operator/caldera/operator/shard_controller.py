@@ -47,7 +47,7 @@ from caldera.sharding.assign_config import (
     parse_sharding_configmap,
     shard_sync_period,
 )
-from caldera.sharding.assign_decode import ConfigError
+from caldera.sharding.assign_decode import ShardingConfigError
 from caldera.sharding.assign_metrics import node_metrics
 
 __all__ = ["ControllerSettings", "ShardController", "run_controller"]
@@ -103,7 +103,7 @@ class ShardController:
         self._text = text
         try:
             config = parse_sharding_configmap(data)
-        except ConfigError as exc:
+        except ShardingConfigError as exc:
             where = f"{exc.key}: " if exc.key else ""
             log.error(
                 "sharding ConfigMap %s: %s%s; keeping the previous configuration",

@@ -17,8 +17,8 @@ module turns either into frozen :class:`ShardingConfig` / :class:`SchedulerConfi
 Every policy is built here (``initializePolicies``), so an unknown policy name or arguments its
 ``Initialize`` refuses fail the configuration (Volcano logs them and runs a broken chain: see
 :func:`parse_sharding_config`). A refused configuration raises
-:class:`~caldera.sharding.assign_decode.ConfigError` (a ValueError) whose ``key`` is the path of
-the value at fault, e.g. ``schedulerConfigs[1].cpuUtilizationMax``.
+:class:`~caldera.sharding.assign_decode.ShardingConfigError` (a ValueError) whose ``key`` is the
+path of the value at fault, e.g. ``schedulerConfigs[1].cpuUtilizationMax``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from caldera.sharding.assign_decode import (
-    ConfigError,
+    ShardingConfigError,
     go_bool,
     go_float,
     go_int,
@@ -64,10 +64,10 @@ __all__ = [
     "DEFAULT_SCHEDULER_CONFIGS",
     "DEFAULT_SHARD_SYNC_PERIOD",
     "FLAG_SHARD_SYNC_PERIOD",
-    "ConfigError",
     "PolicyRef",
     "SchedulerConfig",
     "ShardingConfig",
+    "ShardingConfigError",
     "node_event_trigger",
     "parse_scheduler_flags",
     "parse_sharding_config",
@@ -184,8 +184,8 @@ def parse_sharding_config(text: str | bytes) -> ShardingConfig:
     """``ParseShardingConfig`` then ``applyShardingConfig``'s ``applyPolicyDefaults`` and
     ``schedulerConfigFromSpec``, and every policy built as ``initializePolicies`` does.
 
-    Refused (ConfigError) where Volcano refuses the ConfigMap, with its texts. Also refused: an
-    unknown policy name or policy arguments the policy's ``Initialize`` rejects (an
+    Refused (ShardingConfigError) where Volcano refuses the ConfigMap, with its texts. Also
+    refused: an unknown policy name or policy arguments the policy's ``Initialize`` rejects (an
     ``allocation-rate`` range outside [0, 1], an empty ``warmupLabel``, ``node-limit`` bounds
     out of order), which Volcano accepts and then runs without any policy for that scheduler and
     every later one (``NewShardingManager`` stops at the first failure), handing them every node
@@ -199,7 +199,7 @@ def parse_sharding_config(text: str | bytes) -> ShardingConfig:
     period = to_string(top.get("shardSyncPeriod"), "shardSyncPeriod", _PREFIX)
     trigger = to_bool_ptr(top.get("enableNodeEventTrigger"), "enableNodeEventTrigger", _PREFIX)
     if not specs:
-        raise ConfigError(
+        raise ShardingConfigError(
             "schedulerConfigs",
             "sharding config must contain at least one schedulerConfig entry",
         )
@@ -247,20 +247,22 @@ def _validate(i: int, spec: _Spec) -> None:
     key = f"schedulerConfigs[{i}]"
     at = f"{key} ({spec.name})"
     if spec.name == "":
-        raise ConfigError(f"{key}.name", f"{key}: name must not be empty")
+        raise ShardingConfigError(f"{key}.name", f"{key}: name must not be empty")
     for field, value in (("cpuUtilizationMin", spec.cpu_min), ("cpuUtilizationMax", spec.cpu_max)):
         if value < 0 or value > 1:
-            raise ConfigError(f"{key}.{field}", f"{at}: {field} {value:.2f} out of range [0,1]")
+            raise ShardingConfigError(
+                f"{key}.{field}", f"{at}: {field} {value:.2f} out of range [0,1]"
+            )
     if spec.cpu_min > spec.cpu_max:
-        raise ConfigError(
+        raise ShardingConfigError(
             f"{key}.cpuUtilizationMin",
             f"{at}: cpuUtilizationMin ({spec.cpu_min:.2f}) must be <= "
             f"cpuUtilizationMax ({spec.cpu_max:.2f})",
         )
     if spec.min_nodes < 0:
-        raise ConfigError(f"{key}.minNodes", f"{at}: minNodes must be >= 0")
+        raise ShardingConfigError(f"{key}.minNodes", f"{at}: minNodes must be >= 0")
     if spec.max_nodes < spec.min_nodes:
-        raise ConfigError(
+        raise ShardingConfigError(
             f"{key}.maxNodes",
             f"{at}: maxNodes ({spec.max_nodes}) must be >= minNodes ({spec.min_nodes})",
         )
@@ -274,9 +276,9 @@ def _validate_policies(i: int, spec: _Spec) -> None:
     for j, policy in enumerate(spec.policies or ()):
         key = f"schedulerConfigs[{i}].policies[{j}]"
         if policy.name == "":
-            raise ConfigError(f"{key}.name", f"{at}: policies[{j}].name must not be empty")
+            raise ShardingConfigError(f"{key}.name", f"{at}: policies[{j}].name must not be empty")
         if policy.weight < 0:
-            raise ConfigError(
+            raise ShardingConfigError(
                 f"{key}.weight",
                 f"{at}: policies[{j}] ({policy.name}): weight must be >= 0 (omit for default of 1)",
             )
@@ -284,7 +286,7 @@ def _validate_policies(i: int, spec: _Spec) -> None:
             continue
         for arg in (ARG_MIN_NODES, ARG_MAX_NODES):
             if arg in policy.arguments:
-                raise ConfigError(
+                raise ShardingConfigError(
                     f"{key}.arguments.{arg}",
                     f"{at}: policies[{j}] ({policy.name}): {arg} is only supported by the "
                     "node-limit policy",
@@ -319,7 +321,7 @@ def _build(i: int, spec: _Spec, *, legacy_warmup: bool) -> SchedulerConfig:
             policy = build_policy(link.name, link.arguments)
         except ValueError as err:
             name_key = f"{key}.policies[{j}].name"
-            raise ConfigError(
+            raise ShardingConfigError(
                 name_key if str(err).endswith("not found") else link.key,
                 f"{key} ({spec.name}): policies[{j}] ({link.name}): {err}",
             ) from None
@@ -346,27 +348,27 @@ def parse_scheduler_flags(
     As in Volcano, an entry's ``preferWarmup`` adds no ``warmup`` link here (``parseOldFormat``
     already fills the chain, so ``applyPolicyDefaults`` leaves it alone), the utilisations are not
     range-checked before ``allocation-rate`` refuses them, and ``inf``/``-inf`` read as 1/0.
-    ConfigError keyed ``--scheduler-configs[i]`` with Volcano's texts."""
+    ShardingConfigError keyed ``--scheduler-configs[i]`` with Volcano's texts."""
     specs = []
     for i, entry in enumerate(raw):
         parts = entry.split(":")
         if len(parts) != 7:
-            raise ConfigError(
+            raise ShardingConfigError(
                 f"{_FLAG}[{i}]",
                 f"invalid scheduler config format: {entry}, expected 7 colon-separated parts",
             )
         try:
             specs.append(_parse_old_format(parts))
         except ValueError as err:
-            raise ConfigError(
+            raise ShardingConfigError(
                 f"{_FLAG}[{i}]", f"failed to parse scheduler config {entry}: {err}"
             ) from None
     built = []
     for i, spec in enumerate(specs):
         try:
             built.append(_build(i, spec, legacy_warmup=False))
-        except ConfigError as err:
-            raise ConfigError(f"{_FLAG}[{i}]", str(err)) from None
+        except ShardingConfigError as err:
+            raise ShardingConfigError(f"{_FLAG}[{i}]", str(err)) from None
     return tuple(built)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import yaml
 
 __all__ = [
-    "ConfigError",
+    "ShardingConfigError",
     "go_bool",
     "go_float",
     "go_int",
@@ -41,7 +41,7 @@ _JSON_EXPONENT_FROM = 1e21
 """``encoding/json`` writes a float64 at or above this with an exponent, which no Go int reads."""
 
 
-class ConfigError(ValueError):
+class ShardingConfigError(ValueError):
     """A sharding configuration Volcano's controller would refuse; ``key`` is the value's path
     (``schedulerConfigs[1].cpuUtilizationMax``)."""
 
@@ -73,14 +73,16 @@ def load_yaml(text: str | bytes, key: str, prefix: str) -> object:
         documents = yaml.load_all(text, Loader=_Loader)  # a SafeLoader subclass
         document = next(iter(documents), None)
     except yaml.YAMLError as err:
-        raise ConfigError(key, f"{prefix}: {err}") from None
+        raise ShardingConfigError(key, f"{prefix}: {err}") from None
     _check_finite(document, key, prefix)
     return document
 
 
 def _check_finite(value: object, key: str, prefix: str) -> None:
     if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(key, f"{prefix}: json: unsupported value: {_format_scalar(value)}")
+        raise ShardingConfigError(
+            key, f"{prefix}: json: unsupported value: {_format_scalar(value)}"
+        )
     if isinstance(value, dict):
         for item in value.values():
             _check_finite(item, key, prefix)
@@ -102,8 +104,8 @@ def _kind(value: object) -> str:
     return "string"
 
 
-def _refuse(value: object, go_type: str, key: str, prefix: str) -> ConfigError:
-    return ConfigError(
+def _refuse(value: object, go_type: str, key: str, prefix: str) -> ShardingConfigError:
+    return ShardingConfigError(
         key, f"{prefix}: {key}: cannot unmarshal {_kind(value)} into Go value of type {go_type}"
     )
 
@@ -187,10 +189,14 @@ def to_int(value: object, key: str, prefix: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _refuse(value, "int", key, prefix)
     if isinstance(value, float) and (not value.is_integer() or abs(value) >= _JSON_EXPONENT_FROM):
-        raise ConfigError(key, f"{prefix}: {key}: cannot unmarshal number {value} into Go int")
+        raise ShardingConfigError(
+            key, f"{prefix}: {key}: cannot unmarshal number {value} into Go int"
+        )
     number = int(value)
     if not -_INT64 <= number < _INT64:
-        raise ConfigError(key, f"{prefix}: {key}: cannot unmarshal number {value} into Go int")
+        raise ShardingConfigError(
+            key, f"{prefix}: {key}: cannot unmarshal number {value} into Go int"
+        )
     return number
 
 
