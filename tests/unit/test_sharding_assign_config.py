@@ -20,7 +20,6 @@ from caldera.sharding.assign_config import (
     parse_sharding_configmap,
     shard_sync_period,
 )
-from caldera.sharding.assign_decode import parse_duration
 from caldera.sharding.assign_policies import AllocationRate, NodeLimit, Warmup
 
 VALID = """
@@ -400,15 +399,15 @@ def test_shard_sync_period(written: str, current: float, expected: float) -> Non
     assert shard_sync_period(cfg, current) == expected
 
 
-def test_parse_duration_texts() -> None:
-    """``time.ParseDuration``'s forms and errors."""
-    assert parse_duration("1.5h") == 5400.0
-    assert parse_duration("250ms") == 0.25
-    assert parse_duration("0") == 0.0
-    with pytest.raises(ValueError, match='missing unit in duration "60"'):
-        parse_duration("60")
-    with pytest.raises(ValueError, match='unknown unit "d"'):
-        parse_duration("1d")
+@pytest.mark.parametrize(
+    ("written", "period"),
+    [("1.5h", 5400.0), ("250ms", 0.25), ("60", 30.0), ("1d", 30.0)],
+    ids=["hours", "milliseconds", "no unit: kept", "an unknown unit: kept"],
+)
+def test_the_sync_period_reads_a_go_duration(written: str, period: float) -> None:
+    """``getShardSyncPeriod``: ``time.ParseDuration``; one it refuses keeps the current."""
+    config = parse_sharding_config(one("{name: a}") + f'shardSyncPeriod: "{written}"\n')
+    assert shard_sync_period(config, 30.0) == period
 
 
 def test_enable_node_event_trigger() -> None:

@@ -28,13 +28,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeVar
 
+from caldera.framework.duration import parse_go_duration
 from caldera.sharding.assign_decode import (
     ShardingConfigError,
     go_bool,
     go_float,
     go_int,
     load_yaml,
-    parse_duration,
     struct_fields,
     to_bool_ptr,
     to_float,
@@ -416,7 +416,7 @@ def shard_sync_period(config: ShardingConfig, current: float) -> float:
     period = current
     if config.shard_sync_period:
         try:
-            period = parse_duration(config.shard_sync_period)
+            period = parse_go_duration(config.shard_sync_period)
         except ValueError:
             period = current
     return period if period > 0 else DEFAULT_SHARD_SYNC_PERIOD

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,6 @@ __all__ = [
     "go_float",
     "go_int",
     "load_yaml",
-    "parse_duration",
     "struct_fields",
     "to_bool_ptr",
     "to_float",
@@ -276,40 +274,3 @@ def go_bool(text: str) -> bool:
     if text in _FALSE:
         return False
     raise ValueError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
-
-
-_DURATION_UNITS: Mapping[str, float] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,  # Go accepts both micro signs
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)([^0-9.]*)")
-
-
-def parse_duration(text: str) -> float:
-    """``time.ParseDuration``, in seconds: signed, one or more ``<number><unit>`` parts, or a bare
-    ``0``; ValueError with Go's text otherwise."""
-    body = text[1:] if text[:1] in "+-" else text
-    sign = -1.0 if text[:1] == "-" else 1.0
-    if body == "0":
-        return 0.0
-    if not body:
-        raise ValueError(f'time: invalid duration "{text}"')
-    total, at = 0.0, 0
-    while at < len(body):
-        part = _DURATION_PART.match(body, at)
-        if part is None or part.group(1) in ("", "."):
-            raise ValueError(f'time: invalid duration "{text}"')
-        if part.group(2) == "":
-            raise ValueError(f'time: missing unit in duration "{text}"')
-        unit = _DURATION_UNITS.get(part.group(2))
-        if unit is None:
-            raise ValueError(f'time: unknown unit "{part.group(2)}" in duration "{text}"')
-        total += float(part.group(1)) * unit
-        at = part.end()
-    return sign * total
