@@ -5,9 +5,9 @@ The sharding ConfigMap is decoded by ``sigs.k8s.io/yaml`` (``ParseShardingConfig
 (``yamlToJSONTarget``, which turns a number or a boolean into a string where the Go field is a
 string), then ``encoding/json`` into the Go structs (keys matched case-insensitively, unknown keys
 ignored, ``null`` leaving the zero value, a value of the wrong JSON kind refused). The
-``--scheduler-configs`` flag is read with ``strconv`` (``parseOldFormat``), and
-``shardSyncPeriod`` with ``time.ParseDuration`` (``applyShardingConfig``). This module holds those
-rules; :mod:`caldera.sharding.assign_config` applies them to Volcano's fields.
+``--scheduler-configs`` flag is read with ``strconv`` (``parseOldFormat``). This module holds those
+rules; :mod:`caldera.sharding.assign_config` applies them to Volcano's fields (``shardSyncPeriod``
+with :func:`caldera.framework.duration.parse_go_duration`, ``time.ParseDuration``).
 """
 
 from __future__ import annotations
