@@ -67,10 +67,16 @@ def node(i: int, *, big: bool = False, gpus: int = 0) -> JsonDict:
 
 
 def pod(
-    name: str, run: str, *, group: str | None = None, node_name: str = "", gpu: bool = False
+    name: str,
+    run: str,
+    *,
+    group: str | None = None,
+    node_name: str = "",
+    gpu: bool = False,
+    scheduler: str = "volcano",
 ) -> JsonDict:
-    """A 100m / 500Mi pod for the ``volcano`` scheduler; with ``node_name``, bound and Running;
-    with ``gpu``, asking a fraction of one shared card."""
+    """A 100m / 500Mi pod for the ``volcano`` scheduler (or ``scheduler``); with ``node_name``,
+    bound and Running; with ``gpu``, asking a fraction of one shared card."""
     meta: JsonDict = {"name": name, "namespace": NAMESPACE, "labels": {RUN_LABEL: run}}
     if group:
         meta["annotations"] = {GROUP_ANNOTATION: group}
@@ -80,7 +86,7 @@ def pod(
         "kind": "Pod",
         "metadata": meta,
         "spec": {
-            "schedulerName": "volcano",
+            "schedulerName": scheduler,
             "containers": [{"name": "c", "image": "pause", "resources": {"requests": requests}}],
         },
     }
@@ -146,6 +152,8 @@ class Setup:
     run: str  # name prefix and label value of this run's objects
     gpus: int = 0  # shared GPUs registered per node; pending pods then ask a fraction of one
     lifetime: float = 0.0  # > 0: a bound pod runs this long, succeeds, and is deleted
+    schedulers: tuple[str, ...] = ()  # pending pod k names schedulers[k % n] (none: volcano)
+    shards: int = 0  # > 0: the nodes split into this many NodeShards, volcano-0 ... (in turn)
 
 
 @dataclass
@@ -298,6 +306,10 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
     emulator.create("namespaces", {"metadata": {"name": NAMESPACE}})
     for i in range(setup.nodes):
         emulator.create("nodes", node(i, big=setup.big_nodes, gpus=setup.gpus))
+    for s in range(setup.shards):  # what a sharding controller would write
+        desired = [f"node-{i:05d}" for i in range(s, setup.nodes, setup.shards)]
+        shard = {"metadata": {"name": f"volcano-{s}"}, "spec": {"nodesDesired": desired}}
+        emulator.create("nodeshards", {"apiVersion": "shard.volcano.sh/v1alpha1", **shard})
     for i in range(setup.running):
         running = pod(
             f"{setup.run}-running-{i:06d}", setup.run, node_name=f"node-{i % setup.nodes:05d}"
@@ -311,7 +323,11 @@ async def _serve(setup: Setup, commands: Any, replies: Any, done: Any) -> None:
                 group = podgroup(unit.group, setup.run, len(unit.pods))
                 emulator.create("podgroups", group, namespace=NAMESPACE)
             for name in unit.pods:
-                body = pod(name, setup.run, group=unit.group, gpu=bool(setup.gpus))
+                names = setup.schedulers
+                scheduler = names[len(binds.created) % len(names)] if names else "volcano"
+                body = pod(
+                    name, setup.run, group=unit.group, gpu=bool(setup.gpus), scheduler=scheduler
+                )
                 emulator.create("pods", body, namespace=NAMESPACE)
                 binds.created[name] = time.time()
                 if unit.group:

@@ -2,9 +2,11 @@
 
 Why: one scheduler process decides on one core. Volcano's multi-scheduler StatefulSet splits jobs
 and nodes by hash between replicas (``MULTI_SCHEDULER_ENABLE``, ``SCHEDULER_NUM``,
-``SCHEDULER_POD_NAME``); this runs 1, 2 or 4 ``caldera run`` processes that way against the
-emulator (spawned in a process of its own, as ``operator_throughput.py`` does), loads pods (a
-burst, or ``--rate`` R pods/s) and reports, besides the drain rate and latencies:
+``SCHEDULER_POD_NAME``); with ``--mode hard`` or ``soft`` each instance has its own scheduler name
+and NodeShard instead (the pods name the schedulers in turn, the nodes go to the NodeShards in
+turn). This runs 1, 2 or 4 ``caldera run`` processes that way against the emulator (spawned in
+a process of its own, as ``operator_throughput.py`` does), loads pods (a burst, or ``--rate`` R
+pods/s) and reports, besides the drain rate and latencies:
 
 - ``bound``, and ``bindings``: the binding calls the API server accepted (one per pod: a pod bound
   twice would show as more);
@@ -49,14 +51,44 @@ def hash_env(ordinal: int, count: int) -> dict[str, str]:
     }
 
 
+def shard_args(ordinal: int, mode: str) -> list[str]:
+    """Instance ``ordinal``'s flags in NodeShard mode ``mode``: its own scheduler name and the
+    NodeShard of that name (the benchmark writes the NodeShards, a controller's round-robin)."""
+    name = f"volcano-{ordinal}"
+    return [
+        *("--scheduler-name", name, "--scheduler-sharding-mode", mode),
+        *("--scheduler-sharding-name", name),
+    ]
+
+
 async def bench(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    setup = api.Setup(args.nodes, False, args.running, [], args.pods, "bench")
+    sharded = args.mode in ("hard", "soft")
+    names = tuple(f"volcano-{i}" for i in range(args.instances)) if sharded else ()
+    setup = api.Setup(
+        args.nodes,
+        False,
+        args.running,
+        [],
+        args.pods,
+        "bench",
+        schedulers=names,
+        shards=args.instances if sharded else 0,
+    )
     backend = api.Emulated(setup, workdir)
     ops = [
-        ot.Operator([], workdir / f"operator-{i}.log", env=hash_env(i, args.instances))
+        ot.Operator(
+            shard_args(i, args.mode) if sharded else [],
+            workdir / f"operator-{i}.log",
+            env={} if sharded else hash_env(i, args.instances),
+        )
         for i in range(args.instances)
     ]
-    out: dict[str, Any] = {"instances": args.instances, "nodes": args.nodes, "pods": args.pods}
+    out: dict[str, Any] = {
+        "mode": args.mode,
+        "instances": args.instances,
+        "nodes": args.nodes,
+        "pods": args.pods,
+    }
     try:
         kubeconfig = await backend.start()
         for op in ops:
@@ -112,7 +144,8 @@ def plain(nodes: int, pods: int) -> float:
 
 
 SHOWN = [
-    "instances", "nodes", "pods", "bound", "bindings", "binding_conflicts", "overcommitted_nodes",
+    "mode", "instances", "nodes", "pods", "bound", "bindings", "binding_conflicts",
+    "overcommitted_nodes",
     "seconds", "pods_per_second", "p50_latency_seconds", "p99_latency_seconds", "cpu_ms_per_pod",
     "busiest_instance_cpu_ms_per_pod", "instance_cpu_seconds", "api_server_cpu_ms_per_pod",
     "requests_per_pod", "failed_requests", "scheduling_basic_pods_per_second",
@@ -123,6 +156,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add = parser.add_argument
     add("--instances", type=int, default=2, help="caldera run processes (default 2)")
+    add(
+        "--mode",
+        choices=("hash", "hard", "soft"),
+        default="hash",
+        help="hash split (one scheduler name), or NodeShards hard or soft (one name each)",
+    )
     add("--nodes", type=int, default=1000, help="emulated nodes (default 1000)")
     add("--pods", type=int, default=5000, help="pods created once every instance is ready")
     add("--rate", type=float, help="create them at R pods/s (default: all at once)")
