@@ -45,7 +45,6 @@ from typing import Any
 from caldera.devices.enflame_drs import (
     INT32_MAX,
     INT32_MIN,
-    INT64,
     MODE_BY_SPEC,
     VENDOR,
     DrsCard,
@@ -61,6 +60,7 @@ from caldera.devices.enflame_drs import (
 from caldera.devices.fit import FitOptions
 from caldera.devices.hami import (
     DEFAULTS,
+    as_int64,
     decode_allocation,
     named,
     uuid_options,
@@ -230,14 +230,6 @@ def capacity_cards(
 # -- the request (GenerateResourceRequests) ----------------------------------------------------
 
 
-def _as_int64(value: float) -> int | None:
-    """``Quantity.AsInt64``: the value when it is a whole number in int64 range."""
-    if not math.isfinite(value) or value != int(value):
-        return None
-    whole = int(value)
-    return whole if whole in INT64 else None
-
-
 def container_request(
     limits: Mapping[str, float],
     requests: Mapping[str, float],
@@ -249,7 +241,7 @@ def container_request(
     nothing). ``defaults`` play no part: Enflame has no default memory, cores or factor."""
     del defaults
     count = named(DRS_COUNT, limits, requests)
-    slices = None if count is None else _as_int64(count)
+    slices = None if count is None else as_int64(count)
     if slices is not None and slices > 0:
         return None if slices > INT32_MAX else drs_request(slices)
     memory, cores = named(MEMORY, limits, requests), named(CORES, limits, requests)
@@ -264,7 +256,7 @@ def container_request(
 
 def _value(quantity: float) -> int:
     """``getContainerResourceRequest``'s value: -1 for one that is not a whole number."""
-    value = _as_int64(quantity)
+    value = as_int64(quantity)
     return -1 if value is None else value
 
 

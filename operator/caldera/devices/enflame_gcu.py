@@ -25,17 +25,17 @@ Only this walk judges a node (``screened=False``), so a node whose GCUs are take
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from caldera.devices.enflame import FAMILY
-from caldera.devices.enflame_drs import INT64, int32
+from caldera.devices.enflame_drs import int32
 from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, Given, Walked, card_order
 from caldera.devices.hami import (
     DEFAULTS,
     GPU_POLICY,
     SCORING_WEIGHTS,
+    as_int64,
     decode_allocation,
     encode_allocation,
     named,
@@ -69,13 +69,6 @@ WHOLE = 100
 """A GCU's ``Devmem`` and ``Devcore``, and what each GCU asked takes of them."""
 
 
-def _whole(value: float) -> int | None:
-    """``Quantity.AsInt64``: the value when it is a whole number in int64 range."""
-    if not math.isfinite(value) or value != int(value) or int(value) not in INT64:
-        return None
-    return int(value)
-
-
 def capacity_cards(
     node: str,
     annotations: Mapping[str, str],
@@ -85,7 +78,7 @@ def capacity_cards(
     """``GetNodeDevices``: one GCU per unit of the ``enflame.com/gcu`` capacity."""
     del labels  # no node label decides these cards
     del annotations  # the plain device plugin registers nothing on the node
-    count = _whole(capacity.get(COUNT, 0.0))
+    count = as_int64(capacity.get(COUNT, 0.0))
     if not count:
         raise RegistrationError(f"device not found {COUNT}")
     return [
@@ -103,7 +96,7 @@ def container_request(
     ``defaults`` play no part."""
     del defaults
     value = named(COUNT, limits, requests)
-    count = None if value is None else _whole(value)
+    count = None if value is None else as_int64(value)
     if count is None or int32(count) <= 0:
         return None
     return CardRequest(VENDOR, int32(count), WHOLE, WHOLE, WHOLE)

@@ -15,6 +15,7 @@ Vendor modules (:mod:`caldera.devices.nvidia`, :mod:`~caldera.devices.hygon`,
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ __all__ = [
     "INT32_MAX",
     "NODE_POLICY",
     "SCORING_WEIGHTS",
+    "as_int64",
     "card_index",
     "card_of",
     "comma_list",
@@ -248,6 +250,15 @@ def node_policy(annotations: Mapping[str, str], default: str) -> str:
 
 INT32_MAX = 2**31 - 1
 """Go's ``math.MaxInt32``: where HAMi's requests and registrations stop."""
+
+
+def as_int64(value: float) -> int | None:
+    """Go's ``Quantity.AsInt64``: the value when it is a whole number in int64 range, else None
+    (the ``ok`` HAMi's and Volcano's callers check, or ignore and read 0)."""
+    if not math.isfinite(value) or value != int(value):
+        return None
+    whole = int(value)
+    return whole if -(2**63) <= whole < 2**63 else None
 
 
 def go_int32(value: int) -> int:

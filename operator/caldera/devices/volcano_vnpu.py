@@ -74,7 +74,13 @@ from caldera.devices.fit import (
     share_refusal,
     slot_refusal,
 )
-from caldera.devices.hami import decode_allocation, encode_allocation, go_int32, named
+from caldera.devices.hami import (
+    as_int64,
+    decode_allocation,
+    encode_allocation,
+    go_int32,
+    named,
+)
 from caldera.devices.model import (
     UNSET_PERCENTAGE,
     Card,
@@ -225,9 +231,8 @@ def _walker(vnpu: VnpuType, policy: str) -> Walk:
 
 
 def _as_int64(value: float) -> int:
-    """``Quantity.AsInt64``: the value when it is whole and fits, else 0 (Go ignores the ok)."""
-    whole = int(value)
-    return whole if whole == value and -(2**63) <= whole < 2**63 else 0
+    """``Quantity.AsInt64``, its ``ok`` ignored as Volcano does: 0 when it fails."""
+    return as_int64(value) or 0
 
 
 def _request_reader(vnpu: VnpuType) -> RequestReader:
