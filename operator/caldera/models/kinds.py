@@ -105,10 +105,15 @@ class Kind:
         return f"{namespace or 'default'}/{name}" if self.namespaced else name
 
     @property
+    def whole(self) -> bool:
+        """Every object of the kind is read (neither label selectors nor names narrow it)."""
+        return not self.label_selectors and not self.named
+
+    @property
     def selectors(self) -> tuple[str, ...]:
         """One per informer of this kind: ``""`` for a kind read whole, else each label
         selector, then a ``field:`` selector per object read by name (:func:`selector_query`)."""
-        if not self.label_selectors:
+        if self.whole:
             return ("",)
         by_name = tuple(
             f"{FIELD}metadata.namespace={ns},metadata.name={name}"
@@ -119,7 +124,7 @@ class Kind:
     def selects(self, labels: Mapping[str, str], key: str = "") -> bool:
         """Whether the object at ``key`` with ``labels`` is one this kind reads (see
         :attr:`label_selectors` and :attr:`named`)."""
-        if not self.label_selectors or key in self.named:
+        if self.whole or key in self.named:
             return True
         return any(
             labels.get(k) == value

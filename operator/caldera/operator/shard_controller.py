@@ -27,7 +27,7 @@ from caldera.k8s.lease import LeaderGate
 from caldera.k8s.resources import NODESHARDS
 from caldera.k8s.rest import MERGE_PATCH, Rest
 from caldera.models.core import Pod
-from caldera.models.kinds import FIELD, KINDS, Kind
+from caldera.models.kinds import KINDS, Kind
 from caldera.operator.watch.cache import Cache
 from caldera.operator.watch.informer import Informer
 from caldera.sharding.assign import (
@@ -71,12 +71,9 @@ class ControllerSettings:
 
 
 def _kinds(settings: ControllerSettings) -> list[Kind]:
-    """Nodes, pods and NodeShards whole, and the one sharding ConfigMap by field selector."""
-    where = (
-        f"{FIELD}metadata.namespace={settings.sharding_configmap_namespace},"
-        f"metadata.name={settings.sharding_configmap}"
-    )
-    config_map = replace(KINDS["ConfigMap"], label_selectors=(where,))
+    """Nodes, pods and NodeShards whole, and the one sharding ConfigMap by name."""
+    key = f"{settings.sharding_configmap_namespace}/{settings.sharding_configmap}"
+    config_map = replace(KINDS["ConfigMap"], label_selectors=(), named=(key,))
     return [KINDS["Node"], KINDS["Pod"], KINDS["NodeShard"], config_map]
 
 

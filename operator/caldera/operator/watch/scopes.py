@@ -34,7 +34,7 @@ class Scopes:
         """Note that ``selector``'s informer has (``ADDED``, ``MODIFIED``) or no longer has
         (``DELETED``) the object at ``key``; True when it is gone from that informer's view but
         another one still holds it (the cache keeps it). Always False for a kind read whole."""
-        if not kind.label_selectors:
+        if kind.whole:
             return False
         name = f"{kind.name}/{key}"
         held = self._held.setdefault(name, set())
