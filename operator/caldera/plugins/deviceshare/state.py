@@ -116,7 +116,7 @@ class DeviceState:
         self._screens: dict[tuple[object, ...], tuple[BoolArray, dict[str, BoolArray], int]] = {}
         self._bases: dict[tuple[object, ...], Base] = {}
         self._node_opts: dict[tuple[object, ...], FitOptions] = {}
-        self.holders = CardHolders(self.vendors, nodes.tasks, self.grants)
+        self.holders = CardHolders(self.vendors, nodes, self.grants)
         self.registered = max(1, sum(1 for t in self.tables if t.width))
         """Vendors some node registers cards of (the node score sums one share per vendor)."""
         self._rebuild()
@@ -165,7 +165,7 @@ class DeviceState:
         usage = pod_usage(len(task.spec.init_containers), containers)
         self.tables[v].apply(row, usage, sign)
         if self.vendors[v].holders is not None:
-            self.holders.placed(task, row, sign)
+            self.holders.changed(row)
         used = self.quota_used.setdefault((v, task.namespace), [0, 0])
         for use in usage.values():
             used[0] += sign * use.usedmem
