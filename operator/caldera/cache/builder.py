@@ -311,8 +311,8 @@ class Builder:
         why = ""
         ours = spec.scheduler_name in self.scheduler_names
         if ours and not node_name and not self.owns(pod.metadata):
-            return outcome(SKIP)  # another instance's to place
-        if ours and (self.scope.counts_others or self.owns(pod.metadata)):
+            return outcome(SKIP)  # another instance's to place; placed, it counts for its queue
+        if ours:
             pg_name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             if pg_name:
                 job_key = f"{pod.metadata.namespace}/{pg_name}"

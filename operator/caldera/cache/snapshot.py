@@ -326,8 +326,6 @@ def prelude(
     memo.kept.start(world)
     known: dict[str, PodGroup | Group] = {}
     for key, pg in sorted(state.podgroups.items()):
-        if not b.owns(pg.metadata) and not scope.counts_others:
-            continue  # another instance's: it places it and writes its status
         queue_name = pg.spec.queue or default_queue
         if queue_name not in queues:
             b.problem("PodGroup", key, f"spec.queue: queue {queue_name!r} does not exist")
