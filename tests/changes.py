@@ -69,10 +69,14 @@ def snapshot_view(snap: Snapshot) -> dict[str, Any]:
 class Stream:
     """Random changes to a cluster state, each a new object version as a watch delivers it."""
 
-    def __init__(self, seed: int, *, uids: bool = False, in_place: bool = False) -> None:
+    def __init__(
+        self, seed: int, *, uids: bool = False, in_place: bool = False, others: bool = False
+    ) -> None:
         self.rng = random.Random(seed)
         self.uids = uids
         """Give half the new pods a UID (a bare pod with one is a group of its own)."""
+        self.others = others
+        """Give some new pods the scheduler ``peer`` or ``other`` rather than ``volcano``."""
         self.in_place = in_place
         """Also change nodes in place: cordoned, relabelled, tainted, resized (no row moves)."""
         self.state: ClusterState = state_of(
@@ -148,6 +152,11 @@ class Stream:
                     ),
                     created=1_700_000_000.0 + self.serial,
                     uid=f"uid-{self.serial}" if self.uids and rng.random() < 0.5 else "",
+                    scheduler=(
+                        rng.choice(["volcano"] * 4 + ["peer", "other"])
+                        if self.others
+                        else "volcano"
+                    ),
                 )
             )
         elif what in ("bind", "finish", "terminate", "resize", "delete"):

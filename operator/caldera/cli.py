@@ -379,12 +379,14 @@ def _run(args: argparse.Namespace) -> int:
     from caldera.operator.app import run
     from caldera.operator.settings import Settings
 
-    values = {f.name: getattr(args, f.name) for f in fields(Settings)}
+    defaults = Settings()
+    # a repeatable flag never given is None: its default list then
     settings = Settings(
         **{
-            **values,
-            "scheduler_names": args.scheduler_names or ["volcano"],
-            "node_selector": args.node_selector or [],
+            f.name: getattr(defaults, f.name)
+            if getattr(args, f.name) is None
+            else getattr(args, f.name)
+            for f in fields(Settings)
         }
     )
     try:

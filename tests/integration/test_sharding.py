@@ -16,7 +16,7 @@ import pytest
 from caldera.sharding.ring import statefulset_members
 from caldera.sharding.scope import Scope
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, running_operator, wait_bound
+from integration.harness import node, pod, queue, running_operator, wait_bound
 
 
 def hash_env(me: str, count: int) -> dict[str, str]:
@@ -71,6 +71,48 @@ async def test_instances_with_node_selectors_keep_to_their_nodes(k8s: K8sHandle)
         bound = await wait_bound(k8s, *(p["metadata"]["name"] for p in (*train, *serve)))
     assert {bound[p["metadata"]["name"]] for p in train} <= {"t1", "t2"}
     assert {bound[p["metadata"]["name"]] for p in serve} == {"s1"}
+    assert set(bindings(k8s).values()) == {1}
+
+
+async def test_peers_with_node_selectors_hold_a_queues_capability_across_instances(
+    k8s: K8sHandle,
+) -> None:
+    """``--peer-scheduler-name``: the serving instance counts the training instance's running
+    pods, so the queue's 3 cpus hold for both: of its two pods one is bound. Its name sorts
+    first, so it writes the queue's status, with the whole use."""
+    k8s.needs_emulator("it counts the bindings in the request log")
+    for name, role in (("t1", "train"), ("s1", "serving")):
+        await k8s.create("nodes", node(name, cpu="8", role=role))
+    shared = queue("shared")
+    shared["spec"]["capability"] = {"cpu": "3"}
+    await k8s.create("queues", shared)
+    in_q = {"scheduling.volcano.sh/queue-name": "shared"}
+    train = [f"train-{i}" for i in range(2)]
+    serve = [f"serve-{i}" for i in range(2)]
+    instances: list[dict[str, Any]] = [
+        {"scheduler_names": [me], "node_selector": [f"role:{role}"], "lock_name": me,
+         "peer_scheduler_names": [peer]}
+        for me, role, peer in (("train", "train", "serve"), ("serve", "serving", "train"))
+    ]  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        for options in instances:
+            await stack.enter_async_context(running_operator(k8s, **options))
+        for name in train:
+            await k8s.create(
+                "pods", pod(name, scheduler="train", annotations=in_q), namespace=k8s.namespace
+            )
+        assert set((await wait_bound(k8s, *train)).values()) == {"t1"}
+        for name in serve:
+            await k8s.create(
+                "pods", pod(name, scheduler="serve", annotations=in_q), namespace=k8s.namespace
+            )
+        bound = await placed_of(k8s, serve, 1)
+        assert list(bound.values()) == ["s1"]
+        await k8s.wait_for(
+            "queues",
+            "shared",
+            lambda o: (o.get("status") or {}).get("allocated", {}).get("cpu") == "3",
+        )
     assert set(bindings(k8s).values()) == {1}
 
 

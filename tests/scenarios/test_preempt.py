@@ -363,6 +363,11 @@ CLASSES: list[Obj] = [priority_class("low", 10), priority_class("high", 1000)]
             id="conformance: a kube-system pod is never a victim",
         ),
         pytest.param(
+            [*_running("a", scheduler="caldera-b"), *_running("b"), *_waiting("hi")],
+            ["default/b"],
+            id="another scheduler's pod counts, but is that scheduler's to evict",
+        ),
+        pytest.param(
             [
                 *_running("a", annotations={"volcano.sh/preemptable": "false"}),
                 *_running("b"),

@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
 from caldera.cache.snapshot import build_snapshot
 from caldera.framework.cycle import run_cycle
@@ -184,3 +186,101 @@ def test_the_first_replica_alone_writes_the_queues_status() -> None:
     members = ("caldera-0", "caldera-1")
     assert [Scope(frozenset(), m, members).writes_queues for m in members] == [True, False]
     assert Scope().writes_queues and not Scope(frozenset({"role:train"})).writes_queues
+
+
+def test_a_podgroup_whose_pods_name_another_scheduler_is_neither_admitted_nor_written() -> None:
+    """``caldera-b``'s PodGroup is ``caldera-b``'s: this instance leaves it Pending and writes
+    no status to it, so two schedulers never overwrite each other's; a PodGroup no pod names
+    yet is anyone's to admit, as Volcano's job controller needs before it creates the pods."""
+    objects: list[Obj] = [
+        node("n", cpu="8"),
+        podgroup("theirs", min_member=2),
+        *(pod(f"theirs-{i}", group="theirs", scheduler="caldera-b") for i in range(2)),
+        podgroup("empty", min_member=2),
+    ]
+    result = session(objects, Scope())
+    assert {st.name: st.phase for st in result.podgroups} == {"empty": "Inqueue"}
+    assert placed(result) == {}
+
+
+def test_another_schedulers_running_job_counts_for_its_queue() -> None:
+    """Queue shares hold across schedulers: ``caldera-b``'s running pod holds 1 of the queue's
+    2 cpus, so of this instance's two pods one is placed."""
+    objects: list[Obj] = [
+        queue("q", capability={"cpu": "2"}),
+        node("a", cpu="8"),
+        podgroup("theirs", queue="q", phase="Running"),
+        pod("theirs-0", group="theirs", node_name="a", scheduler="caldera-b"),
+        podgroup("mine", queue="q", min_member=1, phase="Inqueue"),
+        *(pod(f"mine-{i}", group="mine", created=1.9e9 + i) for i in range(2)),
+    ]
+    result = session(objects, Scope())
+    assert list(placed(result)) == ["mine-0"]
+    assert {st.name for st in result.podgroups} == {"mine"}
+
+
+@pytest.mark.parametrize(
+    ("peers", "placed_here", "total_cpu"),
+    [
+        pytest.param(frozenset(), 2, 8.0, id="no peers: a bare pod of caldera-b only holds room"),
+        pytest.param(
+            frozenset({"caldera-b"}),
+            1,
+            16.0,
+            id="caldera-b a peer: its bare pod holds queue q, its node counts for deserved",
+        ),
+    ],
+)
+def test_peers_count_each_others_bare_pods_and_nodes_for_the_queues(
+    peers: frozenset[str], placed_here: int, total_cpu: float
+) -> None:
+    """``--node-selector role:train --peer-scheduler-name caldera-b``: the peer's running bare
+    pod on its own node (grouped as this instance groups its own) holds its queue's capability,
+    and the peer's node counts in the cluster's total."""
+    scope = Scope(parse_node_selector(["role:train"]), peers=peers)
+    in_q = {"scheduling.volcano.sh/queue-name": "q"}
+    objects: list[Obj] = [
+        queue("q", capability={"cpu": "2"}),
+        node("a", cpu="8", labels={"role": "train"}),
+        node("b", cpu="8", labels={"role": "infer"}),
+        pod("theirs", node_name="b", scheduler="caldera-b", annotations=in_q, uid="t"),
+        *(pod(f"mine-{i}", annotations=in_q, created=1.9e9 + i, uid=f"m{i}") for i in range(2)),
+    ]
+    assert len(placed(session(objects, scope))) == placed_here
+    snapshot, _ = build_snapshot(
+        state_of(objects),
+        scheduler_names=["volcano"],
+        now=2e9,
+        session_id="s",
+        bare_pods_in_memory=True,
+        scope=scope,
+    )
+    cpu = snapshot.space.index["cpu"]
+    assert snapshot.total_allocatable()[cpu] == total_cpu * 1000
+
+
+@pytest.mark.parametrize(
+    ("scope", "writes"),
+    [
+        pytest.param(Scope(), True, id="the whole cluster"),
+        pytest.param(Scope(frozenset({"role:train"})), False, id="a node selector, no peers"),
+        pytest.param(Scope(shard_mode="soft"), False, id="a NodeShard, no peers"),
+        pytest.param(
+            Scope(frozenset({"role:train"}), name="caldera-a", peers=frozenset({"caldera-b"})),
+            True,
+            id="peers: the name that sorts first writes",
+        ),
+        pytest.param(
+            Scope(shard_mode="hard", name="caldera-b", peers=frozenset({"caldera-a"})),
+            False,
+            id="peers: the others do not",
+        ),
+        pytest.param(
+            Scope(frozenset(), "caldera-1", ("caldera-0", "caldera-1")),
+            False,
+            id="a hash split: the replicas after the first do not",
+        ),
+    ],
+)
+def test_who_writes_the_queues_status(scope: Scope, writes: bool) -> None:
+    assert scope.writes_queues is writes

@@ -39,6 +39,7 @@ from caldera.framework.intents import CycleResult
 from caldera.model import Model
 from caldera.models.parse import ObjectError
 from caldera.operator.watch.assume import InFlight, changed_pods
+from caldera.sharding.scope import Scope
 from changes import Stream, differences, snapshot_view
 
 TIERS = """
@@ -69,6 +70,10 @@ tiers:
 ]
 
 
+PEERS = Scope(peers=frozenset({"peer"}))
+"""Pods of the scheduler ``peer`` count as its instance's; ``other``'s only as room held."""
+
+
 def fresh(
     state: ClusterState, bare: bool, managed: frozenset[str] = frozenset()
 ) -> tuple[Snapshot, list[ObjectError]]:
@@ -80,6 +85,7 @@ def fresh(
         memo=BuildMemo(),
         bare_pods_in_memory=bare,
         managed_resources=managed,
+        scope=PEERS,
     )
 
 
@@ -100,6 +106,7 @@ def new_model(bare: bool, every: int = 0) -> Model:
         default_queue="default",
         bare_pods_in_memory=bare,
         full_rebuild_every=every,
+        scope=PEERS,
     )
 
 
@@ -108,7 +115,7 @@ def new_model(bare: bool, every: int = 0) -> Model:
 def test_the_models_snapshot_and_decisions_equal_a_fresh_builds_at_every_session(
     seed: int, bare: bool
 ) -> None:
-    stream = Stream(seed, uids=True, in_place=True)
+    stream = Stream(seed, uids=True, in_place=True, others=True)
     rng = random.Random(seed)
     model = new_model(bare)
     evicting: list[str] = []

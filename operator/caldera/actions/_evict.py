@@ -183,8 +183,13 @@ class VictimTable:
 
     def __init__(self, ssn: Session) -> None:
         tasks: list[Task] = []
+        jobs = ssn.jobs
         for row_tasks in ssn.nodes.tasks:
-            tasks.extend(t for t in row_tasks.values() if t.status in _VICTIM_STATUSES)
+            tasks.extend(
+                t
+                for t in row_tasks.values()
+                if t.status in _VICTIM_STATUSES and not (t.job in jobs and jobs[t.job].foreign)
+            )  # another instance's pods are its to evict
         self.tasks = tasks
         self.index = {t.uid: i for i, t in enumerate(tasks)}
         queues = sorted({ssn.jobs[t.job].queue for t in tasks if t.job in ssn.jobs})

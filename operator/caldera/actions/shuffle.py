@@ -26,7 +26,12 @@ class ShuffleAction(Action[NoArgs]):
     def execute(self, ssn: Session) -> None:
         if not ssn.victim_tasks_point:
             return
-        running = [task for job in ssn.jobs.values() for task in job.tasks_in(TaskStatus.RUNNING)]
+        running = [  # another instance's jobs are its to move
+            task
+            for job in ssn.jobs.values()
+            if not job.foreign
+            for task in job.tasks_in(TaskStatus.RUNNING)
+        ]
         victims = ssn.victim_tasks(running)
         if not victims:
             return

@@ -8,7 +8,7 @@ earlier builds made from the same object versions (:mod:`caldera.cache.memo`,
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from caldera.api.hypernode import HyperNodeTree
@@ -21,6 +21,7 @@ from caldera.cache.converters import engine_queue, node_base
 from caldera.cache.groups import (
     VOLCANO_PODGROUPS,
     WORKLOAD_PODGROUPS,
+    group_ref,
     workload_group_of,
     workload_key,
 )
@@ -96,6 +97,19 @@ class Builder:
             return True
         return self.scope.owns(meta.name, [o.name for o in meta.owner_references])
 
+    def foreign(self, key: str, spec: PodGroup | Group, named_by: Collection[str]) -> bool:
+        """Job ``key`` (of ``spec``, named by the pods ``named_by``) is another instance's: the
+        hash ring gives it another replica, its pods are a peer's (:attr:`Group.foreign`), or
+        pods name it and none is ours (another scheduler's PodGroup, whose status that
+        scheduler writes). A group no pod names yet is anyone's to admit."""
+        if isinstance(spec, Group) and not spec.workload:
+            return spec.foreign
+        if isinstance(spec, PodGroup) and not self.owns(spec.metadata):
+            return True
+        pods, names = self.state.pods, self.scheduler_names
+        named = [pods[k] for k in named_by if k in pods]
+        return bool(named) and not any(p.spec.scheduler_name in names for p in named)
+
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
 
@@ -145,7 +159,9 @@ class Builder:
             out[name] = engine_queue(space, name, q)
         return out
 
-    def job(self, space: ResourceSpace, key: str, pg: PodGroup, prio: Priorities) -> Job:
+    def job(
+        self, space: ResourceSpace, key: str, pg: PodGroup, prio: Priorities, foreign: bool
+    ) -> Job:
         spec, meta = pg.spec, pg.metadata
         return Job(
             uid=key,
@@ -166,7 +182,7 @@ class Builder:
             api_status=pg.status,
             network_topology=spec.network_topology,
             min_resource_list=spec.min_resources,
-            foreign=not self.owns(meta),
+            foreign=foreign,
         )
 
     def task(self, space: ResourceSpace, key: str, pod: Pod, job: str, prio: Priorities) -> Task:
@@ -215,10 +231,12 @@ class Builder:
         known: dict[str, PodGroup | Group],
         queues: dict[str, Queue],
         prio: Priorities,
+        foreign: bool,
     ) -> tuple[str, str, Group | None]:
         """(the key of the bare pod's in-memory group, the key if the pod may join it else "",
         the group's description if the pod is its first): the group is described on its first
-        pod, which reports why the pod must wait when it cannot be made."""
+        pod, which reports why the pod must wait when it cannot be made; ``foreign``: the pod
+        is another instance's, counted, never placed (:attr:`Group.foreign`)."""
         group = self.memo.implicit(entry, space)
         key = group.key
         if key in known:
@@ -250,6 +268,7 @@ class Builder:
             and spec.min_member == min_member
             and spec.queue == queue
             and spec.priority == priority
+            and spec.foreign == foreign
         ):  # the same object as last time while it is the same group: kept jobs compare fast
             spec = entry.group = Group(
                 group,
@@ -258,6 +277,7 @@ class Builder:
                 priority,
                 pod.metadata.namespace,
                 pod.metadata.creation_timestamp or 0.0,
+                foreign=foreign,
             )
         return key, key, spec
 
@@ -309,10 +329,24 @@ class Builder:
             return outcome(GONE)
         job_key = ""
         why = ""
-        ours = spec.scheduler_name in self.scheduler_names
-        if ours and not node_name and not self.owns(pod.metadata):
-            return outcome(SKIP)  # another instance's to place; placed, it counts for its queue
-        if ours:
+        name = spec.scheduler_name
+        ours = name in self.scheduler_names
+        mine = ours and self.owns(pod.metadata)
+        if not mine and not node_name:
+            return outcome(SKIP)  # another's to place; placed, it counts for its queue
+        if not mine:  # placed by another scheduler or instance: counted in its group, quietly
+            job_key = group_ref(pod)
+            if job_key and not pod.metadata.annotations.get(GROUP_NAME_ANNOTATION):
+                group, joins = job_key, job_key in known  # a Kubernetes PodGroup's
+            if not job_key and self.bare_pods_in_memory and (ours or name in self.scope.peers):
+                group, job_key, first = self.implicit_job(
+                    space, key, entry, known, queues, prio, True
+                )
+                joins = bool(job_key) and first is None
+                del self.problems[seen:]  # the pod's own scheduler tells of them
+            elif job_key not in known:
+                job_key = ""
+        elif ours:
             pg_name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
             if pg_name:
                 job_key = f"{pod.metadata.namespace}/{pg_name}"
@@ -341,7 +375,9 @@ class Builder:
                     self.problem("Pod", key, f"spec.schedulingGroup.podGroupName: {why}")
                     job_key = ""
             elif self.bare_pods_in_memory:
-                group, job_key, first = self.implicit_job(space, key, entry, known, queues, prio)
+                group, job_key, first = self.implicit_job(
+                    space, key, entry, known, queues, prio, False
+                )
                 joins = bool(job_key) and first is None
                 if not job_key and len(self.problems) > seen:
                     why = self.problems[-1].message
@@ -371,25 +407,28 @@ class Builder:
         spec: PodGroup | Group,
         members: Members,
         prio: Priorities,
+        named_by: Collection[str],
     ) -> Job:
-        """Job ``key`` with its member pods' tasks: the last build's when nothing about it
-        changed (see :mod:`caldera.cache.kept`)."""
+        """Job ``key`` with its member pods' tasks (``named_by``: the pods that name its group,
+        see :meth:`foreign`): the last build's when nothing about it changed (see
+        :mod:`caldera.cache.kept`)."""
         kept = self.memo.kept
         source: Hashable
         conditions: Sequence[PodGroupCondition]
+        foreign = self.foreign(key, spec, named_by)
         if isinstance(spec, Group):
-            source, phase, conditions = spec, "Pending", ()
+            source, phase, conditions = (spec, foreign), "Pending", ()
         else:
-            source = (spec, prio.of(spec.spec.priority_class_name))
+            source = (spec, prio.of(spec.spec.priority_class_name), foreign)
             phase, conditions = spec.status.phase or "Pending", spec.status.conditions
         job = kept.take(key, source, members.pods, phase, conditions)
         if job is not None:
             return job
-        job = (
-            self.group_job(space, key, spec)
-            if isinstance(spec, Group)
-            else self.job(space, key, spec, prio)
-        )
+        if isinstance(spec, Group):
+            job = self.group_job(space, key, spec)
+            job.foreign = foreign
+        else:
+            job = self.job(space, key, spec, prio, foreign)
         for pod_key, pod in zip(members.keys, members.pods, strict=True):
             job.add_task(self.task(space, pod_key, pod, key, prio))
         kept.keep(key, source, members.pods, job)

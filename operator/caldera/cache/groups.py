@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from caldera.models.core import Pod
 from caldera.models.kinds import KINDS
+from caldera.models.volcano import GROUP_NAME_ANNOTATION
 
 __all__ = [
     "VOLCANO_PODGROUPS",
     "WORKLOAD_PODGROUPS",
     "group_label",
+    "group_ref",
     "workload_group_of",
     "workload_key",
 ]
@@ -48,3 +50,13 @@ def workload_group_of(pod: Pod) -> str:
     if joined is None or not joined.pod_group_name:
         return ""
     return f"{pod.metadata.namespace}/{joined.pod_group_name}"
+
+
+def group_ref(pod: Pod) -> str:
+    """The job key of the group ``pod`` names, a PodGroup by annotation or a Kubernetes PodGroup
+    (``spec.schedulingGroup``), whoever schedules it; "" for a bare pod."""
+    name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
+    if name:
+        return f"{pod.metadata.namespace}/{name}"
+    workload = workload_group_of(pod)
+    return workload_key(workload) if workload else ""

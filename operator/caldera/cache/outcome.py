@@ -106,3 +106,6 @@ class Group:
     creation: float
     workload: bool = False
     """A Kubernetes PodGroup (``scheduling.k8s.io``) rather than bare pods."""
+    foreign: bool = False
+    """Bare pods another instance placed (a peer's, or another replica's in a hash split):
+    counted for their queue, never placed here."""

@@ -28,7 +28,7 @@ from caldera.api.snapshot import NAMESPACE_NAME_LABEL, Snapshot
 from caldera.api.task import Task
 from caldera.cache.builder import Builder, Priorities, is_bare
 from caldera.cache.derived import quota_statuses, quotas, spread_owners
-from caldera.cache.groups import workload_key
+from caldera.cache.groups import group_ref, workload_key
 from caldera.cache.memo import BuildMemo, PodEntry, stable_uid
 from caldera.cache.outcome import GONE, HELD, NO_MEMBERS, SKIP, Group, Members, Outcome
 from caldera.cache.state import ClusterState
@@ -175,7 +175,11 @@ def build_with_parts(
     order."""
     entries = memo.entries
     problems = b.problems
+    refs: dict[str, list[str]] = {}
+    """Job key → the pods that name its group (:meth:`Builder.foreign`)."""
     for key, pod in sorted(state.pods.items()):
+        if ref := group_ref(pod):
+            refs.setdefault(ref, []).append(key)
         entry = entries[key]
         out = pre.kept_outcome(entry)
         if out is not None:
@@ -209,7 +213,7 @@ def build_with_parts(
             on_nodes.append((job_key, key, out.row, out.uid))
 
     jobs = {
-        key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), pre.prio)
+        key: b.kept_job(space, key, spec, members.get(key, NO_MEMBERS), pre.prio, refs.get(key, ()))
         for key, spec in known.items()
     }
     memo.kept.keep_only(jobs)

@@ -28,6 +28,7 @@ from caldera.api.job import Job
 from caldera.api.jobtable import SettledJobs, is_settled, partition, unsettle
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
+from caldera.cache.groups import group_ref
 from caldera.cache.kept import same_parts
 from caldera.cache.memo import BuildMemo
 from caldera.cache.outcome import (
@@ -55,7 +56,7 @@ from caldera.cache.topology import assign_subgroups
 from caldera.model.accounts import Accounts
 from caldera.models.core import Pod
 from caldera.models.parse import ObjectError
-from caldera.models.volcano import GROUP_NAME_ANNOTATION, PodGroup
+from caldera.models.volcano import PodGroup
 from caldera.sharding.scope import WHOLE_CLUSTER, Scope
 
 __all__ = ["FULL_REBUILD_EVERY", "Model"]
@@ -97,12 +98,9 @@ class _Kept:
     """PodGroup key → the pods that name it (whether it exists or not)."""
     ref_of: dict[str, str]
     """Pod → the PodGroup it names."""
-
-
-def _names(key: str, pod: Pod) -> str:
-    """The key of the PodGroup pod ``key`` names in its annotation ("" if none)."""
-    name = pod.metadata.annotations.get(GROUP_NAME_ANNOTATION)
-    return f"{pod.metadata.namespace}/{name}" if name else ""
+    grouped: dict[str, set[str]]
+    """In-memory group → its bare pods, members or not (one that could not describe it while
+    it was the first may join once another pod does)."""
 
 
 class Model:
@@ -176,7 +174,9 @@ class Model:
         """Make ahead, in the memo, what a build makes of each of ``pods`` alone (``state``
         gives the resource names of the nodes, PodGroups and queues): while the pods are still
         being listed, so the first build finds it made."""
-        grouped = self.scheduler_names if self.bare_pods_in_memory else frozenset()
+        grouped = (
+            self.scheduler_names | self.scope.peers if self.bare_pods_in_memory else frozenset()
+        )
         prepare_pods(state, pods, self.memo, managed_resources, grouped)
 
     # -- from nothing -------------------------------------------------------------------------
@@ -203,10 +203,14 @@ class Model:
             scope=self.scope,
         )
         pre = parts.pre
-        ref_of = {key: ref for key, pod in state.pods.items() if (ref := _names(key, pod))}
+        ref_of = {key: ref for key, pod in state.pods.items() if (ref := group_ref(pod))}
         refs: dict[str, set[str]] = {}
         for key, ref in ref_of.items():
             refs.setdefault(ref, set()).add(key)
+        grouped: dict[str, set[str]] = {}
+        for key, entry in self.memo.entries.items():
+            if isinstance(out := entry.outcome, Outcome) and out.group:
+                grouped.setdefault(out.group, set()).add(key)
         active, settled = partition(pre.space, snapshot.jobs)
         implicit = {k for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
         self._kept = _Kept(
@@ -231,6 +235,7 @@ class Model:
             accounts=Accounts(snapshot.nodes),
             podgroups=dict(state.podgroups),
             refs=refs,
+            grouped=grouped,
             ref_of=ref_of,
         )
         snapshot.active, snapshot.settled = dict(active), settled
@@ -273,14 +278,19 @@ class Model:
             return None
         self.last_build = "changes"
         kept.accounts.reallocate(pre.table.allocatable)  # a node changed in place, maybe
+        renamed: set[str] = set()
+        """Groups whose naming pods changed: whose they are may have changed (a pod of another
+        scheduler that waits is in no job, yet makes its group another's)."""
         for key in changed:
             old_ref = kept.ref_of.pop(key, "")
             if old_ref:
+                renamed.add(old_ref)
                 kept.refs[old_ref].discard(key)
                 if not kept.refs[old_ref]:
                     del kept.refs[old_ref]
             pod = state.pods.get(key)
-            if pod is not None and (ref := _names(key, pod)):
+            if pod is not None and (ref := group_ref(pod)):
+                renamed.add(ref)
                 kept.ref_of[key] = ref
                 kept.refs.setdefault(ref, set()).add(key)
         b = pre.builder
@@ -297,6 +307,7 @@ class Model:
             affected.add(key)
         kept.others = set(pre.known)
         pre.known = known
+        affected.update(renamed & known.keys())
         prelude_problems = list(b.problems)
         for key, out in before.items():
             self._take_out(kept, key, out, affected)
@@ -316,11 +327,11 @@ class Model:
         for group in sorted(replay):
             kept.implicit.discard(group)
             known.pop(group, None)
-            old = kept.members.pop(group, None)
-            members = set(old.keys if old is not None else ())
+            kept.members.pop(group, None)
+            members = set(kept.grouped.get(group, ()))
             for key in members - changed:
                 last = entries[key].outcome
-                assert isinstance(last, Outcome)  # a member: its outcome made it one
+                assert isinstance(last, Outcome)  # in the group: its outcome put it there
                 self._take_out(kept, key, last, affected)
             members.update(changed_in.get(group, ()))
             for key in sorted(members):
@@ -369,6 +380,10 @@ class Model:
     @staticmethod
     def _take_out(kept: _Kept, key: str, out: Outcome, affected: set[str]) -> None:
         """Forget what pod ``key`` gave the model with outcome ``out``."""
+        if out.group and (grouped := kept.grouped.get(out.group)) is not None:
+            grouped.discard(key)
+            if not grouped:
+                del kept.grouped[out.group]
         kept.gone.pop(key, None)
         kept.held.pop(key, None)
         kept.problems.pop(key, None)
@@ -388,6 +403,8 @@ class Model:
     ) -> None:
         """Add what pod ``key`` gives the model with outcome ``out``."""
         pod = pre.builder.state.pods[key]
+        if out.group:
+            kept.grouped.setdefault(out.group, set()).add(key)
         if out.problems:
             kept.problems[key] = out.problems
         if pod.status.resource_claim_statuses:
@@ -418,7 +435,11 @@ class Model:
         spec = pre.known.get(key)
         members = kept.members.get(key, NO_MEMBERS)
         job = (
-            None if spec is None else pre.builder.kept_job(pre.space, key, spec, members, pre.prio)
+            None
+            if spec is None
+            else pre.builder.kept_job(
+                pre.space, key, spec, members, pre.prio, kept.refs.get(key, ())
+            )
         )
         if old is not None:
             if key in kept.settled:

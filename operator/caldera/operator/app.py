@@ -277,6 +277,12 @@ async def _start(runtime: Runtime) -> None:
         s.full_rebuild_every,
         runtime.scope,
     )
+    if not (runtime.scope.writes_queues or runtime.scope.counts_others):
+        log.info(
+            "queues' status not written: this instance sees only its own part of the cluster "
+            "(--node-selector or --scheduler-sharding-mode); --peer-scheduler-name naming the "
+            "other instances' schedulers makes queue shares cluster-wide"
+        )
     # the worker process loads the plugins from entry points, so a registry built in code
     # (tests, embedding) keeps sessions in a thread of this process
     worker = SessionWorker(config) if s.session_process and not runtime.own_registry else None

@@ -35,6 +35,13 @@ class Settings:
     """Place pods only on nodes carrying one of these labels, key:value (repeatable, or
     comma-separated), as Volcano's --node-selector: several schedulers each own a set of nodes.
     The other nodes' pods still count for their queues."""
+    peer_scheduler_names: list[str] = field(default_factory=list)
+    """The schedulerName of each other instance that shares this cluster's queues, when they
+    each have their own (--node-selector or NodeShards; repeatable, or comma-separated): their
+    running jobs count for the queues here, and so do the nodes outside --node-selector, so a
+    queue's capability and deserved hold for the whole cluster; of the instances, the one whose
+    name sorts first writes the queues' status. Without it each instance counts only its own
+    pods and none writes the queues' status."""
     scheduler_conf: str | None = None
     """Policy file in volcano-scheduler.conf format, reloaded when it changes (default: Volcano's
     built-in policy)."""
@@ -132,12 +139,29 @@ class Settings:
         """This instance's share of the cluster: ``--node-selector``, and Volcano's hash split
         from the environment (``getMultiSchedulerInfo``: ``MULTI_SCHEDULER_ENABLE=true``,
         ``SCHEDULER_NUM``, ``SCHEDULER_POD_NAME``; a number that does not parse is 1). Raises
-        ValueError for a pod name without the StatefulSet's ``-<ordinal>``."""
+        ValueError for a pod name without the StatefulSet's ``-<ordinal>``, or for a peer
+        scheduler name that is also this instance's."""
         env = os.environ if environ is None else environ
         selector = parse_node_selector(
             part for entry in self.node_selector for part in entry.split(",")
         )
-        sharding = (self.scheduler_sharding_mode, self.scheduler_sharding_name)
+        peers = frozenset(
+            name.strip()
+            for entry in self.peer_scheduler_names
+            for name in entry.split(",")
+            if name.strip()
+        )
+        if mine := sorted(peers & set(self.scheduler_names)):
+            raise ValueError(
+                f"--peer-scheduler-name {mine[0]}: this instance's own --scheduler-name; name "
+                "only the other instances' schedulers"
+            )
+        sharding = (
+            self.scheduler_sharding_mode,
+            self.scheduler_sharding_name,
+            self.scheduler_names[0],
+            peers,
+        )
         if env.get("MULTI_SCHEDULER_ENABLE") != "true":
             return Scope(selector, "", (), *sharding)
         me = env.get("SCHEDULER_POD_NAME", "")
@@ -155,6 +179,7 @@ class Settings:
 
 FLAG_NAMES = {
     "scheduler_names": "--scheduler-name",
+    "peer_scheduler_names": "--peer-scheduler-name",
     "lease_duration": "--leader-elect-lease-duration",
     "renew_deadline": "--leader-elect-renew-deadline",
     "retry_period": "--leader-elect-retry-period",

@@ -10,9 +10,15 @@ Two of Volcano's ways, as its scheduler cache applies them (``pkg/scheduler/cach
   hash ring (:mod:`~caldera.sharding.ring`) gives it.
 
 A node outside the scope is left out of the session's node table, as a node that is not Ready
-is: nothing is placed there, but the pods running on it still count for their queues, so queue
-shares hold for the whole cluster. A pod or PodGroup outside the scope is another instance's: its
-running pods count, and this instance neither places it nor writes its status.
+is: nothing is placed there, but the pods running on it still count for their queues. A pod or
+PodGroup outside the scope is another instance's: its running pods count, and this instance
+neither places it nor writes its status.
+
+Instances with scheduler names of their own (node selectors, NodeShards) name each other as
+*peers* (``--peer-scheduler-name``): each then counts the peers' running jobs (their bare pods
+grouped as its own are) and, with a node selector, the capacity of the nodes outside it, so a
+queue's ``capability`` and ``deserved`` hold for the cluster; the instance whose name sorts
+first writes the queues' status.
 """
 
 from __future__ import annotations
@@ -59,6 +65,11 @@ class Scope:
     (:mod:`caldera.sharding.shard`)."""
     shard_name: str = "volcano"
     """``--scheduler-sharding-name``: the NodeShard this instance follows."""
+    name: str = "volcano"
+    """This instance's (first) scheduler name."""
+    peers: frozenset[str] = frozenset()
+    """``--peer-scheduler-name``: the scheduler names of the other instances that share the
+    queues."""
 
     @property
     def whole(self) -> bool:
@@ -66,18 +77,23 @@ class Scope:
 
     @property
     def counts_others(self) -> bool:
-        """The instance counts the other instances' jobs and nodes for the queues (a hash split:
-        every instance has the same scheduler names), so ``capability`` and ``deserved`` hold
-        for the cluster; it still places only its own jobs on its own nodes."""
-        return bool(self.members)
+        """The instance counts the other instances' jobs and nodes for the queues (a hash split,
+        whose instances share their scheduler names, or named peers), so ``capability`` and
+        ``deserved`` hold for the cluster; it still places only its own jobs on its own
+        nodes."""
+        return bool(self.members or self.peers)
 
     @property
     def writes_queues(self) -> bool:
-        """This instance writes the queues' status: it sees every queue's whole use (the first
-        replica of a hash split, or an instance with the whole cluster)."""
-        if self.node_selector:
+        """This instance writes the queues' status: it sees every queue's whole use and is the
+        first to (the first replica of a hash split; of peers, the one whose name sorts first).
+        An instance that shares the cluster with schedulers it does not count (a node selector
+        or a NodeShard and no peers named) sees only its own part: it writes none."""
+        if self.members and self.me != self.members[0]:
             return False
-        return not self.members or self.me == self.members[0]
+        if self.peers:
+            return all(self.name < peer for peer in self.peers)
+        return not self.node_selector and self.shard_mode == NONE
 
     def _mine(self, key: str) -> bool:
         return not self.members or _ring(self.members).get(key) == self.me
