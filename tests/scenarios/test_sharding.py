@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from builders import REGISTRY, Obj, node, pod, podgroup, policy, queue, state_of
+from caldera.api.snapshot import Snapshot
 from caldera.cache.snapshot import build_snapshot
 from caldera.framework.cycle import run_cycle
 from caldera.framework.intents import CycleResult
@@ -18,19 +19,24 @@ from caldera.models.shard import NodeShard
 from caldera.sharding.ring import statefulset_members
 from caldera.sharding.scope import Scope, parse_node_selector
 
+POLICY = policy(None, REGISTRY)
 
-def session(objects: Sequence[Obj], scope: Scope) -> CycleResult:
-    pol = policy(None, REGISTRY)
+
+def snapshot_of(objects: Sequence[Obj], scope: Scope) -> Snapshot:
     snapshot, _ = build_snapshot(
         state_of(objects),
         scheduler_names=["volcano"],
         now=2e9,
         session_id="s",
         bare_pods_in_memory=True,
-        managed_resources=pol.managed_resources,
+        managed_resources=POLICY.managed_resources,
         scope=scope,
     )
-    return run_cycle(snapshot, pol, REGISTRY)
+    return snapshot
+
+
+def session(objects: Sequence[Obj], scope: Scope) -> CycleResult:
+    return run_cycle(snapshot_of(objects, scope), POLICY, REGISTRY)
 
 
 def placed(result: CycleResult) -> dict[str, str]:
@@ -247,14 +253,7 @@ def test_peers_count_each_others_bare_pods_and_nodes_for_the_queues(
         *(pod(f"mine-{i}", annotations=in_q, created=1.9e9 + i, uid=f"m{i}") for i in range(2)),
     ]
     assert len(placed(session(objects, scope))) == placed_here
-    snapshot, _ = build_snapshot(
-        state_of(objects),
-        scheduler_names=["volcano"],
-        now=2e9,
-        session_id="s",
-        bare_pods_in_memory=True,
-        scope=scope,
-    )
+    snapshot = snapshot_of(objects, scope)
     cpu = snapshot.space.index["cpu"]
     assert snapshot.total_allocatable()[cpu] == total_cpu * 1000
 
