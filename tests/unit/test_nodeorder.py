@@ -17,7 +17,7 @@ bytes, all integer):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,7 @@ from caldera.api.resources import PODS, ResourceSpace
 from caldera.api.task import TaskStatus
 from caldera.plugins.nodeorder.resources import (
     GPU,
+    Scorer,
     balanced_resource,
     least_requested,
     most_requested,
@@ -70,10 +71,20 @@ GPU_SPACE = ResourceSpace([GPU])
 ROW = np.array([0], dtype=np.intp)
 
 
+def least(table: NodeTable, space: ResourceSpace) -> Scorer:
+    return least_requested(table)
+
+
+def most(table: NodeTable, space: ResourceSpace) -> Scorer:
+    return most_requested(table)
+
+
 @pytest.mark.parametrize(
-    ("allocatable", "placed", "asked", "expected"),
+    ("scorer", "space", "allocatable", "placed", "asked", "expected"),
     [
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "1", "memory": "2Gi"}],
             {"cpu": "1", "memory": "1Gi"},
@@ -82,6 +93,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: per-resource integer scores averaged with integer division",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "3", "memory": "5Gi"},
             [],
             {"cpu": "1", "memory": "1Gi"},
@@ -90,6 +103,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: integer division at each step",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "3", "memory": "7Gi"},
             [{"cpu": "1", "memory": "1Gi"}],
             {"cpu": "500m", "memory": "1Gi"},
@@ -98,6 +113,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: odd sums round down",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "1", "memory": "1000Mi"},
             [],
             {},
@@ -106,6 +123,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: a pod without requests counts 100m and 200Mi",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "1", "memory": "1000Mi"},
             [{}],
             {"cpu": "100m", "memory": "200Mi"},
@@ -114,6 +133,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: placed pods without requests count the defaults too",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "1", "memory": "8Gi"},
             [{"cpu": "500m"}],
             {"cpu": "1", "memory": "4Gi"},
@@ -123,6 +144,8 @@ ROW = np.array([0], dtype=np.intp)
             id="least: a request above capacity scores 0 for that resource",
         ),
         pytest.param(
+            least,
+            SPACE,
             {"cpu": "4", "memory": "0"},
             [],
             {"cpu": "1", "memory": "1Gi"},
@@ -130,23 +153,9 @@ ROW = np.array([0], dtype=np.intp)
             75,
             id="least: a node without memory is scored on cpu alone",
         ),
-    ],
-)
-def test_least_requested(
-    allocatable: dict[str, str],
-    placed: list[dict[str, str]],
-    asked: dict[str, str],
-    expected: int,
-) -> None:
-    table = one_node(SPACE, allocatable, placed)
-    task = engine_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
-    assert least_requested(table)(task, ROW).tolist() == [expected]
-
-
-@pytest.mark.parametrize(
-    ("allocatable", "placed", "asked", "expected"),
-    [
         pytest.param(
+            most,
+            SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "1", "memory": "2Gi"}],
             {"cpu": "1", "memory": "1Gi"},
@@ -155,6 +164,8 @@ def test_least_requested(
             id="most: per-resource integer scores averaged with integer division",
         ),
         pytest.param(
+            most,
+            SPACE,
             {"cpu": "3", "memory": "7Gi"},
             [{"cpu": "1", "memory": "1Gi"}],
             {"cpu": "500m", "memory": "1Gi"},
@@ -163,6 +174,8 @@ def test_least_requested(
             id="most: integer division at each step",
         ),
         pytest.param(
+            most,
+            SPACE,
             {"cpu": "1", "memory": "1000Mi"},
             [{"cpu": "1", "memory": "900Mi"}],
             {},
@@ -171,29 +184,16 @@ def test_least_requested(
             id="most: requested is capped at capacity",
         ),
         pytest.param(
+            most,
+            SPACE,
             {"cpu": "4", "memory": "0"},
             [],
             {"cpu": "1", "memory": "1Gi"},
             25,
             id="most: a node without memory is scored on cpu alone",
         ),
-    ],
-)
-def test_most_requested(
-    allocatable: dict[str, str],
-    placed: list[dict[str, str]],
-    asked: dict[str, str],
-    expected: int,
-) -> None:
-    table = one_node(SPACE, allocatable, placed)
-    task = engine_task(SPACE, "t", cpu=asked.get("cpu"), memory=asked.get("memory"))
-    assert most_requested(table)(task, ROW).tolist() == [expected]
-
-
-@pytest.mark.parametrize(
-    ("space", "allocatable", "placed", "asked", "expected"),
-    [
         pytest.param(
+            balanced_resource,
             SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "1", "memory": "2Gi"}],
@@ -204,6 +204,7 @@ def test_most_requested(
             id="balanced: two resources, std = |a − b| / 2, truncated",
         ),
         pytest.param(
+            balanced_resource,
             SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [],
@@ -213,6 +214,7 @@ def test_most_requested(
             id="balanced: actual requests, so a pod without requests changes nothing (75)",
         ),
         pytest.param(
+            balanced_resource,
             SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "4", "memory": "1Gi"}],
@@ -223,6 +225,7 @@ def test_most_requested(
             id="balanced: fractions are capped at 1",
         ),
         pytest.param(
+            balanced_resource,
             SPACE,
             {"cpu": "4", "memory": "0"},
             [],
@@ -231,6 +234,7 @@ def test_most_requested(
             id="balanced: a node without memory leaves one fraction, std 0 either way",
         ),
         pytest.param(
+            balanced_resource,
             GPU_SPACE,
             {"cpu": "4", "memory": "10Gi"},
             [],
@@ -242,6 +246,7 @@ def test_most_requested(
             id="balanced: two fractions left of three use kube's exact |a − b| / 2",
         ),
         pytest.param(
+            balanced_resource,
             GPU_SPACE,
             {"cpu": "4", "memory": "8Gi", GPU: "4"},
             [],
@@ -252,6 +257,7 @@ def test_most_requested(
             id="balanced: with a GPU request, the standard deviation of three fractions",
         ),
         pytest.param(
+            balanced_resource,
             GPU_SPACE,
             {"cpu": "4", "memory": "8Gi", GPU: "4"},
             [{"gpu": "2"}],
@@ -262,6 +268,7 @@ def test_most_requested(
             id="balanced: a GPU the pod does not request is left out",
         ),
         pytest.param(
+            balanced_resource,
             GPU_SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [],
@@ -270,6 +277,7 @@ def test_most_requested(
             id="balanced: a node without GPUs scores on cpu and memory",
         ),
         pytest.param(
+            balanced_resource,
             SPACE,
             {"cpu": "4", "memory": "8Gi"},
             [{"cpu": "2", "memory": "0"}],
@@ -281,7 +289,8 @@ def test_most_requested(
         ),
     ],
 )
-def test_balanced_resource(
+def test_each_scorer_scores_one_node_with_kube_schedulers_integer_arithmetic(
+    scorer: Callable[[NodeTable, ResourceSpace], Scorer],
     space: ResourceSpace,
     allocatable: dict[str, str],
     placed: list[dict[str, str]],
@@ -292,7 +301,7 @@ def test_balanced_resource(
     task = engine_task(
         space, "t", cpu=asked.get("cpu"), memory=asked.get("memory"), gpu=asked.get("gpu")
     )
-    assert balanced_resource(table, space)(task, ROW).tolist() == [expected]
+    assert scorer(table, space)(task, ROW).tolist() == [expected]
 
 
 def test_scorers_are_vectorised_over_the_candidate_rows() -> None:
