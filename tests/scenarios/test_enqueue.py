@@ -56,22 +56,57 @@ def test_a_job_without_min_resources_is_always_admitted(
     assert binds(sim) == {}
 
 
-def test_a_job_without_min_resources_is_admitted_when_the_cluster_is_fully_claimed() -> None:
-    sim = scenario(
-        [
-            node("n1", cpu="4"),
-            podgroup("first", min_resources={"cpu": "4"}, created=T0),
-            podgroup("free", created=T0 + 1),
-            podgroup("third", min_resources={"cpu": "1"}, created=T0 + 2),
-        ]
-    )
-    # 4 + 1 > 4 × 1.2: the third job is over; the one without minResources does not count.
-    assert phases(sim) == {
-        "default/first": "Inqueue",
-        "default/free": "Inqueue",
-        "default/third": "Pending",
-    }
-    assert events(sim) == [rejected("third")]
+@pytest.mark.parametrize(
+    ("objects", "phase", "rejected_jobs", "bound"),
+    [
+        pytest.param(
+            [
+                node("n1", cpu="4"),
+                podgroup("first", min_resources={"cpu": "4"}, created=T0),
+                podgroup("free", created=T0 + 1),
+                podgroup("third", min_resources={"cpu": "1"}, created=T0 + 2),
+            ],
+            {"default/first": "Inqueue", "default/free": "Inqueue", "default/third": "Pending"},
+            ["third"],
+            {},
+            # 4 + 1 > 4 × 1.2: the third job is over; the one without minResources does not count
+            id="a job without minResources is admitted when the cluster is fully claimed",
+        ),
+        pytest.param(
+            [
+                node("n1", cpu="4", memory="64Gi"),
+                podgroup("j1", min_resources={"cpu": "2"}, created=T0),
+                podgroup("j2", min_resources={"cpu": "2"}, created=T0 + 1),
+                podgroup("j3", min_resources={"cpu": "1"}, created=T0 + 2),
+            ],
+            {"default/j1": "Inqueue", "default/j2": "Inqueue", "default/j3": "Pending"},
+            ["j3"],
+            {},
+            # 2 + 2 = 4 ≤ 4.8; then 4 + 1 = 5 > 4.8
+            id="admitted jobs hold their minimum against later ones",
+        ),
+        pytest.param(
+            [
+                node("n1", cpu="4"),
+                podgroup("big", min_resources={"cpu": "100"}, created=T0),
+                pod("b", group="big"),
+                podgroup("small", min_resources={"cpu": "1"}, created=T0 + 1),
+                pod("s", group="small"),
+            ],
+            {"default/big": "Pending", "default/small": "Inqueue"},
+            ["big"],
+            {"default/s": "n1"},
+            id="a rejected job does not block a smaller one behind it",
+        ),
+    ],
+)
+def test_jobs_are_admitted_in_creation_order_while_their_minimums_fit_the_budget(
+    objects: list[Obj], phase: dict[str, str], rejected_jobs: list[str], bound: dict[str, str]
+) -> None:
+    sim = scenario(objects)
+    assert phases(sim) == phase
+    assert events(sim) == [rejected(name) for name in rejected_jobs]
+    assert binds(sim) == bound
 
 
 # -- overcommit factor -------------------------------------------------------------------------
@@ -107,24 +142,6 @@ def test_overcommit_factor_admits_or_rejects(
     assert binds(sim) == ({"default/a": "n1"} if admitted else {})
 
 
-def test_admitted_jobs_hold_their_minimum_against_later_ones() -> None:
-    sim = scenario(
-        [
-            node("n1", cpu="4", memory="64Gi"),
-            podgroup("j1", min_resources={"cpu": "2"}, created=T0),
-            podgroup("j2", min_resources={"cpu": "2"}, created=T0 + 1),
-            podgroup("j3", min_resources={"cpu": "1"}, created=T0 + 2),
-        ]
-    )
-    # 2 + 2 = 4 ≤ 4.8; then 4 + 1 = 5 > 4.8.
-    assert phases(sim) == {
-        "default/j1": "Inqueue",
-        "default/j2": "Inqueue",
-        "default/j3": "Pending",
-    }
-    assert events(sim) == [rejected("j3")]
-
-
 def test_a_rejected_job_stays_pending_and_is_rejected_again_every_cycle() -> None:
     sim = scenario(
         [node("n1", cpu="4"), podgroup("pg", min_resources={"cpu": "5"}), pod("a", group="pg")],
@@ -133,20 +150,6 @@ def test_a_rejected_job_stays_pending_and_is_rejected_again_every_cycle() -> Non
     assert binds(sim) == {}
     assert phases(sim) == {"default/pg": "Pending"}
     assert [events(sim, c) for c in range(3)] == [[rejected("pg")]] * 3
-
-
-def test_a_rejected_job_does_not_block_a_smaller_one_behind_it() -> None:
-    sim = scenario(
-        [
-            node("n1", cpu="4"),
-            podgroup("big", min_resources={"cpu": "100"}, created=T0),
-            pod("b", group="big"),
-            podgroup("small", min_resources={"cpu": "1"}, created=T0 + 1),
-            pod("s", group="small"),
-        ]
-    )
-    assert phases(sim) == {"default/big": "Pending", "default/small": "Inqueue"}
-    assert binds(sim) == {"default/s": "n1"}
 
 
 # -- order -------------------------------------------------------------------------------------
@@ -235,15 +238,22 @@ def pod_messages(sim: Simulation) -> dict[str, str]:
     return {c.name: c.message for c in sim.cycles[-1].result.pod_conditions}
 
 
+def gang_over_the_budget(pod_cpu: str) -> Simulation:
+    """Two pods of ``pod_cpu`` each in gang g on three 8-cpu nodes, its minResources (40 cpu)
+    beyond the overcommit budget (24 × 1.2 = 28.8 cpu)."""
+    return scenario(
+        [
+            *(node(f"n{i}", cpu="8") for i in range(3)),
+            podgroup("g", min_member=2, min_resources={"cpu": "40"}),
+            *(pod(f"g-{i}", group="g", cpu=pod_cpu) for i in range(2)),
+        ]
+    )
+
+
 def test_a_gang_no_node_could_ever_hold_says_insufficient_cpu_not_overused() -> None:
     # 10-cpu pods on 8-cpu nodes, and minResources beyond the overcommit budget too: the pod's
     # reason is the one that no quota change would cure
-    objs: list[Obj] = [
-        *(node(f"n{i}", cpu="8") for i in range(3)),
-        podgroup("g", min_member=2, min_resources={"cpu": "40"}),
-        *(pod(f"g-{i}", group="g", cpu="10") for i in range(2)),
-    ]
-    sim = scenario(objs)
+    sim = gang_over_the_budget(pod_cpu="10")
     assert pod_messages(sim) == dict.fromkeys(
         ("g-0", "g-1"), "0/3 nodes are available: 3 Insufficient cpu."
     )
@@ -255,12 +265,7 @@ def test_a_gang_no_node_could_ever_hold_says_insufficient_cpu_not_overused() -> 
 
 
 def test_a_gang_that_fits_the_nodes_but_not_the_budget_keeps_the_budget_reason() -> None:
-    objs: list[Obj] = [
-        *(node(f"n{i}", cpu="8") for i in range(3)),
-        podgroup("g", min_member=2, min_resources={"cpu": "40"}),
-        *(pod(f"g-{i}", group="g", cpu="4") for i in range(2)),
-    ]
-    sim = scenario(objs)
+    sim = gang_over_the_budget(pod_cpu="4")
     pg = summary(sim)["podGroups"]["default/g"]
     assert pg["conditions"][0]["message"].endswith(
         f"Origin reason is {OVERUSED_CPU} "
