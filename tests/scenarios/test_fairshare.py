@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from builders import Obj, binds, node, open_session, pod, podgroup, queue, scenario
 from caldera.actions._evict import turns_by_queue_share
 from caldera.simulate.runner import Simulation
@@ -58,64 +60,75 @@ def bound(sim: Simulation) -> list[str]:
     return sorted(binds(sim))
 
 
-def test_the_queue_with_the_lower_share_allocates_first() -> None:
-    sim = run(
-        queue("q-1"),
-        queue("q-2"),
-        group("pg-small-1", "q-1", running=True),
-        group("pg-large-1", "q-1"),
-        group("pg-large-2", "q-2"),
-        task("pod-small-1", "pg-small-1", "1", "1G", running=True),
-        task("pod-large-1", "pg-large-1", "2", "2G"),
-        task("pod-large-2", "pg-large-2", "3", "2G"),
-    )
-    # q-2 holds nothing and goes first; its 3 CPUs leave 1, too few for q-1's job
-    assert bound(sim) == [f"{NS}/pod-large-2"]
-
-
-def test_a_queue_pushed_back_after_a_job_is_ordered_by_its_new_share() -> None:
-    sim = run(
-        queue("q-1"),
-        queue("q-2"),
-        group("pg-small-1", "q-1", running=True),
-        group("pg-large-1", "q-1"),
-        group("pg-large-2", "q-2"),
-        group("pg-small-2", "q-2"),
-        task("pod-small-1", "pg-small-1", "1", "1G", running=True),
-        task("pod-large-1", "pg-large-1", "2", "2G"),
-        task("pod-large-2", "pg-large-2", "2", "2G"),
-        task("pod-small-2", "pg-small-2", "1", "1G"),
-    )
-    # q-2 (share 0) places pg-large-2 and its share passes q-1's, so q-1's large job goes next
-    # and takes the last 2 CPUs; with a share computed once, q-2 would have gone on to place
-    # pg-small-2 and left q-1's job without room
-    assert bound(sim) == [f"{NS}/pod-large-1", f"{NS}/pod-large-2"]
-
-
-def test_a_queue_whose_first_job_has_nothing_pending_goes_on_to_its_next_job() -> None:
-    sim = run(
-        queue("q-1"),
-        group("pg-1", "q-1", running=True),
-        group("pg-2", "q-1"),
-        task("pod-1", "pg-1", "1", "1G", running=True),
-        task("pod-2", "pg-2", "2", "2G"),
-    )
-    assert bound(sim) == [f"{NS}/pod-2"]
-
-
-def test_a_job_pushed_back_after_a_task_is_ordered_by_its_new_drf_share() -> None:
-    sim = run(
-        queue("q-1"),
-        group("pg-a", "q-1"),
-        group("pg-b", "q-1", running=True),
-        task("b-0", "pg-b", "1", "1G", running=True),
-        task("a-1", "pg-a", "2", "2G"),
-        task("a-2", "pg-a", "2", "2G"),
-        task("b-1", "pg-b", "2", "2G"),
-    )
-    # pg-a (share 0) places a-1 and is ready with a task left; pushed back with its share now
-    # (2/5) it comes after pg-b (1/5), which takes the last 2 CPUs before a-2 can
-    assert bound(sim) == [f"{NS}/a-1", f"{NS}/b-1"]
+@pytest.mark.parametrize(
+    ("objects", "placed"),
+    [
+        pytest.param(
+            [
+                queue("q-1"),
+                queue("q-2"),
+                group("pg-small-1", "q-1", running=True),
+                group("pg-large-1", "q-1"),
+                group("pg-large-2", "q-2"),
+                task("pod-small-1", "pg-small-1", "1", "1G", running=True),
+                task("pod-large-1", "pg-large-1", "2", "2G"),
+                task("pod-large-2", "pg-large-2", "3", "2G"),
+            ],
+            # q-2 holds nothing and goes first; its 3 CPUs leave 1, too few for q-1's job
+            ["pod-large-2"],
+            id="the queue with the lower share allocates first",
+        ),
+        pytest.param(
+            [
+                queue("q-1"),
+                queue("q-2"),
+                group("pg-small-1", "q-1", running=True),
+                group("pg-large-1", "q-1"),
+                group("pg-large-2", "q-2"),
+                group("pg-small-2", "q-2"),
+                task("pod-small-1", "pg-small-1", "1", "1G", running=True),
+                task("pod-large-1", "pg-large-1", "2", "2G"),
+                task("pod-large-2", "pg-large-2", "2", "2G"),
+                task("pod-small-2", "pg-small-2", "1", "1G"),
+            ],
+            # q-2 (share 0) places pg-large-2 and its share passes q-1's, so q-1's large job
+            # goes next and takes the last 2 CPUs; with a share computed once, q-2 would have
+            # gone on to place pg-small-2 and left q-1's job without room
+            ["pod-large-1", "pod-large-2"],
+            id="a queue pushed back after a job is ordered by its new share",
+        ),
+        pytest.param(
+            [
+                queue("q-1"),
+                group("pg-1", "q-1", running=True),
+                group("pg-2", "q-1"),
+                task("pod-1", "pg-1", "1", "1G", running=True),
+                task("pod-2", "pg-2", "2", "2G"),
+            ],
+            ["pod-2"],
+            id="a queue whose first job has nothing pending goes on to its next job",
+        ),
+        pytest.param(
+            [
+                queue("q-1"),
+                group("pg-a", "q-1"),
+                group("pg-b", "q-1", running=True),
+                task("b-0", "pg-b", "1", "1G", running=True),
+                task("a-1", "pg-a", "2", "2G"),
+                task("a-2", "pg-a", "2", "2G"),
+                task("b-1", "pg-b", "2", "2G"),
+            ],
+            # pg-a (share 0) places a-1 and is ready with a task left; pushed back with its
+            # share now (2/5) it comes after pg-b (1/5), which takes the last 2 CPUs before a-2
+            ["a-1", "b-1"],
+            id="a job pushed back after a task is ordered by its new drf share",
+        ),
+    ],
+)
+def test_allocate_reorders_queues_and_jobs_by_their_share_as_it_places(
+    objects: list[Obj], placed: list[str]
+) -> None:
+    assert bound(run(*objects)) == [f"{NS}/{name}" for name in placed]
 
 
 def test_reclaim_turns_put_a_queue_back_in_line_by_its_share_after_each_job() -> None:
