@@ -2,7 +2,8 @@
 
 ``caldera simulate`` runs the engine offline on manifests; ``caldera explain`` shows, for one
 pod, every node's filter verdicts and scores; with ``--kubeconfig`` both read a live cluster
-(read-only) instead. ``caldera run`` runs the scheduler against a cluster. Exit codes
+(read-only) instead. ``caldera run`` runs the scheduler against a cluster; ``caldera queue``
+lists, shows, opens and closes queues (:mod:`caldera.queues_cli`). Exit codes
 (:mod:`caldera.console`): 0 done (object problems are reported on stderr and the rest still
 runs), 1 ``--strict`` and a problem was reported, or the leader lost its lease, 2 a usage,
 policy, input or connection error (one line on stderr), 130 interrupted.
@@ -25,6 +26,7 @@ from caldera.errors import ConfigError
 from caldera.framework.duration import parse_go_duration
 from caldera.framework.policy import load_policy_file
 from caldera.framework.registry import Registry
+from caldera.queues_cli import add_queue, run_queue
 from caldera.sharding.shard import MODES as SHARDING_MODES
 from caldera.simulate.explain import ExplainError, explain
 from caldera.simulate.explain import to_json as explain_json
@@ -80,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_engine_options(ex, "YAML files, or - for stdin")
     _add_run(sub)
     _add_shard_controller(sub)
+    add_queue(sub, _add_live)
     return parser
 
 
@@ -419,7 +422,7 @@ def _command(argv: Sequence[str] | None) -> int:
     args, extra = parser.parse_known_args(argv)
     if (
         extra
-        and args.command in ("simulate", "explain")
+        and args.command in ("simulate", "explain", "queue")
         and not any(e.startswith("-") and e != "-" for e in extra)
     ):
         # MANIFEST... may follow options that follow the first positional (argparse stops
@@ -438,6 +441,8 @@ def _command(argv: Sequence[str] | None) -> int:
         return _run(args)
     if args.command == "shard-controller":
         return _shard_controller(args)
+    if args.command == "queue":
+        return run_queue(args)
     return console.USAGE  # pragma: no cover - argparse enforces the choices
 
 

@@ -107,10 +107,12 @@ async def read_cluster(
     page: int = 500,
     timeout: float = 30.0,
     named: Iterable[tuple[str, str]] = (),
+    only: Iterable[str] | None = None,
 ) -> Live:
-    """List every kind the scheduler reads, and the objects ``named`` (kind, ``namespace/name``:
-    the policy's :attr:`~caldera.framework.policy.Policy.read_objects`); raises
-    :class:`LiveError` when that cannot be done."""
+    """List every kind the scheduler reads (or the kinds ``only`` names: ``caldera queue``
+    needs two), and the objects ``named`` (kind, ``namespace/name``: the policy's
+    :attr:`~caldera.framework.policy.Policy.read_objects`); raises :class:`LiveError` when that
+    cannot be done."""
     try:
         cfg = await load_configuration(kubeconfig, context)
     except KubeconfigError as exc:
@@ -120,7 +122,8 @@ async def read_cluster(
     reader = ReadOnly(rest)
     try:
         await _reach(reader, server)
-        kinds = list(with_named(KINDS, named).values())
+        wanted = KINDS if only is None else {k: KINDS[k] for k in only}
+        kinds = list(with_named(wanted, named).values())
         replies = await asyncio.gather(
             *(_list_kind(reader, kind, page) for kind in kinds), return_exceptions=True
         )
