@@ -56,43 +56,108 @@ def test_multi_document_yaml(tmp_path: Path) -> None:
     assert loaded.state.pods["default/a"].spec.containers[0].resources.requests == {"cpu": 500.0}
 
 
-def test_kind_list_as_kubectl_get_prints_it(tmp_path: Path) -> None:
-    text = """\
-    apiVersion: v1
-    kind: List
-    metadata: {resourceVersion: ""}
-    items:
-    - apiVersion: v1
-      kind: Node
-      metadata: {name: n1}
-    - apiVersion: v1
-      kind: Pod
-      metadata: {name: a, namespace: ml}
-      spec: {containers: [{name: main}]}
-    """
-    loaded = load_manifests([write(tmp_path, "list.yaml", text)])
-    assert loaded.warnings == []
-    assert list(loaded.state.nodes) == ["n1"]
-    assert list(loaded.state.pods) == ["ml/a"]
-
-
-def test_a_typed_list_as_the_api_returns_it(tmp_path: Path) -> None:
-    text = """\
-    apiVersion: v1
-    kind: NodeList
-    items:
-    - {kind: Node, metadata: {name: n1}}
-    - {kind: Node, metadata: {name: n2}}
-    """
-    loaded = load_manifests([write(tmp_path, "nodes.yaml", text)])
-    assert loaded.warnings == []
-    assert sorted(loaded.state.nodes) == ["n1", "n2"]
-
-
-def test_an_empty_list_loads_nothing_quietly(tmp_path: Path) -> None:
-    loaded = load_manifests([write(tmp_path, "empty.yaml", "kind: List\nitems: []\n")])
-    assert loaded.warnings == []
-    assert loaded.state.pods == {}
+@pytest.mark.parametrize(
+    ("text", "warnings", "pods", "nodes"),
+    [
+        pytest.param(
+            """\
+            apiVersion: v1
+            kind: List
+            metadata: {resourceVersion: ""}
+            items:
+            - apiVersion: v1
+              kind: Node
+              metadata: {name: n1}
+            - apiVersion: v1
+              kind: Pod
+              metadata: {name: a, namespace: ml}
+              spec: {containers: [{name: main}]}
+            """,
+            [],
+            ["ml/a"],
+            ["n1"],
+            id="a kind List as kubectl get prints it",
+        ),
+        pytest.param(
+            """\
+            apiVersion: v1
+            kind: NodeList
+            items:
+            - {kind: Node, metadata: {name: n1}}
+            - {kind: Node, metadata: {name: n2}}
+            """,
+            [],
+            [],
+            ["n1", "n2"],
+            id="a typed list as the API returns it",
+        ),
+        pytest.param(
+            "kind: List\nitems: []\n", [], [], [], id="an empty list loads nothing quietly"
+        ),
+        pytest.param(
+            "---\n" + POD_A + "---\n---\n" + POD_B + "---\n",
+            [],
+            ["default/a", "default/b"],
+            [],
+            id="empty documents between objects are skipped",
+        ),
+        pytest.param(
+            docs("just a string\n", "[1, 2]\n", POD_A),
+            ["skipped a document that is not an object"] * 2,
+            ["default/a"],
+            [],
+            id="documents that are not objects are skipped with a warning",
+        ),
+        pytest.param(
+            docs("kind: List\nitems: 7\n", POD_A),
+            ["skipped a List whose items are not a list"],
+            ["default/a"],
+            [],
+            id="a List whose items are not a list is skipped with a warning",
+        ),
+        pytest.param(
+            docs(POD_A, "a: " + "[" * 5000),
+            ["invalid YAML: nested too deeply; rest of the file skipped"],
+            ["default/a"],
+            [],
+            id="YAML nested too deeply is reported, not raised",
+        ),
+        pytest.param(
+            docs(POD_A, POD_A.replace("name: a", "name: broken").replace("500m", "lots"), POD_B),
+            [
+                (
+                    "Pod default/broken: spec.containers[0].resources.requests: cpu: "
+                    "invalid quantity 'lots'; skipped"
+                )
+            ],
+            ["default/a", "default/b"],
+            [],
+            id="a malformed object is reported and the rest loads",
+        ),
+        pytest.param(
+            docs(POD_A, POD_A.replace("{name: a}", "{name: a, namespace: default}")),
+            ["Pod default/a appears twice; the last one is used"],
+            ["default/a"],
+            [],
+            id="a pod without namespace duplicates one in default",
+        ),
+        pytest.param(
+            docs(POD_A, POD_A.replace("{name: a}", "{name: a, namespace: ml}")),
+            [],
+            ["default/a", "ml/a"],
+            [],
+            id="the same name in different namespaces is not a duplicate",
+        ),
+    ],
+)
+def test_what_one_file_loads_and_what_it_warns_of(
+    tmp_path: Path, text: str, warnings: list[str], pods: list[str], nodes: list[str]
+) -> None:
+    path = write(tmp_path, "manifests.yaml", text)
+    loaded = load_manifests([path])
+    assert loaded.warnings == [f"{path}: {warning}" for warning in warnings]
+    assert sorted(loaded.state.pods) == pods
+    assert sorted(loaded.state.nodes) == nodes
 
 
 @pytest.mark.parametrize(
@@ -109,13 +174,6 @@ def test_empty_documents_are_skipped_quietly(tmp_path: Path, text: str) -> None:
     assert loaded.warnings == []
     assert loaded.state.pods == {}
     assert loaded.state.nodes == {}
-
-
-def test_empty_documents_between_objects_are_skipped(tmp_path: Path) -> None:
-    text = "---\n" + POD_A + "---\n---\n" + POD_B + "---\n"
-    loaded = load_manifests([write(tmp_path, "gaps.yaml", text)])
-    assert loaded.warnings == []
-    assert sorted(loaded.state.pods) == ["default/a", "default/b"]
 
 
 def test_a_directory_loads_its_yaml_files_in_name_order(tmp_path: Path) -> None:
@@ -174,13 +232,6 @@ def test_unknown_kinds_are_ignored_with_a_note_and_objects_without_kind_are_prob
     assert loaded.warnings == [
         f"{path}: skipped an object without kind kindless: kind must be a non-empty string"
     ]
-    assert list(loaded.state.pods) == ["default/a"]
-
-
-def test_documents_that_are_not_objects_are_skipped_with_a_warning(tmp_path: Path) -> None:
-    path = write(tmp_path, "odd.yaml", docs("just a string\n", "[1, 2]\n", POD_A))
-    loaded = load_manifests([path])
-    assert loaded.warnings == [f"{path}: skipped a document that is not an object"] * 2
     assert list(loaded.state.pods) == ["default/a"]
 
 
@@ -245,33 +296,6 @@ def test_a_file_that_is_not_text_is_an_error(tmp_path: Path, content: bytes, mes
     assert loaded.errors == [f"{binary}: {message}"]
 
 
-def test_a_list_whose_items_are_not_a_list_is_skipped_with_a_warning(tmp_path: Path) -> None:
-    path = write(tmp_path, "list.yaml", docs("kind: List\nitems: 7\n", POD_A))
-    loaded = load_manifests([path])
-    assert loaded.warnings == [f"{path}: skipped a List whose items are not a list"]
-    assert list(loaded.state.pods) == ["default/a"]
-
-
-def test_yaml_nested_too_deeply_is_reported_not_raised(tmp_path: Path) -> None:
-    path = write(tmp_path, "deep.yaml", docs(POD_A, "a: " + "[" * 5000))
-    loaded = load_manifests([path])
-    assert loaded.warnings == [f"{path}: invalid YAML: nested too deeply; rest of the file skipped"]
-    assert list(loaded.state.pods) == ["default/a"]
-
-
-def test_a_malformed_object_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
-    bad_pod = POD_A.replace("name: a", "name: broken").replace("500m", "lots")
-    path = write(tmp_path, "pods.yaml", docs(POD_A, bad_pod, POD_B))
-    loaded = load_manifests([path])
-    assert loaded.warnings == [
-        (
-            f"{path}: Pod default/broken: spec.containers[0].resources.requests: cpu: "
-            "invalid quantity 'lots'; skipped"
-        )
-    ]
-    assert sorted(loaded.state.pods) == ["default/a", "default/b"]
-
-
 def test_a_malformed_node_inside_a_list_is_reported_and_the_rest_loads(tmp_path: Path) -> None:
     text = """\
     kind: List
@@ -296,20 +320,6 @@ def test_duplicates_are_warned_and_the_last_one_wins(tmp_path: Path) -> None:
     ]
     assert loaded.state.pods["default/a"].spec.containers[0].resources.requests == {"cpu": 2000.0}
     assert loaded.state.queues["q"].spec.weight == 5
-
-
-def test_a_pod_without_namespace_duplicates_one_in_default(tmp_path: Path) -> None:
-    explicit = POD_A.replace("{name: a}", "{name: a, namespace: default}")
-    path = write(tmp_path, "pods.yaml", docs(POD_A, explicit))
-    loaded = load_manifests([path])
-    assert loaded.warnings == [f"{path}: Pod default/a appears twice; the last one is used"]
-
-
-def test_same_name_in_different_namespaces_is_not_a_duplicate(tmp_path: Path) -> None:
-    other = POD_A.replace("{name: a}", "{name: a, namespace: ml}")
-    loaded = load_manifests([write(tmp_path, "pods.yaml", docs(POD_A, other))])
-    assert loaded.warnings == []
-    assert sorted(loaded.state.pods) == ["default/a", "ml/a"]
 
 
 def test_objects_without_creation_time_are_stamped_in_file_order(tmp_path: Path) -> None:
