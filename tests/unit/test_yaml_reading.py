@@ -104,20 +104,24 @@ def test_a_yaml_error_reads_the_same_with_or_without_libyaml(
     assert problem.endswith("; rest of the file skipped")
 
 
-def test_the_words_of_a_yaml_error_are_pyyamls_with_the_line() -> None:
-    _, problem, _ = load_documents("f.yaml", BROKEN["mapping in a plain value"])
-    assert problem == (
-        "f.yaml: invalid YAML at line 3: mapping values are not allowed here; "
-        "rest of the file skipped"
-    )
-
-
-def test_a_scalar_its_tag_cannot_hold_is_reported_not_raised() -> None:
-    _, problem, _ = load_documents("f.yaml", BROKEN["a scalar its tag cannot hold"])
-    assert problem == (
-        "f.yaml: invalid YAML: invalid literal for int() with base 10: 'high'; "
-        "rest of the file skipped"
-    )
+@pytest.mark.parametrize(
+    ("broken", "words"),
+    [
+        pytest.param(
+            "mapping in a plain value",
+            "invalid YAML at line 3: mapping values are not allowed here",
+            id="the words of a YAML error are PyYAML's, with the line",
+        ),
+        pytest.param(
+            "a scalar its tag cannot hold",
+            "invalid YAML: invalid literal for int() with base 10: 'high'",
+            id="a scalar its tag cannot hold is reported, not raised",
+        ),
+    ],
+)
+def test_a_yaml_error_is_one_problem_in_pyyamls_words(broken: str, words: str) -> None:
+    _, problem, _ = load_documents("f.yaml", BROKEN[broken])
+    assert problem == f"f.yaml: {words}; rest of the file skipped"
 
 
 def test_a_files_yaml_error_is_reported_after_the_problems_of_its_documents(
