@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ demo: $(STAMP)
 	@echo "== why is production/climate-sim-0 pending in cycle 2? (caldera explain) =="
 	$(BIN)/caldera explain --cycles 2 production/climate-sim-0 examples/
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check operator tests benchmarks examples
@@ -28,6 +28,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the documentation site: every page and anchor a link names must exist
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site
+
 unit: $(STAMP)
 	$(BIN)/pytest
 
@@ -36,4 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scheduling_basic.py --nodes 1000 --pods 10000 --gang-size 20
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) site .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
