@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from caldera.operator.writers.events import EventPoster
@@ -20,41 +22,48 @@ def _poster(rest: FakeRest, patience: float = 5.0) -> EventPoster:
     return EventPoster(rest, "volcano", patience=patience)  # type: ignore[arg-type]
 
 
+@contextlib.asynccontextmanager
+async def running(events: EventPoster) -> AsyncIterator[None]:
+    """The poster's queue at work for the block, then stopped."""
+    runner = asyncio.create_task(events.queue.run())
+    try:
+        yield
+    finally:
+        runner.cancel()
+
+
+def post_scheduled(events: EventPoster) -> None:
+    events.pod("default", "p", "uid-p", type_="Normal", reason="Scheduled", message="m")
+
+
 async def test_an_event_waits_while_binds_are_queued_and_goes_once_they_are_out() -> None:
     rest = FakeRest()
     events = _poster(rest)
     burst = True
     events.busy = lambda: burst
-    runner = asyncio.create_task(events.queue.run())
-    try:
-        events.pod("default", "p", "uid-p", type_="Normal", reason="Scheduled", message="m")
+    async with running(events):
+        post_scheduled(events)
         await asyncio.sleep(0.2)
         assert rest.posted == []  # binds first
         burst = False
         await asyncio.wait_for(events.drain(), timeout=5)
         assert rest.posted == ["Scheduled"]
-    finally:
-        runner.cancel()
 
 
 async def test_an_event_is_not_held_back_for_longer_than_its_patience() -> None:
     rest = FakeRest()
     events = _poster(rest, patience=0.1)
     events.busy = lambda: True  # binds that never drain
-    runner = asyncio.create_task(events.queue.run())
-    try:
-        events.pod("default", "p", "uid-p", type_="Normal", reason="Scheduled", message="m")
+    async with running(events):
+        post_scheduled(events)
         await asyncio.wait_for(events.drain(), timeout=5)
         assert rest.posted == ["Scheduled"]
-    finally:
-        runner.cancel()
 
 
 async def test_the_same_news_about_the_same_object_is_posted_once() -> None:
     rest = FakeRest()
     events = _poster(rest)
-    runner = asyncio.create_task(events.queue.run())
-    try:
+    async with running(events):
         for _ in range(3):
             events.pod(
                 "default", "p", "uid-p", type_="Warning", reason="FailedScheduling", message="x"
@@ -62,5 +71,3 @@ async def test_the_same_news_about_the_same_object_is_posted_once() -> None:
         events.pod("default", "p", "uid-p", type_="Warning", reason="FailedScheduling", message="y")
         await asyncio.wait_for(events.drain(), timeout=5)
         assert rest.posted == ["FailedScheduling", "FailedScheduling"]
-    finally:
-        runner.cancel()
