@@ -219,8 +219,17 @@ async def _start(runtime: Runtime) -> None:
     runtime.controllers = controllers
     # what plugins read by name is watched from the start (a policy naming more: a restart)
     kinds, bad = with_named(KINDS, runtime.policy.policy.read_objects), _report_malformed(runtime)
-    cache = Cache(s.scheduler_names, kinds=kinds.values(), on_news=trigger.poke, on_malformed=bad)
+
+    def news() -> None:
+        trigger.poke()
+        controllers.poke()
+
+    cache = Cache(s.scheduler_names, kinds=kinds.values(), on_news=news, on_malformed=bad)
     runtime.cache = cache
+    if runtime.scope.writes_queues:  # Closing → Closed needs every PodGroup in view
+        controllers.settle_closing(
+            lambda: cache.state if cache.synced.is_set() else None, s.scheduler_names
+        )
     runtime.metrics.registry.register(
         DeviceCollector(
             lambda: cache.state,
@@ -422,6 +431,8 @@ async def _stop(runtime: Runtime, grace: float = 5.0) -> None:
             log.warning("stopping with writes still queued (%s)", _depths(queues))
     if runtime.bare is not None:
         await runtime.bare.close()
+    if runtime.controllers is not None:
+        await runtime.controllers.close()
     for task in runtime.tasks:
         task.cancel()
     await asyncio.gather(*runtime.tasks, return_exceptions=True)

@@ -3,6 +3,12 @@
 - ``root`` and the default queue exist (created at startup, ``root`` recreated if deleted);
 - every queue has ``status.state`` (``Open`` when unset) and, except ``root``, ``spec.parent``
   (``root`` when unset);
+- a ``Closing`` queue (``caldera queue close``) becomes ``Closed`` once nothing is in it: no
+  PodGroup names it and no unfinished pod of ours without a PodGroup object is in it (the
+  PodGroup Volcano's pg-controller would have made for such a pod; the garbage collector
+  deletes that one with its pod). That is Volcano's queue controller's rule (its ``closing``
+  state: ``Closed`` when the queue's PodGroup list is empty). It needs the whole cluster, so
+  only an instance that sees it all (:meth:`Controllers.settle_closing`) does it;
 - with ``--create-podgroups``, a pod of ours without ``scheduling.k8s.io/group-name`` gets a
   PodGroup ``podgroup-<owner or pod UID>`` (minMember from the owner's
   ``scheduling.volcano.sh/group-min-member``) and then the annotation naming it. (Without it,
@@ -13,27 +19,118 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgroup_name
 from caldera.cache.queues import ROOT_QUEUE
+from caldera.cache.state import ClusterState
 from caldera.k8s.errors import API_ERRORS, Outcome, classify, describe
 from caldera.k8s.resources import PODGROUPS, PODS, QUEUES
 from caldera.k8s.rest import MERGE_PATCH, Rest
-from caldera.models.core import Pod
-from caldera.models.volcano import GROUP_NAME_ANNOTATION
+from caldera.models.core import FINISHED_PHASES, Pod
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from caldera.operator.logs import about
 
-__all__ = ["Controllers"]
+__all__ = ["Controllers", "occupied_queues"]
 
 log = logging.getLogger(__name__)
+
+SETTLE_DELAY = 0.2
+"""How long news gather before the ``Closing`` queues are looked at again (a burst of pod
+events is one look)."""
+
+
+def occupied_queues(
+    state: ClusterState, scheduler_names: Collection[str], default_queue: str
+) -> set[str]:
+    """The queues something is in: every queue a PodGroup names (any phase, as Volcano counts
+    them), and the queue of every unfinished pod of ``scheduler_names`` that has no PodGroup
+    annotation (its group lives only in the scheduler's memory)."""
+    busy = {pg.spec.queue or default_queue for pg in state.podgroups.values()}
+    for pod in state.pods.values():
+        notes = pod.metadata.annotations
+        if (
+            pod.spec.scheduler_name in scheduler_names
+            and pod.status.phase not in FINISHED_PHASES
+            and GROUP_NAME_ANNOTATION not in notes
+        ):
+            busy.add(notes.get(QUEUE_NAME_ANNOTATION) or default_queue)
+    return busy
 
 
 class Controllers:
     def __init__(self, rest: Rest, default_queue: str) -> None:
         self._rest = rest
         self._default_queue = default_queue
+        self._view: Callable[[], ClusterState | None] = lambda: None
+        self._names: frozenset[str] = frozenset()
+        self._closing: set[str] = set()
+        """Queues whose last event said ``Closing``: while there are any, news look again."""
+        self._settling: asyncio.Task[None] | None = None
+
+    def settle_closing(
+        self, view: Callable[[], ClusterState | None], scheduler_names: Collection[str]
+    ) -> None:
+        """Turn ``Closing`` queues ``Closed`` once :func:`occupied_queues` of ``view()`` (None
+        until the cache holds every kind) leaves them out."""
+        self._view = view
+        self._names = frozenset(scheduler_names)
+
+    def poke(self) -> None:
+        """News from the cache (a PodGroup or a pod gone, say): look at the ``Closing`` queues
+        soon, once for the whole burst. Nothing to do, and O(1), while none is closing."""
+        if not self._closing or (self._settling is not None and not self._settling.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - the cache is fed in the event loop
+            return
+        self._settling = loop.create_task(self._settle_soon(), name="settle-closing")
+
+    async def close(self) -> None:
+        """Stop a look that is waiting or running (the operator is stopping)."""
+        if self._settling is not None:
+            self._settling.cancel()
+            await asyncio.gather(self._settling, return_exceptions=True)
+
+    async def _settle_soon(self) -> None:
+        await asyncio.sleep(SETTLE_DELAY)
+        await self.settle()
+
+    async def settle(self) -> None:
+        """Mark ``Closed`` the ``Closing`` queues nothing is in any more (the cache must say
+        ``Closing`` too: a queue reopened meanwhile is left alone)."""
+        state = self._view()
+        if state is None or not self._closing:
+            return
+        busy = occupied_queues(state, self._names, self._default_queue)
+        for name in sorted(self._closing - busy):
+            cached = state.queues.get(name)
+            if cached is None or cached.status.state != "Closing":
+                continue  # the cache's news will poke again once it has caught up
+            try:
+                await self._set_state(name, "Closed")
+                log.info("queue %s is Closed: nothing is left in it", name)
+                self._closing.discard(name)
+            except API_ERRORS as exc:
+                if not self._rest.reach.counted(exc):
+                    log.warning(
+                        "queue %s: cannot mark it Closed: %s",
+                        name,
+                        describe(exc),
+                        extra=about("Queue", name),
+                    )
+
+    async def _set_state(self, name: str, state: str) -> None:
+        await self._rest.call(
+            "patch",
+            QUEUES,
+            name=name,
+            subresource="status",
+            body={"status": {"state": state}},
+            content_type=MERGE_PATCH,
+        )
 
     async def ensure_queue(self, name: str) -> None:
         """Create ``name`` (root or the default queue) unless it exists; retries until it can."""
@@ -62,21 +159,20 @@ class Controllers:
 
     async def on_queue(self, event: str | None, name: str, body: Mapping[str, Any]) -> None:
         if event == "DELETED":
+            self._closing.discard(name)
             if name == ROOT_QUEUE:
                 await self.ensure_queue(ROOT_QUEUE)
             return
         status = body.get("status") or {}
         spec = body.get("spec") or {}
+        if status.get("state") == "Closing":
+            self._closing.add(name)
+            self.poke()
+        else:
+            self._closing.discard(name)
         try:
             if not status.get("state"):
-                await self._rest.call(
-                    "patch",
-                    QUEUES,
-                    name=name,
-                    subresource="status",
-                    body={"status": {"state": "Open"}},
-                    content_type=MERGE_PATCH,
-                )
+                await self._set_state(name, "Open")
             if name != ROOT_QUEUE and not spec.get("parent"):
                 await self._rest.call(
                     "patch",
