@@ -489,10 +489,9 @@ def test_explain_asks_the_extender_and_lists_its_reason_per_node(
     assert doc["nodes"]["small"]["scores"]["extender"] == 2.0  # two idle cores
 
 
-def test_the_readmes_extender_policy_loads_as_written() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("## HTTP extenders (`extender`)", 1)[1]
-    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+def test_the_guides_extender_policy_loads_as_written() -> None:
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "extenders.md"
+    block = guide.read_text().split("```yaml\n", 1)[1].split("```", 1)[0]
     loaded = policy(block)
     (entry,) = [o for tier in loaded.tiers for o in tier if o.name == "extender"]
     args: Any = entry.args

@@ -348,15 +348,15 @@ def test_every_vendor_reads_no_request_from_a_container_without_its_resources(
     assert vendor.read_request(plain, plain, DeviceDefaults()) is None
 
 
-def test_the_readme_vendor_table_names_every_dialects_switch_and_count() -> None:
-    """The README's vendor table is what users read to turn a vendor on: every
+def test_the_guides_vendor_table_names_every_dialects_switch_and_count() -> None:
+    """The vendor table of the devices guide is what users read to turn a vendor on: every
     ``deviceshare.Vendors`` word, and every dialect's count (a per-card-type count as its
     ``<type>`` pattern), are in it."""
     from pathlib import Path
 
     from caldera.devices.vendors import FAMILIES, VENDORS
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "devices.md").read_text()
     table = readme[readme.index("| vendor | `deviceshare.Vendors` |") :]
     table = table[: table.index("\n\n")]
     for family in FAMILIES:
