@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from caldera.cache.state import ClusterState
 from caldera.k8s.listing import list_json, resource_version
 from caldera.k8s.resources import resource_of
 from caldera.models.core import Pod
@@ -38,6 +39,13 @@ class Recorder:
 def _uid(obj: dict[str, Any], uid: str = "u1") -> dict[str, Any]:
     obj["metadata"]["uid"] = uid
     return obj
+
+
+def bound_to_n1(raw: dict[str, Any]) -> dict[str, Any]:
+    """The pod as a watch sends it back once it is bound to n1."""
+    bound = copy.deepcopy(raw)
+    bound["spec"]["nodeName"] = "n1"
+    return bound
 
 
 def test_a_kubelet_heartbeat_is_dropped_before_it_is_parsed() -> None:
@@ -70,8 +78,7 @@ def test_a_pending_pod_is_news_its_bind_confirmation_is_not_and_its_end_is() -> 
     raw = _uid(pod("p"))
     cache.apply(POD, "ADDED", raw)
     assert r.news == 1
-    bound = copy.deepcopy(raw)
-    bound["spec"]["nodeName"] = "n1"
+    bound = bound_to_n1(raw)
     cache.apply(POD, "MODIFIED", bound)
     assert r.news == 1  # our own bind coming back: stored, but nothing new to decide
     assert cache.state.pods["default/p"].spec.node_name == "n1"
@@ -156,17 +163,19 @@ def test_our_own_verdict_on_a_pending_pod_coming_back_is_not_news() -> None:
     assert cache.state.pods["default/p"].status.condition("PodScheduled") is not None
 
 
-def test_a_bind_coming_back_is_applied_without_parsing_and_sent_as_just_the_node() -> None:
-    from caldera.cache.state import ClusterState
-
-    r = Recorder()
-    cache = r.cache()
+def a_session_copy_of_pod_p() -> tuple[Cache, dict[str, Any], ClusterState]:
+    """A cache that has been told pod p was added, the pod as the API sent it, and the cluster
+    as a session process copied it then (the cache's changes taken)."""
+    cache = Recorder().cache()
     raw = _uid(pod("p"))
     cache.apply(POD, "ADDED", raw)
-    copy_ = cache.everything().apply_to(ClusterState())
+    return cache, raw, cache.everything().apply_to(ClusterState())
+
+
+def test_a_bind_coming_back_is_applied_without_parsing_and_sent_as_just_the_node() -> None:
+    cache, raw, copy_ = a_session_copy_of_pod_p()
     parsed = cache.parsed
-    bound = copy.deepcopy(raw)
-    bound["spec"]["nodeName"] = "n1"
+    bound = bound_to_n1(raw)
     bound["status"] = {"conditions": [{"type": "PodScheduled", "status": "True"}]}
     cache.apply(POD, "MODIFIED", bound)
     assert cache.parsed == parsed
@@ -184,8 +193,7 @@ def test_a_bind_that_comes_with_other_changes_is_parsed_and_sent_whole() -> None
     cache.apply(POD, "ADDED", raw)
     cache.take_changes()
     parsed = cache.parsed
-    changed = copy.deepcopy(raw)
-    changed["spec"]["nodeName"] = "n1"
+    changed = bound_to_n1(raw)
     changed["metadata"]["labels"] = {"app": "web"}
     cache.apply(POD, "MODIFIED", changed)
     assert cache.parsed == parsed + 1
@@ -196,40 +204,24 @@ def test_a_bind_that_comes_with_other_changes_is_parsed_and_sent_whole() -> None
 def test_a_bind_right_after_another_change_still_sends_that_change() -> None:
     # a GPU pod: its card assignment is patched on, then it is bound, both before the next
     # session takes the changes; the session process must get the annotations too
-    from caldera.cache.state import ClusterState
-
-    r = Recorder()
-    cache = r.cache()
-    raw = _uid(pod("p"))
-    cache.apply(POD, "ADDED", raw)
-    copy_ = cache.everything().apply_to(ClusterState())
+    cache, raw, copy_ = a_session_copy_of_pod_p()
     patched = copy.deepcopy(raw)
     patched["metadata"]["annotations"] = {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;"}
     cache.apply(POD, "MODIFIED", patched)
-    bound = copy.deepcopy(patched)
-    bound["spec"]["nodeName"] = "n1"
-    cache.apply(POD, "MODIFIED", bound)
+    cache.apply(POD, "MODIFIED", bound_to_n1(patched))
     got = cache.take_changes().apply_to(copy_).pods["default/p"]
     assert got.spec.node_name == "n1"
     assert got.metadata.annotations == {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;"}
 
 
 def test_annotations_patched_on_then_a_bind_are_applied_and_sent_without_parsing() -> None:
-    from caldera.cache.state import ClusterState
-
-    r = Recorder()
-    cache = r.cache()
-    raw = _uid(pod("p"))
-    cache.apply(POD, "ADDED", raw)
-    copy_ = cache.everything().apply_to(ClusterState())
+    cache, raw, copy_ = a_session_copy_of_pod_p()
     parsed = cache.parsed
     notes = {"hami.io/vgpu-devices-allocated": "GPU-a,NVIDIA,1,0:;", "hami.io/vgpu-node": "n1"}
     patched = copy.deepcopy(raw)
     patched["metadata"]["annotations"] = notes
     cache.apply(POD, "MODIFIED", patched)
-    bound = copy.deepcopy(patched)
-    bound["spec"]["nodeName"] = "n1"
-    cache.apply(POD, "MODIFIED", bound)
+    cache.apply(POD, "MODIFIED", bound_to_n1(patched))
     assert cache.parsed == parsed  # neither event was validated again
     held = cache.state.pods["default/p"]
     assert (held.spec.node_name, held.metadata.annotations) == ("n1", notes)
