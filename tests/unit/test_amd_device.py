@@ -398,22 +398,31 @@ def test_two_containers_of_one_pod_share_a_card() -> None:
     )
 
 
-def test_more_cards_than_the_node_has_is_node_insufficient_device() -> None:
-    """``fitInDevices``: ``k.Nums > len(typeDevices)`` before ``Fit``."""
-    got = fit_node(
-        [MI300X], [CardUse()], [(False, amd_request(2, 0, 100))], FitOptions(), "AMD", walk
-    )
+@pytest.mark.parametrize(
+    ("use", "asked", "reason"),
+    [
+        pytest.param(
+            CardUse(),
+            amd_request(2, 0, 100),
+            "1/1 NodeInsufficientDevice",
+            # fitInDevices: k.Nums > len(typeDevices) before Fit
+            id="more cards than the node has is NodeInsufficientDevice",
+        ),
+        pytest.param(
+            CardUse(1, 0, 1),
+            amd_request(1, 0, 100),
+            "1/1 CardInsufficientCore",
+            # no amd.com/gpucores: 100 % of the CUs, so a card with any CU taken is refused
+            id="a whole card needs every CU free",
+        ),
+    ],
+)
+def test_a_one_card_node_refuses_the_pod_with_hamis_reason(
+    use: CardUse, asked: AmdRequest, reason: str
+) -> None:
+    got = fit_node([MI300X], [use], [(False, asked)], FitOptions(), "AMD", walk)
     assert got.grants is None
-    assert got.reason == "1/1 NodeInsufficientDevice"
-
-
-def test_a_whole_card_needs_every_cu_free() -> None:
-    """No ``amd.com/gpucores``: 100 % of the CUs, so a card with any CU taken is refused."""
-    got = fit_node(
-        [MI300X], [CardUse(1, 0, 1)], [(False, amd_request(1, 0, 100))], FitOptions(), "AMD", walk
-    )
-    assert got.grants is None
-    assert got.reason == "1/1 CardInsufficientCore"
+    assert got.reason == reason
 
 
 def test_the_arrays_never_refuse_a_card_the_walk_takes() -> None:
