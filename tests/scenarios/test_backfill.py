@@ -33,31 +33,32 @@ def bound_cycles(sim: Simulation) -> dict[str, int]:
     return {b["pod"]: b["cycle"] for b in summary(sim)["binds"]}
 
 
-def test_a_best_effort_pod_is_placed_on_a_node_with_no_cpu_left() -> None:
-    sim = scenario(
-        [
-            node("n1", cpu="2"),
-            pod("kube", scheduler="default-scheduler", node_name="n1", cpu="2"),
-            podgroup("pg"),
-            be("a"),
-        ]
-    )
-    assert binds(sim) == {"default/a": "n1"}
-
-
-def test_a_best_effort_pod_still_needs_a_pod_slot() -> None:
-    sim = scenario(
-        [
-            node("n1", pods="1"),
-            pod("kube", scheduler="default-scheduler", node_name="n1"),
-            podgroup("pg"),
-            be("a"),
-        ]
-    )
-    assert binds(sim) == {}
-    assert summary(sim)["unschedulable"] == {
-        "default/a": "0/1 nodes are available: 1 Too many pods."
-    }
+@pytest.mark.parametrize(
+    ("filled", "bound", "unschedulable"),
+    [
+        pytest.param(
+            [
+                node("n1", cpu="2"),
+                pod("kube", scheduler="default-scheduler", node_name="n1", cpu="2"),
+            ],
+            {"default/a": "n1"},
+            {},
+            id="a best-effort pod is placed on a node with no cpu left",
+        ),
+        pytest.param(
+            [node("n1", pods="1"), pod("kube", scheduler="default-scheduler", node_name="n1")],
+            {},
+            {"default/a": "0/1 nodes are available: 1 Too many pods."},
+            id="a best-effort pod still needs a pod slot",
+        ),
+    ],
+)
+def test_a_best_effort_pod_on_a_node_another_scheduler_filled(
+    filled: list[Obj], bound: dict[str, str], unschedulable: dict[str, str]
+) -> None:
+    sim = scenario([*filled, podgroup("pg"), be("a")])
+    assert binds(sim) == bound
+    assert summary(sim)["unschedulable"] == unschedulable
 
 
 @pytest.mark.parametrize(
