@@ -59,7 +59,7 @@ def add_queue(sub: Any, add_live: Callable[[argparse.ArgumentParser], None]) -> 
     get = cmds.add_parser("get", help="one queue and the queues under it")
     get.add_argument("name", metavar="NAME", help="the queue")
     for reader in (ls, get):
-        reader.add_argument("--output", choices=("table", "json", "yaml"), default="table")
+        reader.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
         reader.add_argument(
             "--default-queue",
             default="default",
