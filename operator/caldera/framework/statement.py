@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from caldera.api.task import Task, TaskStatus, Transaction
 
-if TYPE_CHECKING:
-    from caldera.framework.session import Session
+__all__ = ["Op", "Placer", "Statement"]
 
-__all__ = ["Op", "Statement"]
+
+class Placer(Protocol):
+    """The session's placement primitives, all a statement stages and undoes through."""
+
+    def place(self, task: Task, node: int, status: TaskStatus) -> None: ...
+    def unplace(self, task: Task) -> None: ...
+    def release(self, task: Task) -> None: ...
+    def unrelease(self, task: Task, previous: TaskStatus) -> None: ...
+    def bind(self, task: Task) -> None: ...
+    def evict(self, task: Task, reason: str, preemptor: str = "") -> None: ...
 
 
 class Op(enum.Enum):
@@ -38,7 +46,7 @@ class _Entry:
 class Statement:
     __slots__ = ("_ops", "_ssn")
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Placer) -> None:
         self._ssn = ssn
         self._ops: list[_Entry] = []
 

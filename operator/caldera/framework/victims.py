@@ -3,18 +3,30 @@ the session because only the victim searches and capacity's reclaim need it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+from caldera.api.job import Job
+from caldera.api.queue import Queue
 from caldera.api.task import Task
+from caldera.framework.points import Point
 
-if TYPE_CHECKING:
-    from caldera.framework.session import Session
-
-__all__ = ["victim_order"]
+__all__ = ["Orders", "victim_order"]
 
 
-def victim_order(ssn: Session, victims: Sequence[Task], preemptor: Task) -> list[Task]:
+class Orders(Protocol):
+    """What the victim order reads of the session: its jobs and queues and their orders."""
+
+    jobs: dict[str, Job]
+    queues: dict[str, Queue]
+    victim_queue_order_point: Point[Callable[[Queue, Queue], Any]]
+
+    def job_order_key(self) -> Callable[[Job], Any]: ...
+    def queue_order_key(self) -> Callable[[Queue], Any]: ...
+    def task_order_key(self) -> Callable[[Task], Any]: ...
+
+
+def victim_order(ssn: Orders, victims: Sequence[Task], preemptor: Task) -> list[Task]:
     """``victims`` in the order Volcano evicts them (``BuildVictimsPriorityQueue``): two
     tasks of one job in reverse task order; of two jobs of one queue, in reverse job
     order; of two queues, by the plugins' victim queue order for the preemptor's queue
