@@ -26,8 +26,9 @@ from builders import (
     task_named,
 )
 from caldera.api.task import TaskStatus
+from caldera.framework.interfaces import EventHandler
 from caldera.framework.policy import load_policy
-from caldera.framework.session import EventHandler, Session
+from caldera.framework.session import Session
 from caldera.models.core import ConfigMap
 from caldera.plugins.deviceshare.mindcluster import MindClusterVNpus
 from caldera.simulate.runner import Simulation, simulate

@@ -14,7 +14,7 @@ import pytest
 from builders import engine_task, node, open_session, pod, podgroup, policy_text
 from caldera.api.resources import ResourceSpace
 from caldera.framework.outside import MAX_BODY, CallError, Unreachable
-from caldera.framework.policy import PluginOption
+from caldera.framework.plugin import PluginOption
 from caldera.outside.http import HttpCaller
 from caldera.plugins.extender import ExtenderArgs, ExtenderPlugin
 from caldera.plugins.extender.wire import Wire, body

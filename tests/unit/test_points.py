@@ -18,10 +18,12 @@ import pytest
 import builders
 from caldera.api.job import Job
 from caldera.framework import points as rules
+from caldera.framework.interfaces import EventHandler
 from caldera.framework.points import ABSTAIN, PERMIT, POINT_FLAGS, REJECT, OrderPoint, Point
-from caldera.framework.session import EventHandler, Session
 
 # Two tiers of three plugins: tier 0 = a, b, e; tier 1 = c, d, f.
+from caldera.framework.session import Session
+
 LAYOUT = [["a", "b", "e"], ["c", "d", "f"]]
 
 

@@ -12,10 +12,10 @@ from pydantic import Field
 import builders
 from caldera.errors import ConfigError
 from caldera.framework import registry as registry_module
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Args, NoArgs, Plugin
 from caldera.framework.policy import load_policy
 from caldera.framework.registry import ACTION_GROUP, PLUGIN_GROUP, Registry
-from caldera.framework.session import Session
 from caldera.plugins.gang import GangPlugin
 from caldera.plugins.priority import PriorityPlugin
 
@@ -111,7 +111,7 @@ class AvoidPlugin(Plugin[AvoidArgs]):
     opened: ClassVar[list[str]] = []
     closed: ClassVar[list[str]] = []
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         AvoidPlugin.opened.append(ssn.uid)
         avoided = [name == self.args.node for name in ssn.nodes.names]
 
@@ -122,7 +122,7 @@ class AvoidPlugin(Plugin[AvoidArgs]):
 
         ssn.predicate_point.add(self.name, predicate)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         AvoidPlugin.closed.append(ssn.uid)
 
 

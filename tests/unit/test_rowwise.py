@@ -16,7 +16,7 @@ from builders import engine_task, node_table
 from caldera.api.node import NodeTable
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task
-from caldera.framework.policy import PluginOption
+from caldera.framework.plugin import PluginOption
 from caldera.framework.rowwise import FEW_ROWS
 from caldera.framework.scoring import NodeScorer
 from caldera.plugins.binpack import BinpackArgs, BinpackPlugin
@@ -67,7 +67,7 @@ def binpack(table: NodeTable, space: ResourceSpace) -> Scorer:
         space=space,
         node_order_point=SimpleNamespace(add=lambda _n, s: registered.append(s)),
     )
-    BinpackPlugin(args, PluginOption("binpack", args)).on_session_open(ssn)  # type: ignore[arg-type]
+    BinpackPlugin(args, PluginOption("binpack", args)).on_session_open(ssn)
     fn: Scorer = registered[0].fn  # type: ignore[assignment]
     return fn
 

@@ -15,8 +15,8 @@ from builders import engine_task, node_table
 from caldera.api.node import NodeTable
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import IntArray
 from caldera.framework.scoring import NodeScorer, ScoreCache
-from caldera.framework.session import IntArray
 from caldera.plugins.nodeorder.resources import (
     GPU,
     balanced_resource,

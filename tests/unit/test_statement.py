@@ -15,9 +15,10 @@ import pytest
 import builders
 from caldera.api.task import Task, TaskStatus, Transaction
 from caldera.framework.intents import Bind, Evict
+from caldera.framework.interfaces import EventHandler, SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.registry import Registry
-from caldera.framework.session import EventHandler, Session
+from caldera.framework.session import Session
 from caldera.framework.statement import Statement
 
 ACCOUNTS = ("used", "idle", "releasing", "pipelined", "future_idle")
@@ -26,7 +27,7 @@ ACCOUNTS = ("used", "idle", "releasing", "pipelined", "future_idle")
 class RecorderPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "recorder"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.events: list[tuple[str, str]] = []
         ssn.event_handlers.add(
             self.name,

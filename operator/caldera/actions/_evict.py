@@ -32,10 +32,10 @@ from pydantic import Field
 from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.outside import DecisionFailed
 from caldera.framework.placement import Curable, first_accepted
 from caldera.framework.plugin import Args
-from caldera.framework.session import Session
 from caldera.framework.statement import Statement
 
 __all__ = [
@@ -80,7 +80,7 @@ def candidate_nodes(args: CandidateArgs, nodes: int) -> int:
     return max(1, min(wanted, args.max_candidate_nodes_absolute, nodes))
 
 
-def starving_jobs(ssn: Session, *, pending_too: bool = False) -> list[Job]:
+def starving_jobs(ssn: SessionView, *, pending_too: bool = False) -> list[Job]:
     """Valid jobs past Pending (or, with ``pending_too``, not yet admitted as well) with pending
     tasks that the plugins call starving, in job order within queue order.
 
@@ -106,7 +106,7 @@ def _hard_topology(job: Job) -> bool:
     return any(spec is not None and spec.mode == "hard" for spec in specs)
 
 
-def turns_by_queue_share(ssn: Session, jobs: Sequence[Job]) -> Iterator[Job]:
+def turns_by_queue_share(ssn: SessionView, jobs: Sequence[Job]) -> Iterator[Job]:
     """``jobs`` one turn at a time: the first queue in queue order gives its first job in job
     order, then goes back in line keyed by its share as that job left it (Volcano's reclaim pops
     a queue, serves it and pushes it back), so a queue that has just taken resources may let
@@ -125,7 +125,7 @@ def turns_by_queue_share(ssn: Session, jobs: Sequence[Job]) -> Iterator[Job]:
 
 
 def make_room_for_job(
-    ssn: Session,
+    ssn: SessionView,
     table: VictimTable,
     job: Job,
     eligible_for: Callable[[Task], BoolArray | None],
@@ -166,7 +166,7 @@ def make_room_for_job(
         table.held[table.index[task.uid]] = True
 
 
-def commit_with_victims(ssn: Session, stmt: Statement, job: Job, victims: list[Task]) -> None:
+def commit_with_victims(ssn: SessionView, stmt: Statement, job: Job, victims: list[Task]) -> None:
     """Commit ``stmt`` and tell the job's PodGroup which pods it evicted; a job not admitted yet
     is admitted by it (what it needs is being freed for it)."""
     stmt.commit()
@@ -181,7 +181,7 @@ def commit_with_victims(ssn: Session, stmt: Statement, job: Job, victims: list[T
 class VictimTable:
     """Tasks that may be evicted, as arrays; rows stay valid for the whole action."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: SessionView) -> None:
         tasks: list[Task] = []
         jobs = ssn.jobs
         for row_tasks in ssn.nodes.tasks:
@@ -236,7 +236,7 @@ class VictimTable:
         return out
 
 
-def _queue_of(ssn: Session, task: Task) -> str:
+def _queue_of(ssn: SessionView, task: Task) -> str:
     job = ssn.jobs.get(task.job)
     return job.queue if job is not None else ""
 
@@ -249,7 +249,7 @@ class _Plan:
 
 
 def evict_for(
-    ssn: Session,
+    ssn: SessionView,
     stmt: Statement,
     table: VictimTable,
     preemptor: Task,
@@ -327,7 +327,7 @@ def evict_for(
 
 
 def _cheapest(
-    ssn: Session,
+    ssn: SessionView,
     table: VictimTable,
     preemptor: Task,
     rows: npt.NDArray[np.intp],
@@ -352,7 +352,7 @@ def _cheapest(
 
 
 def _on_node(
-    ssn: Session,
+    ssn: SessionView,
     table: VictimTable,
     preemptor: Task,
     row: int,
@@ -403,7 +403,7 @@ def _on_node(
     return _Plan(row, taken, (weight, top, 0))
 
 
-def _victim_key(ssn: Session, task: Task, held: dict[str, int]) -> tuple[int, int, float]:
+def _victim_key(ssn: SessionView, task: Task, held: dict[str, int]) -> tuple[int, int, float]:
     """Cheapest first: a victim that keeps its gang whole, lower priority, then the youngest."""
     job = ssn.jobs.get(task.job)
     ready = held.get(task.job, job.ready_task_num() if job else 0)

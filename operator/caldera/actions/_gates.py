@@ -21,12 +21,12 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework.intents import GateLift
-from caldera.framework.session import Session
+from caldera.framework.interfaces import SessionView
 
 __all__ = ["lift_gates"]
 
 
-def lift_gates(ssn: Session, *, admitted_only: bool) -> int:
+def lift_gates(ssn: SessionView, *, admitted_only: bool) -> int:
     """Lift the gates whose queues have room; returns how many. With ``admitted_only`` (an
     ``enqueue`` action runs), jobs whose PodGroup is still Pending wait for it."""
     gated: dict[str, list[Task]] = {}
@@ -73,7 +73,7 @@ def lift_gates(ssn: Session, *, admitted_only: bool) -> int:
     return lifted
 
 
-def _not_now(ssn: Session, job: Job, admitted_only: bool) -> str:
+def _not_now(ssn: SessionView, job: Job, admitted_only: bool) -> str:
     """Why none of ``job``'s gates is asked of its queue this session ("" when they are)."""
     if admitted_only and job.is_pending():
         return "its PodGroup is not admitted yet (phase Pending): enqueue admits it first"
@@ -81,7 +81,7 @@ def _not_now(ssn: Session, job: Job, admitted_only: bool) -> str:
     return f"its job is not valid: {invalid.message}" if invalid is not None else ""
 
 
-def _take(ssn: Session, queue: Queue, task: Task) -> bool:
+def _take(ssn: SessionView, queue: Queue, task: Task) -> bool:
     """The queue takes ``task``: reserve its room now, for the pods asked after it."""
     if not ssn.allocatable(queue, task):
         return False

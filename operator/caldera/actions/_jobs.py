@@ -14,19 +14,19 @@ from caldera.actions._walk import NodeWalk
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.session import Session
+from caldera.framework.interfaces import SessionView
 from caldera.framework.statement import Statement
 
 __all__ = ["discard_for", "preemptors", "queue_turns", "tell"]
 
 
-def tell(ssn: Session, job: Job, message: str) -> None:
+def tell(ssn: SessionView, job: Job, message: str) -> None:
     """Note ``message`` for each of ``job``'s pending pods that has no note yet."""
     for task in job.tasks_in(TaskStatus.PENDING):
         ssn.result.preemption_notes.setdefault(task.key, message)
 
 
-def preemptors(ssn: Session, action: str, *, pending_too: bool) -> dict[str, list[Job]]:
+def preemptors(ssn: SessionView, action: str, *, pending_too: bool) -> dict[str, list[Job]]:
     """Queue name → its starving jobs (in job order), as Volcano's actions collect them; with
     ``pending_too`` (Caldera's ``preemptPendingJobs`` / ``reclaimPendingJobs``) jobs not
     admitted yet count as well."""
@@ -57,7 +57,7 @@ def preemptors(ssn: Session, action: str, *, pending_too: bool) -> dict[str, lis
 
 
 def queue_turns(
-    ssn: Session, by_queue: dict[str, list[Job]]
+    ssn: SessionView, by_queue: dict[str, list[Job]]
 ) -> Iterator[tuple[Queue, Iterator[tuple[Job, list[Task]]]]]:
     """Each queue with starving jobs, in queue order, with its jobs in job order, each with its
     pending tasks in task order (the preemptor queues of Volcano's ``preempt``)."""

@@ -44,10 +44,10 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task
 from caldera.framework import points as rules
+from caldera.framework.interfaces import SessionView, VictimFn
 from caldera.framework.outside import DecisionFailed
 from caldera.framework.placement import Curable
 from caldera.framework.points import Among, Point
-from caldera.framework.session import Session, VictimFn
 from caldera.framework.statement import Statement
 from caldera.framework.topology import rule_of
 from caldera.models.volcano import NetworkTopologySpec
@@ -80,7 +80,7 @@ class NodeWalk:
 
     def __init__(
         self,
-        ssn: Session,
+        ssn: SessionView,
         args: CandidateArgs,
         reason: str,
         tiers: Point[VictimFn],

@@ -34,9 +34,9 @@ from caldera.api.hypernode import NO_RULE, TopologyTrace
 from caldera.api.job import READY_STATUSES, Job, SubGroup
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.placement import BoolArray, choose_node, never_fits
 from caldera.framework.plugin import Action, Args
-from caldera.framework.session import Session
 from caldera.framework.statement import Statement
 from caldera.framework.topology import PLACED_STATUSES, TopologyRule, TopologySearch, rule_of
 
@@ -53,7 +53,7 @@ class AllocateAction(Action[AllocateArgs]):
     name: ClassVar[str] = "allocate"
     Args = AllocateArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         promote = "enqueue" not in ssn.configured_actions
         lift_gates(ssn, admitted_only=not promote)
         job_key = ssn.job_order_key()
@@ -110,7 +110,7 @@ class AllocateAction(Action[AllocateArgs]):
 
     def _place_in_topology(
         self,
-        ssn: Session,
+        ssn: SessionView,
         queue: Queue,
         job: Job,
         remaining: dict[str, deque[Task]],
@@ -160,7 +160,7 @@ class AllocateAction(Action[AllocateArgs]):
 
     def _place_subgroups(
         self,
-        ssn: Session,
+        ssn: SessionView,
         queue: Queue,
         job: Job,
         tasks: deque[Task],
@@ -192,7 +192,7 @@ class AllocateAction(Action[AllocateArgs]):
 
     def _place_subgroup(
         self,
-        ssn: Session,
+        ssn: SessionView,
         queue: Queue,
         job: Job,
         sg: SubGroup,
@@ -227,7 +227,7 @@ class AllocateAction(Action[AllocateArgs]):
 
     def _place(
         self,
-        ssn: Session,
+        ssn: SessionView,
         queue: Queue,
         job: Job,
         tasks: deque[Task],
@@ -281,7 +281,7 @@ class AllocateAction(Action[AllocateArgs]):
         return False
 
 
-def _waits(ssn: Session, job: Job, tasks: Iterable[Task], message: str) -> None:
+def _waits(ssn: SessionView, job: Job, tasks: Iterable[Task], message: str) -> None:
     """``message`` is why each of ``tasks`` waits (a verdict not about single nodes)."""
     for t in tasks:
         job.nodes_fit_errors[t.uid] = FitErrors(total=len(ssn.nodes), message=message, plain=True)
@@ -301,6 +301,6 @@ def _first_reason(job: Job, tasks: Iterable[Task]) -> str:
     return "the job is not ready"
 
 
-def _counted(ssn: Session, tasks: Iterable[Task]) -> bool:
+def _counted(ssn: SessionView, tasks: Iterable[Task]) -> bool:
     """Whether any of ``tasks`` asks for a resource that queue shares count."""
     return any(t.resreq[ssn.space.quota].any() for t in tasks)

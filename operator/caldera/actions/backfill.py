@@ -12,9 +12,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from caldera.api.fiterror import FitErrors
+from caldera.framework.interfaces import SessionView
 from caldera.framework.placement import choose_node
 from caldera.framework.plugin import Action, Args
-from caldera.framework.session import Session
 from caldera.framework.topology import home_of
 
 __all__ = ["BackfillAction", "BackfillArgs"]
@@ -29,7 +29,7 @@ class BackfillAction(Action[BackfillArgs]):
     name: ClassVar[str] = "backfill"
     Args = BackfillArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         task_key = ssn.task_order_key()
         # only jobs with a best-effort pod waiting are backfill's: the rest are not sorted
         waiting = [j for j in ssn.active_jobs() if j.pending_best_effort_num()]

@@ -13,9 +13,9 @@ from typing import ClassVar
 from caldera.actions._queues import OrderedQueue
 from caldera.api.job import Job
 from caldera.api.task import TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.placement import never_fits
 from caldera.framework.plugin import Action, NoArgs
-from caldera.framework.session import Session
 
 __all__ = ["EnqueueAction"]
 
@@ -23,7 +23,7 @@ __all__ = ["EnqueueAction"]
 class EnqueueAction(Action[NoArgs]):
     name: ClassVar[str] = "enqueue"
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         job_key = ssn.job_order_key()
         pending: dict[str, list[Job]] = {}
         for job in ssn.active_jobs():
@@ -47,7 +47,7 @@ class EnqueueAction(Action[NoArgs]):
             queues.push(queue)
 
 
-def say_if_never_fits(ssn: Session, job: Job) -> None:
+def say_if_never_fits(ssn: SessionView, job: Job) -> None:
     """A job held back by a quota whose pods could not run on any node anyway is told the latter:
     "no node could ever hold this pod" outranks "the queue or cluster is at its limit"."""
     first = ""

@@ -29,8 +29,8 @@ from caldera.actions.preempt import PreemptArgs
 from caldera.actions.reclaim import ReclaimArgs
 from caldera.api.queue import Queue
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Action
-from caldera.framework.session import Session
 
 __all__ = ["GangPreemptAction", "GangReclaimAction"]
 
@@ -39,7 +39,7 @@ class GangPreemptAction(Action[PreemptArgs]):
     name: ClassVar[str] = "gangpreempt"
     Args = PreemptArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
         if not jobs:
             return
@@ -60,7 +60,7 @@ class GangPreemptAction(Action[PreemptArgs]):
             )
         self._within_jobs(ssn, table, limit)
 
-    def _within_jobs(self, ssn: Session, table: VictimTable, limit: int) -> None:
+    def _within_jobs(self, ssn: SessionView, table: VictimTable, limit: int) -> None:
         """A job's pending tasks evict its own running tasks of lower priority."""
         task_key = ssn.task_order_key()
         for job in starving_jobs(ssn, pending_too=self.args.pending_jobs):
@@ -91,7 +91,7 @@ class GangReclaimAction(Action[ReclaimArgs]):
     name: ClassVar[str] = "gangreclaim"
     Args = ReclaimArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         jobs = starving_jobs(ssn, pending_too=self.args.pending_jobs)
         if not jobs:
             return

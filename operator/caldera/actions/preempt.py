@@ -37,8 +37,8 @@ from caldera.actions._evict import BoolArray, CandidateArgs, commit_with_victims
 from caldera.actions._jobs import discard_for, preemptors, queue_turns
 from caldera.actions._walk import NodeWalk
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Action
-from caldera.framework.session import Session
 
 __all__ = ["PreemptAction", "PreemptArgs"]
 
@@ -57,7 +57,7 @@ class PreemptAction(Action[PreemptArgs]):
     name: ClassVar[str] = "preempt"
     Args = PreemptArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         by_queue = preemptors(ssn, self.name, pending_too=self.args.pending_jobs)
         if not by_queue:
             return

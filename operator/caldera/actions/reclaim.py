@@ -37,8 +37,8 @@ from caldera.actions._queues import OrderedQueue
 from caldera.actions._walk import NodeWalk
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Action
-from caldera.framework.session import Session
 
 __all__ = ["ReclaimAction", "ReclaimArgs"]
 
@@ -55,7 +55,7 @@ class ReclaimAction(Action[ReclaimArgs]):
     name: ClassVar[str] = "reclaim"
     Args = ReclaimArgs
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         by_queue = preemptors(ssn, self.name, pending_too=self.args.pending_jobs)
         if not by_queue:
             return
@@ -105,7 +105,7 @@ class ReclaimAction(Action[ReclaimArgs]):
                 queues.push(queue)
 
     @staticmethod
-    def _may_reclaim(ssn: Session, walk: NodeWalk, job: Job, task: Task) -> bool:
+    def _may_reclaim(ssn: SessionView, walk: NodeWalk, job: Job, task: Task) -> bool:
         """The per-task gates of Volcano's reclaim loop (its pre-filter is the walk's first
         step)."""
         if not walk.eligible(task):

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from caldera.api.task import TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Action, NoArgs
-from caldera.framework.session import Session
 
 __all__ = ["ShuffleAction"]
 
@@ -23,7 +23,7 @@ REASON = "shuffle"
 class ShuffleAction(Action[NoArgs]):
     name: ClassVar[str] = "shuffle"
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         if not ssn.victim_tasks_point:
             return
         running = [  # another instance's jobs are its to move

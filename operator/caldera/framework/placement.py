@@ -21,8 +21,8 @@ from caldera.api.fiterror import FitErrors
 from caldera.api.node import Matrix
 from caldera.api.resources import PODS, ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import Rejection, SessionView
 from caldera.framework.outside import DecisionFailed
-from caldera.framework.session import Rejection, Session
 
 __all__ = [
     "RESOURCE_FIT",
@@ -61,7 +61,7 @@ def resource_rejections(space: ResourceSpace, req: Vector, avail: Matrix) -> lis
     return out
 
 
-def never_fits(ssn: Session, task: Task) -> FitErrors | None:
+def never_fits(ssn: SessionView, task: Task) -> FitErrors | None:
     """Why no node could hold ``task`` even empty (its request exceeds every node's
     allocatable), in kube-scheduler's words; None when some node could. Such a pod's reason is
     this, whatever a queue or the cluster's overcommit budget says."""
@@ -170,7 +170,7 @@ def _fits(avail: Matrix, req: Vector, cols: npt.NDArray[np.intp]) -> BoolArray:
 
 
 def choose_node(
-    ssn: Session, task: Task, *, future: bool = True, within: BoolArray | None = None
+    ssn: SessionView, task: Task, *, future: bool = True, within: BoolArray | None = None
 ) -> Choice | FitErrors:
     """The best node for ``task``, or why there is none.
 
@@ -234,7 +234,7 @@ def choose_node(
     )
 
 
-def _shard_first(ssn: Session, mask: BoolArray) -> list[npt.NDArray[np.intp]]:
+def _shard_first(ssn: SessionView, mask: BoolArray) -> list[npt.NDArray[np.intp]]:
     """The rows of ``mask`` to try in turn: in soft sharding this scheduler's shard first, then
     the other nodes (Volcano's ``prioritizeNodes``); else all at once."""
     shard = ssn.snapshot.shard
@@ -243,13 +243,13 @@ def _shard_first(ssn: Session, mask: BoolArray) -> list[npt.NDArray[np.intp]]:
     return [np.flatnonzero(mask & shard.rows), np.flatnonzero(mask & ~shard.rows)]
 
 
-def _checker(ssn: Session) -> str:
+def _checker(ssn: SessionView) -> str:
     """The name the per-node checks go by (the plugins that registered them)."""
     return ", ".join(name for name, _ in ssn.node_check_point.named()) or "node check"
 
 
 def _nominated(
-    ssn: Session, task: Task, blocked: BoolArray | None, fits_idle: BoolArray, future: bool
+    ssn: SessionView, task: Task, blocked: BoolArray | None, fits_idle: BoolArray, future: bool
 ) -> Choice | None:
     """allocate's first try (``allocateResourcesForTasks``): the node an earlier preemption
     nominated the pod to, when the pod fits its future idle resources and passes its filters
@@ -269,7 +269,7 @@ def _nominated(
     return Choice(row, idle)
 
 
-def plugin_rejections(ssn: Session, task: Task) -> list[Stage]:
+def plugin_rejections(ssn: SessionView, task: Task) -> list[Stage]:
     """Each filtering plugin's rejections of ``task`` (``Session.predicate``, kept apart by
     plugin, in policy order; a plugin's :class:`ByFilter` stays one)."""
     return [(name, fn(task)) for name, fn in ssn.predicate_point.named()]
@@ -289,7 +289,7 @@ class Curable(str):
     __slots__ = ()
 
 
-def _pick(ssn: Session, task: Task, candidates: npt.NDArray[np.intp]) -> int | Refused:
+def _pick(ssn: SessionView, task: Task, candidates: npt.NDArray[np.intp]) -> int | Refused:
     """The best of ``candidates`` (by score, or a plugin's best-node choice) that every node
     check accepts; or, when none does, why each was refused."""
     if not len(candidates):
@@ -305,7 +305,7 @@ def _pick(ssn: Session, task: Task, candidates: npt.NDArray[np.intp]) -> int | R
 
 
 def first_accepted(
-    ssn: Session, task: Task, rows: npt.NDArray[np.intp], *, first: int | None = None
+    ssn: SessionView, task: Task, rows: npt.NDArray[np.intp], *, first: int | None = None
 ) -> int | Refused:
     """The first of ``rows`` (``first`` before the others) every node check accepts, asking
     one node at a time; or why each was refused. Checks are asked lazily because each answer
@@ -332,7 +332,7 @@ def _masks(n: int, refused: Refused) -> list[Rejection]:
     return list(by_reason.items())
 
 
-def node_reasons(ssn: Session, task: Task) -> FitErrors:
+def node_reasons(ssn: SessionView, task: Task) -> FitErrors:
     """Every node's refusal of ``task``, counted as :func:`choose_node` counts it when no node
     fits (``caldera explain``'s table): the request against future idle resources, the
     plugins' filters, and the per-node checks asked of the nodes that pass the rest. Nodes

@@ -3,20 +3,21 @@
 A plugin is a class with a ``name``, an ``Args`` model (validated when the policy loads, so a typo
 in an argument fails at start-up, not in the middle of a session) and two hooks. A fresh instance
 is made for every session, as Volcano does, so plugins may keep per-session state on ``self``.
-Actions are the same shape with one ``execute`` hook.
+Actions are the same shape with one ``execute`` hook. Both see the session they are handed as
+:class:`~caldera.framework.interfaces.SessionView`. A :class:`PluginOption` is one plugin entry
+of the policy, as the loader validated it, and what each instance is made with.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-if TYPE_CHECKING:
-    from caldera.framework.policy import PluginOption
-    from caldera.framework.session import Session
+from caldera.framework.interfaces import SessionView
 
-__all__ = ["Action", "Args", "NoArgs", "Plugin"]
+__all__ = ["Action", "Args", "NoArgs", "Plugin", "PluginOption"]
 
 
 class Args(BaseModel):
@@ -33,6 +34,29 @@ class Args(BaseModel):
 
 class NoArgs(Args):
     """For plugins and actions that take no arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOption:
+    name: str
+    args: Args
+    disabled: frozenset[str] = frozenset()
+    """Extension points this plugin's ``enableXxx: false`` switches turn off."""
+    hierarchy: bool = False
+    managed: frozenset[str] = frozenset()
+    """Resources the plugin accounts for itself (kept out of the generic resource fit)."""
+    reads: frozenset[tuple[str, str]] = frozenset()
+    """Objects the plugin reads by name (kind, ``namespace/name``): :meth:`Plugin.read_objects`."""
+    key: str = ""
+    """The entry's name in the tier layout: the plugin's name, or for a second entry of a
+    repeatable plugin ``<name>#2`` (and so on)."""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", self.name)
+
+    def enabled(self, point: str) -> bool:
+        return point not in self.disabled
 
 
 A = TypeVar("A", bound=Args)
@@ -67,10 +91,10 @@ class Plugin(Generic[A]):
         only by label: the operator watches each of them too."""
         return frozenset()
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         """Register extension-point functions on ``ssn``."""
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         """Write back per-session results (conditions, metrics)."""
 
 
@@ -81,5 +105,5 @@ class Action(Generic[A]):
     def __init__(self, args: A) -> None:
         self.args = args
 
-    def execute(self, ssn: Session) -> None:
+    def execute(self, ssn: SessionView) -> None:
         raise NotImplementedError

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from caldera.errors import ConfigError
-from caldera.framework.plugin import Args
+from caldera.framework.plugin import Args, PluginOption
 from caldera.framework.points import POINT_FLAGS, switched_off
 from caldera.framework.registry import Registry
 from caldera.framework.tolerance import (
@@ -33,7 +33,6 @@ __all__ = [
     "DEFAULT_POLICY_YAML",
     "PLUGIN_CONFIGURATIONS",
     "ActionSpec",
-    "PluginOption",
     "Policy",
     "PolicyWarning",
     "default_policy",
@@ -64,29 +63,6 @@ PLUGIN_CONFIGURATIONS = frozenset({"init-params"})
 every entry to the session, ``ssn.Configurations``). Kept as written, never warned about: their
 other keys are read by MindCluster's own components."""
 _HIERARCHY = "enableHierarchy"
-
-
-@dataclass(frozen=True, slots=True)
-class PluginOption:
-    name: str
-    args: Args
-    disabled: frozenset[str] = frozenset()
-    """Extension points this plugin's ``enableXxx: false`` switches turn off."""
-    hierarchy: bool = False
-    managed: frozenset[str] = frozenset()
-    """Resources the plugin accounts for itself (kept out of the generic resource fit)."""
-    reads: frozenset[tuple[str, str]] = frozenset()
-    """Objects the plugin reads by name (kind, ``namespace/name``): :meth:`Plugin.read_objects`."""
-    key: str = ""
-    """The entry's name in the tier layout: the plugin's name, or for a second entry of a
-    repeatable plugin ``<name>#2`` (and so on)."""
-
-    def __post_init__(self) -> None:
-        if not self.key:
-            object.__setattr__(self, "key", self.name)
-
-    def enabled(self, point: str) -> bool:
-        return point not in self.disabled
 
 
 @dataclass(frozen=True, slots=True)

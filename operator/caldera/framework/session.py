@@ -4,7 +4,9 @@ The session owns the snapshot for its lifetime. Plugins register functions on it
 in ``on_session_open``; actions ask the session (``ssn.job_ready(job)``, ``ssn.predicate(task)``…)
 and the session combines the plugins' answers with the rule of each point's kind (see
 :mod:`caldera.framework.points`). Placement primitives keep the job index, the node table and the
-plugins' event handlers in step; decisions accumulate in :attr:`Session.result`.
+plugins' event handlers in step; decisions accumulate in :attr:`Session.result`. Plugins and
+actions see a session as :class:`~caldera.framework.interfaces.SessionView`, and the session sees
+a plugin as :class:`~caldera.framework.interfaces.PluginHooks`: neither imports the other.
 """
 
 from __future__ import annotations
@@ -12,11 +14,9 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from caldera.api.hypernode import HyperNodeUsage
 from caldera.api.job import Job, ValidateResult
@@ -27,7 +27,14 @@ from caldera.api.snapshot import Snapshot
 from caldera.api.task import Gate, Task, TaskStatus
 from caldera.framework import points as rules
 from caldera.framework.intents import Bind, CycleResult, Event, Evict
-from caldera.framework.plugin import Plugin
+from caldera.framework.interfaces import (
+    EventHandler,
+    HyperNodeScorer,
+    IntArray,
+    PluginHooks,
+    Rejection,
+    VictimFn,
+)
 from caldera.framework.points import Among, OrderPoint, Point, SimulatePoint
 from caldera.framework.policy import Policy
 from caldera.framework.registry import Registry
@@ -37,38 +44,7 @@ from caldera.framework.victims import victim_order
 from caldera.models.volcano import PodGroupCondition
 from caldera.sharding.shard import hard_filter, shared_node
 
-__all__ = ["EventHandler", "Rejection", "Session"]
-
-BoolArray = npt.NDArray[np.bool_]
-IntArray = npt.NDArray[np.intp]
-Rejection = tuple[str, BoolArray]
-"""A filter's verdict: a reason and the mask (over all nodes) of nodes it rejects for it."""
-
-VictimFn = Callable[[Task, Sequence[Task]], tuple[Sequence[Task], int]]
-HyperNodeScorer = Callable[[Job, IntArray], Vector]
-"""Scores HyperNodes (indices into the session's HyperNode tree) for a job, weighted."""
-
-
-@dataclass(frozen=True, slots=True)
-class EventHandler:
-    """Called whenever a task is placed (allocate, pipeline) or unplaced (discard, evict)."""
-
-    allocate: Callable[[Task], None] | None = None
-    deallocate: Callable[[Task], None] | None = None
-    reserve: Callable[[Task, float], None] | None = None
-    """A task takes (1.0) or gives back (-1.0) queue room without a node (a lifted gate)."""
-
-    @classmethod
-    def counting(
-        cls, update: Callable[[Task, float], None], *, reservations: bool = False
-    ) -> EventHandler:
-        """A handler that adds a placed task (``update(task, 1.0)``) and takes an unplaced one
-        away (``update(task, -1.0)``); with ``reservations``, reservations count too (quotas)."""
-        return cls(
-            allocate=lambda t: update(t, 1.0),
-            deallocate=lambda t: update(t, -1.0),
-            reserve=update if reservations else None,
-        )
+__all__ = ["IntArray", "Session"]  # the node rows its scorers take
 
 
 class Session:
@@ -92,7 +68,7 @@ class Session:
         self.on_bind: Callable[[Bind], None] | None = None
         """Told of each bind the moment it is decided (the operator starts binding before the
         session ends, as Volcano's cache does)."""
-        self.plugins: list[Plugin[Any]] = []
+        self.plugins: list[PluginHooks] = []
         self.configured_actions = frozenset(a.name for a in policy.actions)
 
         layout = policy.layout

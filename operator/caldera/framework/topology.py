@@ -33,7 +33,7 @@ from caldera.api.hypernode import ROOM, HyperNodeTree, HyperNodeUsage, TierTrial
 from caldera.api.job import Job, SubGroup
 from caldera.api.resources import ResourceSpace
 from caldera.api.task import ALLOCATED_STATUSES, Task, TaskStatus
-from caldera.framework.session import Session
+from caldera.framework.interfaces import SessionView
 from caldera.framework.statement import Statement
 from caldera.models.volcano import NetworkTopologySpec
 from caldera.quantity import format_resource
@@ -86,7 +86,7 @@ def rule_of(spec: NetworkTopologySpec | None, tree: HyperNodeTree | None) -> Top
 class TopologySearch:
     """The search for one session, over the session's HyperNode tree and usage."""
 
-    def __init__(self, ssn: Session, tree: HyperNodeTree, usage: HyperNodeUsage) -> None:
+    def __init__(self, ssn: SessionView, tree: HyperNodeTree, usage: HyperNodeUsage) -> None:
         self.ssn = ssn
         self.tree = tree
         self.usage = usage
@@ -225,7 +225,7 @@ class TopologySearch:
 PLACED_STATUSES = frozenset(ALLOCATED_STATUSES | {TaskStatus.PIPELINED})
 
 
-def home_of(ssn: Session, job: Job) -> BoolArray | str | None:
+def home_of(ssn: SessionView, job: Job) -> BoolArray | str | None:
     """Where more pods of ``job`` may go without breaking its hard ``networkTopology``: the nodes
     of the lowest allowed HyperNode holding all its placed pods (None: anywhere; a message: not
     yet known, as nothing is placed, or nowhere)."""

@@ -21,10 +21,10 @@ from pydantic import Field, create_model, model_validator
 from caldera.api.node import Matrix
 from caldera.api.resources import CPU, MEMORY, Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import IntArray, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.rowwise import COLUMNS, Math, Num, evaluate
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import IntArray, Session
 
 __all__ = ["BinpackArgs", "BinpackPlugin", "fill", "weights_args"]
 
@@ -137,7 +137,7 @@ class BinpackPlugin(Plugin[BinpackArgs]):
     name: ClassVar[str] = "binpack"
     Args = BinpackArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         if self.args.weight == 0:
             return
         nodes = ssn.nodes

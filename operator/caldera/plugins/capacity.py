@@ -62,9 +62,9 @@ from caldera.api.queue import Queue
 from caldera.api.resources import CPU_MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
 from caldera.framework.intents import Event
+from caldera.framework.interfaces import EventHandler, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
-from caldera.framework.session import EventHandler, Session
 
 __all__ = ["CapacityArgs", "CapacityPlugin"]
 
@@ -132,7 +132,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
     Args = CapacityArgs
     supports_hierarchy: ClassVar[bool] = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         space = ssn.space
         hierarchy = self.option.hierarchy
         level = self.args.ancestor_reclaim_level
@@ -357,7 +357,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
                 return False
         return True
 
-    def _build(self, ssn: Session, hierarchy: bool) -> dict[str, _Attr]:
+    def _build(self, ssn: SessionView, hierarchy: bool) -> dict[str, _Attr]:
         space = ssn.space
         total = ssn.snapshot.total_allocatable()
         inf = np.full(len(space), np.inf)
@@ -432,7 +432,7 @@ class CapacityPlugin(Plugin[CapacityArgs]):
         walk(root, [])
         return attrs
 
-    def _parents(self, ssn: Session) -> dict[str, str]:
+    def _parents(self, ssn: SessionView) -> dict[str, str]:
         """Each queue's parent; a queue whose place in the tree is invalid hangs under root."""
         queues = ssn.queues
         parents = {name: "" if name == ROOT else (q.parent or ROOT) for name, q in queues.items()}

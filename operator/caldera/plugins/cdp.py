@@ -14,9 +14,9 @@ from typing import ClassVar
 
 from caldera.api.task import Task
 from caldera.framework.duration import parse_go_duration
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
-from caldera.framework.session import Session
 
 __all__ = ["COOLDOWN_KEY", "CdpPlugin"]
 
@@ -41,7 +41,7 @@ def _cooldown(task: Task) -> float:
 class CdpPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "cdp"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         now = ssn.now
 
         def cooled(_: Task, candidates: Sequence[Task]) -> tuple[list[Task], int]:

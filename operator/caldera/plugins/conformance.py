@@ -17,9 +17,9 @@ from typing import ClassVar
 from pydantic import Field
 
 from caldera.api.task import Task
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import ABSTAIN, PERMIT
-from caldera.framework.session import Session
 
 __all__ = ["ConformanceArgs", "ConformancePlugin"]
 
@@ -56,7 +56,7 @@ class ConformancePlugin(Plugin[ConformanceArgs]):
     name: ClassVar[str] = "conformance"
     Args = ConformanceArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         fn = _evictable_or_abstain if self.args.abstain_when_none_protected else _evictable
         ssn.preemptable_point.add(self.name, fn)
         ssn.reclaimable_point.add(self.name, fn)

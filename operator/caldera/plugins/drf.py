@@ -20,9 +20,9 @@ from typing import ClassVar
 from caldera.api.compare import ShareMeter
 from caldera.api.resources import Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import EventHandler, SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
-from caldera.framework.session import EventHandler, Session
 from caldera.plugins.hierarchy import QueueTree
 
 __all__ = ["DrfPlugin"]
@@ -45,7 +45,7 @@ class DrfPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "drf"
     supports_hierarchy: ClassVar[bool] = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         share = ShareMeter(ssn.space, ssn.snapshot.total_allocatable())
         table = ssn.job_table
         at_open = table.allocated
@@ -93,7 +93,7 @@ class DrfPlugin(Plugin[NoArgs]):
         if self.option.hierarchy:
             self._hierarchy(ssn)
 
-    def _hierarchy(self, ssn: Session) -> None:
+    def _hierarchy(self, ssn: SessionView) -> None:
         """Hierarchical drf: queue order and reclaim by the queue tree's shares."""
         queues = ssn.queues
         tree = QueueTree.build(

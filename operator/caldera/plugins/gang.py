@@ -14,9 +14,9 @@ from typing import ClassVar
 from caldera.api.job import READY_STATUSES, VALID_STATUSES, Job, ValidateResult
 from caldera.api.reasons import job_fit_error
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT, REJECT
-from caldera.framework.session import Session
 from caldera.models.volcano import PodGroupCondition
 
 __all__ = ["GangPlugin"]
@@ -68,7 +68,7 @@ def _pipelined(job: Job) -> int:
 class GangPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "gang"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         def victims(_: Task, candidates: Sequence[Task]) -> tuple[list[Task], int]:
             occupied: dict[str, int] = {}
             chosen = []
@@ -88,7 +88,7 @@ class GangPlugin(Plugin[NoArgs]):
         ssn.job_pipelined_point.add(self.name, _pipelined)
         ssn.job_starving_point.add(self.name, Job.is_starving)
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         for job in ssn.active_jobs():
             verdict = _verdict(job) if job.tasks else None
             if verdict is None or not job.has_object:

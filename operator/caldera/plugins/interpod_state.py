@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
-from caldera.framework.session import EventHandler
+from caldera.framework.interfaces import EventHandler
 from caldera.models.core import PodAffinityTerm
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
 from caldera.plugins.placed import Placed, PlacedPods

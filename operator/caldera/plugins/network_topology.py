@@ -32,9 +32,9 @@ from caldera.api.hypernode import HyperNodeTree, HyperNodeUsage
 from caldera.api.job import Job
 from caldera.api.resources import Vector
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import IntArray, SessionView
 from caldera.framework.plugin import Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import IntArray, Session
 from caldera.plugins.binpack import MAX_NODE_SCORE, fill, weights_args
 
 __all__ = ["NetworkTopologyArgs", "NetworkTopologyPlugin"]
@@ -52,9 +52,9 @@ class NetworkTopologyPlugin(Plugin[NetworkTopologyArgs]):
     Args = NetworkTopologyArgs
     tree: HyperNodeTree
     usage: HyperNodeUsage
-    ssn: Session
+    ssn: SessionView
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         tree, usage = ssn.hypernodes, ssn.hypernode_usage
         if tree is None or usage is None or not len(tree) or self.args.weight == 0:
             return

@@ -41,9 +41,9 @@ from caldera.api.queue import Queue
 from caldera.api.resources import PODS, ResourceSpace, Vector, counts_as_resource
 from caldera.api.task import ALLOCATED_STATUSES, Task
 from caldera.framework.intents import Event
+from caldera.framework.interfaces import BoolArray, EventHandler, IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import BoolArray, EventHandler, IntArray, Rejection, Session
 from caldera.models.volcano import QueueAffinity
 from caldera.quantity import QuantityError, to_engine_units
 
@@ -169,7 +169,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
     Args = NodeGroupArgs
     supports_hierarchy: ClassVar[bool] = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         nodes = ssn.nodes
         ids, count = nodes.topology(NODEGROUP_LABEL)
         groups: list[str] = nodes.derived(
@@ -272,7 +272,7 @@ class NodeGroupPlugin(Plugin[NodeGroupArgs]):
                     out[name] = own[at]
         return out
 
-    def _limits(self, ssn: Session) -> dict[str, Limits | str]:
+    def _limits(self, ssn: SessionView) -> dict[str, Limits | str]:
         """Each capped queue's caps, or why its annotation is invalid (reported on the Queue)."""
         out: dict[str, Limits | str] = {}
         for name, queue in ssn.queues.items():

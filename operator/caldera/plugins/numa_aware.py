@@ -43,9 +43,9 @@ from pydantic import Field
 
 from caldera.api.resources import Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import BoolArray, EventHandler, IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import BoolArray, EventHandler, IntArray, Rejection, Session
 from caldera.models.core import Container, qos_rank
 from caldera.models.numa import Numatopology
 from caldera.quantity import parse_quantity
@@ -118,7 +118,7 @@ class NumaAwarePlugin(Plugin[NumaAwareArgs]):
     name: ClassVar[str] = "numa-aware"
     Args = NumaAwareArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         nodes = ssn.nodes
         topologies = ssn.snapshot.numatopologies
         known = {

@@ -12,9 +12,9 @@ from pydantic import Field
 
 from caldera.api.compare import le_where, overrun, short_names
 from caldera.api.job import Job
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
-from caldera.framework.session import Session
 
 __all__ = ["OvercommitArgs", "OvercommitPlugin"]
 
@@ -29,7 +29,7 @@ class OvercommitPlugin(Plugin[OvercommitArgs]):
     name: ClassVar[str] = "overcommit"
     Args = OvercommitArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         space = ssn.space
         factor = self.args.factor if self.args.factor >= 1.0 else DEFAULT_FACTOR
         budget = ssn.snapshot.total_allocatable() * factor

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import EventHandler, SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
-from caldera.framework.session import EventHandler, Session
 from caldera.models.policy import PodDisruptionBudget
 
 __all__ = ["PdbPlugin"]
@@ -36,7 +36,7 @@ def _selects(budget: PodDisruptionBudget, task: Task) -> bool:
 class PdbPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "pdb"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         budgets = ssn.snapshot.disruption_budgets
         if not budgets:
             return

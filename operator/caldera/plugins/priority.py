@@ -7,9 +7,9 @@ from typing import ClassVar
 
 from caldera.api.job import Job
 from caldera.api.task import Task
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT
-from caldera.framework.session import Session
 
 __all__ = ["PriorityPlugin"]
 
@@ -17,7 +17,7 @@ __all__ = ["PriorityPlugin"]
 class PriorityPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "priority"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         ssn.task_order_point.add_key(self.name, lambda t: -t.priority)
         ssn.job_order_point.add_key(self.name, lambda j: -j.priority)
 

@@ -23,9 +23,9 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import ResourceSpace, Vector
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import EventHandler, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
-from caldera.framework.session import EventHandler, Session
 
 __all__ = ["ProportionPlugin", "QueueShare", "water_fill"]
 
@@ -90,7 +90,7 @@ class ProportionPlugin(Plugin[ProportionArgs]):
     name: ClassVar[str] = "proportion"
     Args = ProportionArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         space = ssn.space
         total = ssn.snapshot.total_allocatable()
         guaranteed = space.zeros()

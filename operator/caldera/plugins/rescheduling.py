@@ -36,8 +36,8 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from caldera.api.resources import CPU, MEMORY, PODS
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.duration import parse_go_duration
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Args, Plugin
-from caldera.framework.session import Session
 from caldera.models.core import qos_rank
 
 __all__ = ["LowNodeUtilization", "ReschedulingArgs", "ReschedulingPlugin"]
@@ -131,7 +131,7 @@ class ReschedulingPlugin(Plugin[ReschedulingArgs]):
     name: ClassVar[str] = "rescheduling"
     Args = ReschedulingArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         conf = self.args.low_node_utilization
         if conf is None:
             return
@@ -147,7 +147,7 @@ class ReschedulingPlugin(Plugin[ReschedulingArgs]):
         ssn.victim_tasks_point.add(self.name, victims)
 
     def _low_node_utilization(
-        self, ssn: Session, conf: LowNodeUtilization, candidates: Sequence[Task]
+        self, ssn: SessionView, conf: LowNodeUtilization, candidates: Sequence[Task]
     ) -> list[Task]:
         nodes, space = ssn.nodes, ssn.space
         cols = [space.index[CPU], space.index[MEMORY], space.index[PODS]]
@@ -196,7 +196,7 @@ class ReschedulingPlugin(Plugin[ReschedulingArgs]):
         return victims
 
     @staticmethod
-    def _ceiling(ssn: Session, class_name: str) -> float:
+    def _ceiling(ssn: SessionView, class_name: str) -> float:
         """The priority at and above which pods stay."""
         if not class_name:
             return math.inf

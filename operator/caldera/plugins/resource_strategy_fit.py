@@ -40,9 +40,9 @@ from pydantic import Field, field_validator, model_validator
 from caldera.api.node import NodeTable
 from caldera.api.resources import CPU, MEMORY, PODS, ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import IntArray, Rejection, Session
 
 __all__ = [
     "SCORING_TYPE_ANNOTATION",
@@ -302,7 +302,7 @@ class ResourceStrategyFitPlugin(Plugin[ResourceStrategyFitArgs]):
     name: ClassVar[str] = "resource-strategy-fit"
     Args = ResourceStrategyFitArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         args, nodes = self.args, ssn.nodes
         if args.weight > 0:
             ssn.node_order_point.add(self.name, self._strategy_scorer(ssn))
@@ -314,7 +314,7 @@ class ResourceStrategyFitPlugin(Plugin[ResourceStrategyFitArgs]):
                 self.name, lambda task: proportional_rejections(nodes, task, rates)
             )
 
-    def _strategy_scorer(self, ssn: Session) -> NodeScorer:
+    def _strategy_scorer(self, ssn: SessionView) -> NodeScorer:
         nodes, space, table = ssn.nodes, ssn.space, self.args.table()
         scale = MAX_NODE_SCORE * self.args.weight
         default = pod_profile(space, table, None, None)
@@ -335,7 +335,7 @@ class ResourceStrategyFitPlugin(Plugin[ResourceStrategyFitArgs]):
 
         return NodeScorer(score, local=True, variant=_annotations)
 
-    def _sra_scorer(self, ssn: Session) -> NodeScorer:
+    def _sra_scorer(self, ssn: SessionView) -> NodeScorer:
         nodes = ssn.nodes
         base = sra_score(nodes, self.args.sra) * (MAX_NODE_SCORE * self.args.sra.weight)
 

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from caldera.api.job import Job
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import NoArgs, Plugin
 from caldera.framework.points import PERMIT, REJECT
-from caldera.framework.session import Session
 from caldera.quantity import format_resource
 
 __all__ = ["ResourceQuotaPlugin", "quota_request"]
@@ -53,7 +53,7 @@ def go_map(values: Mapping[str, float], names: Sequence[str]) -> str:
 class ResourceQuotaPlugin(Plugin[NoArgs]):
     name: ClassVar[str] = "resourcequota"
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         space = ssn.space
         statuses = ssn.snapshot.quota_statuses
         admitted: dict[str, dict[str, float]] = {}

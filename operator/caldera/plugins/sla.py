@@ -17,9 +17,9 @@ from pydantic import Field, field_validator
 
 from caldera.api.job import Job
 from caldera.framework.duration import parse_go_duration
+from caldera.framework.interfaces import SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import ABSTAIN, PERMIT
-from caldera.framework.session import Session
 
 __all__ = ["SlaArgs", "SlaPlugin"]
 
@@ -50,7 +50,7 @@ class SlaPlugin(Plugin[SlaArgs]):
     name: ClassVar[str] = "sla"
     Args = SlaArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         default = _positive(self.args.waiting_time) if self.args.waiting_time else None
 
         def waiting(job: Job) -> float | None:

@@ -40,7 +40,7 @@ import numpy.typing as npt
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task, TaskStatus
-from caldera.framework.session import EventHandler
+from caldera.framework.interfaces import EventHandler
 from caldera.models.core import Toleration, TopologySpreadConstraint
 from caldera.models.selectors import LabelSelector, LabelSelectorRequirement, matches
 from caldera.plugins.node_match import RequiredAffinity, affinity_key, untolerated_mask

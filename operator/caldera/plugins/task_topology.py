@@ -36,9 +36,9 @@ from pydantic import Field
 from caldera.api.job import Job
 from caldera.api.resources import Vector
 from caldera.api.task import Task, TaskStatus
+from caldera.framework.interfaces import EventHandler, IntArray, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, IntArray, Session
 
 __all__ = ["AFFINITY", "ANTI_AFFINITY", "TASK_ORDER", "TaskTopologyArgs", "TaskTopologyPlugin"]
 
@@ -203,7 +203,7 @@ class TaskTopologyPlugin(Plugin[TaskTopologyArgs]):
     name: ClassVar[str] = "task-topology"
     Args = TaskTopologyArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         space, nodes = ssn.space, ssn.nodes
         weights = np.ones(len(space), dtype=np.float64)
         for name in ("memory", "ephemeral-storage"):

@@ -37,10 +37,10 @@ from pydantic import Field, field_validator, model_validator
 from caldera.api.job import Job
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.duration import parse_go_duration
+from caldera.framework.interfaces import IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.points import PERMIT, REJECT
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import IntArray, Rejection, Session
 from caldera.models.policy import int_or_percent_of
 from caldera.models.volcano import JDB_MAX_UNAVAILABLE, JDB_MIN_AVAILABLE, PREEMPTABLE_KEY
 
@@ -143,7 +143,7 @@ def max_evictions(job: Job) -> int:
     return 1
 
 
-def _within_budget(ssn: Session, tasks: Sequence[Task]) -> list[Task]:
+def _within_budget(ssn: SessionView, tasks: Sequence[Task]) -> list[Task]:
     """Per job, the first tasks its budget lets go (Volcano's ``maxVictims``)."""
     by_job: dict[str, list[Task]] = {}
     for task in tasks:
@@ -160,7 +160,7 @@ class TdmPlugin(Plugin[TdmArgs]):
     name: ClassVar[str] = "tdm"
     Args = TdmArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         nodes, now = ssn.nodes, ssn.now
         zone_of = nodes.label_column(REVOCABLE_ZONE)
         zones = sorted({z for z in zone_of if z is not None})

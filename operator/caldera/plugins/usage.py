@@ -33,9 +33,9 @@ from pydantic import Field, field_validator
 from caldera.api.resources import CPU, MEMORY
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.duration import metrics_interval
+from caldera.framework.interfaces import EventHandler, IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 from caldera.quantity import QuantityError, parse_quantity
 
 __all__ = ["CPU_REASON", "MEMORY_REASON", "UsageArgs", "UsagePlugin"]
@@ -154,7 +154,7 @@ class UsagePlugin(Plugin[UsageArgs]):
     name: ClassVar[str] = "usage"
     Args = UsageArgs
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         args = self.args
         table = ssn.nodes
         n = len(table.names)

@@ -46,10 +46,10 @@ from caldera.devices.volcano_vnpu import IGNORED_RESOURCES as VNPU_IGNORED
 from caldera.devices.volcano_vnpu import vnpu_vendors
 from caldera.devices.volcano_vnpu_config import device_config
 from caldera.framework.duration import parse_go_duration
+from caldera.framework.interfaces import EventHandler, IntArray, Rejection, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.plugin import Args as BaseArgs
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 from caldera.plugins.deviceshare.gpushare import GpuShare
 from caldera.plugins.deviceshare.mindcluster import open_mindcluster
 from caldera.plugins.deviceshare.scores import device_scores
@@ -215,7 +215,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
             return frozenset()
         return frozenset({("ConfigMap", args.device_config_key)})
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.state: DeviceState | None = None
         self._ssn = ssn
         if self.args.ascend_mindcluster:  # Volcano's MindCluster 310P vNPUs
@@ -256,7 +256,7 @@ class DeviceSharePlugin(Plugin[DeviceShareArgs]):
         if self.args.schedule_weight > 0:
             ssn.node_order_point.add(self.name, NodeScorer(self._score))
 
-    def _vendors(self, ssn: Session) -> tuple[Vendor, ...]:
+    def _vendors(self, ssn: SessionView) -> tuple[Vendor, ...]:
         """The dialects this session shares: ``VGPUEnable``'s, and Volcano's vNPUs of the card
         types the device ConfigMap names (``InitDevicesConfig``, ``registerDevices``)."""
         shared = self.args.vendors if self.args.vgpu else ()

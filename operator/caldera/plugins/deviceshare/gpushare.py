@@ -30,7 +30,7 @@ import numpy.typing as npt
 
 from caldera.api.snapshot import Snapshot
 from caldera.api.task import Task
-from caldera.framework.session import Rejection
+from caldera.framework.interfaces import Rejection
 from caldera.models.core import PodSpec
 
 __all__ = ["GPU_INDEX", "GPU_MEMORY", "GPU_NUMBER", "GpuShare", "pod_gpus"]

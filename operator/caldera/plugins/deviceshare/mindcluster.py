@@ -64,8 +64,8 @@ from caldera.devices.mindcluster_chip import (
 )
 from caldera.devices.mindcluster_info import ClusterInfo, ConfigMapView, InitParams
 from caldera.devices.mindcluster_node import NodeInputs, open_node
+from caldera.framework.interfaces import EventHandler, IntArray, Rejection, SessionView
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, IntArray, Rejection, Session
 
 __all__ = ["PLUGIN", "MindClusterVNpus", "open_mindcluster", "task_pod"]
 
@@ -81,7 +81,7 @@ _PLACED = frozenset({TaskStatus.ALLOCATED, TaskStatus.PIPELINED})
 pod whose eviction was undone)."""
 
 
-def open_mindcluster(ssn: Session, weight: int, plugin: str = PLUGIN) -> None:
+def open_mindcluster(ssn: SessionView, weight: int, plugin: str = PLUGIN) -> None:
     """Register the vNPUs' predicate, event handlers and (``weight`` above 0: Volcano's
     ``deviceshare.ScheduleWeight``) node order on ``ssn``, as ``plugin``."""
     vnpus = MindClusterVNpus(ssn)
@@ -131,7 +131,7 @@ class MindClusterVNpus:
     """Every node's vNPU state for one session, opened the first time a pod asks (a session
     without vNPU pods never reads a ConfigMap)."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: SessionView) -> None:
         self._ssn = ssn
         self._nodes: list[NpuNode] | None = None
         self._cores: list[bool] = []

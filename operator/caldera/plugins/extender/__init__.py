@@ -51,12 +51,12 @@ import orjson
 from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.task import Task
+from caldera.framework.interfaces import EventHandler, IntArray, SessionView
 from caldera.framework.outside import CallError, DecisionFailed, Unreachable
 from caldera.framework.placement import Curable
 from caldera.framework.plugin import Plugin
 from caldera.framework.points import ABSTAIN, REJECT
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, IntArray, Session
 from caldera.plugins.extender.args import ExtenderArgs
 from caldera.plugins.extender.wire import Wire, body
 
@@ -74,7 +74,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
     Args = ExtenderArgs
     repeatable: ClassVar[bool] = True
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         args = self.args
         self.ssn = ssn
         self.key = self.option.key
@@ -99,7 +99,7 @@ class ExtenderPlugin(Plugin[ExtenderArgs]):
         if args.verb("allocateFunc") or args.verb("deallocateFunc"):
             ssn.event_handlers.add(self.key, self._handler())
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         if self.args.verb("onSessionClose"):
             with contextlib.suppress(CallError):  # said once, by _health
                 self._call("onSessionClose", b"{}")

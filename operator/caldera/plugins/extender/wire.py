@@ -31,7 +31,7 @@ from caldera.api.job import Job
 from caldera.api.queue import Queue
 from caldera.api.resources import CPU, MEMORY, PODS, ResourceSpace, Vector
 from caldera.api.task import Gate, Task, TaskStatus
-from caldera.framework.session import Session
+from caldera.framework.interfaces import SessionView
 from caldera.quantity import format_resource
 
 __all__ = ["Wire", "body"]
@@ -126,7 +126,7 @@ def _quantities(values: Mapping[str, float]) -> dict[str, str]:
 class Wire:
     """Renders the session's objects for one extender's calls."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: SessionView) -> None:
         self.ssn = ssn
         self.space = ssn.space
         self._nodes: dict[int, bytes] = {}

@@ -27,9 +27,9 @@ from pydantic import Field
 
 from caldera.api.resources import Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import IntArray, SessionView
 from caldera.framework.plugin import Args, Plugin
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import IntArray, Session
 from caldera.plugins.nodeorder import affinity, images, interpod, resources, spread, taints
 
 __all__ = ["NamedScorer", "NodeOrderArgs", "NodeOrderPlugin", "per_row"]
@@ -65,7 +65,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
     name: ClassVar[str] = "nodeorder"
     Args = NodeOrderArgs
 
-    def build_scorers(self, ssn: Session) -> list[NamedScorer]:
+    def build_scorers(self, ssn: SessionView) -> list[NamedScorer]:
         """The weighted scorers; those with weight 0 are not built at all."""
         table, space, a = ssn.nodes, ssn.space, self.args
         # (name as its weight key spells it, weight, per-node, how to build it)
@@ -91,7 +91,7 @@ class NodeOrderPlugin(Plugin[NodeOrderArgs]):
         ]
         return [NamedScorer(name, build(), w, local) for name, w, local, build in candidates if w]
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.scorers = self.build_scorers(ssn)
         for local in (True, False):
             group = [(s.fn, float(s.weight)) for s in self.scorers if s.local is local]

@@ -20,7 +20,7 @@ import numpy as np
 from caldera.api.node import NodeTable
 from caldera.api.resources import Vector
 from caldera.api.task import Task
-from caldera.framework.session import IntArray
+from caldera.framework.interfaces import IntArray
 from caldera.models.core import PreferredSchedulingTerm
 from caldera.plugins.node_match import RequiredAffinity
 

@@ -20,7 +20,7 @@ import numpy as np
 from caldera.api.node import NodeTable
 from caldera.api.resources import Vector
 from caldera.api.task import Task
-from caldera.framework.session import IntArray
+from caldera.framework.interfaces import IntArray
 
 __all__ = ["image_locality", "normalized_image_name"]
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from caldera.api.resources import Vector
 from caldera.api.task import Task
-from caldera.framework.session import IntArray, Session
+from caldera.framework.interfaces import IntArray, SessionView
 from caldera.models.core import Affinity, PodAffinity
 from caldera.plugins.interpod_state import OwnedTerms, PodIndex, Term, terms_of
 
@@ -79,7 +79,7 @@ def normalize(raw: Vector) -> Vector:
     return scores
 
 
-def pod_affinity_scorer(ssn: Session, hard_weight: int = 0) -> Scorer:
+def pod_affinity_scorer(ssn: SessionView, hard_weight: int = 0) -> Scorer:
     """The scorer; registers its event handler on ``ssn`` so its counts follow placements."""
     index = PodIndex(ssn.nodes, ssn.snapshot.labels_of_namespace, _owned(hard_weight))
     ssn.event_handlers.add(PLUGIN, index.handler)

@@ -25,8 +25,8 @@ import numpy.typing as npt
 from caldera.api.node import Matrix, NodeTable
 from caldera.api.resources import CPU, CPU_MEMORY, MEMORY, ResourceSpace, Vector
 from caldera.api.task import Task
+from caldera.framework.interfaces import IntArray
 from caldera.framework.rowwise import COLUMNS, Math, Num, evaluate
-from caldera.framework.session import IntArray
 
 __all__ = ["balanced_resource", "least_requested", "most_requested"]
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from caldera.api.resources import Vector
 from caldera.api.task import Task
-from caldera.framework.session import IntArray, Session
+from caldera.framework.interfaces import IntArray, SessionView
 from caldera.plugins.spread_defaults import DefaultSelectors
 from caldera.plugins.spread_state import HOSTNAME, SpreadState
 
@@ -54,7 +54,9 @@ def _round(x: Vector) -> Vector:
     return rounded
 
 
-def pod_topology_spread(ssn: Session, plugin: str) -> Callable[[Task, IntArray], Vector | float]:
+def pod_topology_spread(
+    ssn: SessionView, plugin: str
+) -> Callable[[Task, IntArray], Vector | float]:
     """The scorer over candidate rows; its counts' event handler is registered for ``plugin``."""
     state = SpreadState(ssn.nodes, DefaultSelectors(ssn.snapshot.spread_owners))
     ssn.event_handlers.add(plugin, state.pods.handler)

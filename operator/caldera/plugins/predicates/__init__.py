@@ -34,10 +34,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from caldera.api.task import Task
+from caldera.framework.interfaces import Rejection, SessionView
 from caldera.framework.placement import ByFilter
-from caldera.framework.plugin import Args, Plugin
-from caldera.framework.policy import PluginOption
-from caldera.framework.session import Rejection, Session
+from caldera.framework.plugin import Args, Plugin, PluginOption
 from caldera.plugins.predicates import affinity, interpod, ports, spread, taints, volumes
 from caldera.plugins.predicates.base import SKIP, NodeFilter
 from caldera.plugins.predicates.dra import DynamicResources
@@ -110,7 +109,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
         self.volume_binding: VolumeBinding | None = None
         self.dynamic_resources: DynamicResources | None = None
 
-    def build_filters(self, ssn: Session) -> list[NodeFilter]:
+    def build_filters(self, ssn: SessionView) -> list[NodeFilter]:
         """The enabled filters, in kube-scheduler's order."""
         nodes, a = ssn.nodes, self.args
         filters = [taints.unschedulable_filter(nodes)]
@@ -141,7 +140,7 @@ class PredicatesPlugin(Plugin[PredicatesArgs]):
             filters.append(self.dynamic_resources.node_filter)
         return filters
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.filters = self.build_filters(ssn)
         for f in self.filters:
             if f.handler is not None:

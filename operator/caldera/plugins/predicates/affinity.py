@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
-from caldera.framework.session import Rejection
+from caldera.framework.interfaces import Rejection
 from caldera.plugins.node_match import AffinityKey, RequiredAffinity, affinity_key
 from caldera.plugins.predicates.base import NodeFilter
 

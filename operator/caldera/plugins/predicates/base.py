@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from caldera.api.task import Task
-from caldera.framework.session import EventHandler, Rejection
+from caldera.framework.interfaces import EventHandler, Rejection
 
 __all__ = ["SKIP", "NodeFilter", "PreFilterResult", "Simulate", "Skip"]
 

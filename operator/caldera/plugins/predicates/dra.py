@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.intents import Bind
-from caldera.framework.session import EventHandler, Rejection, Session
+from caldera.framework.interfaces import EventHandler, Rejection, SessionView
 from caldera.models.dra import (
     RESERVED_FOR_MAX_SIZE,
     AllocationResult,
@@ -86,7 +86,7 @@ class DynamicResources:
     """The plugin for one session: its node filter, Reserve/Unreserve handler, preemption check
     and the PreBind writes for the binder."""
 
-    def __init__(self, ssn: Session, filter_timeout_seconds: int = 10) -> None:
+    def __init__(self, ssn: SessionView, filter_timeout_seconds: int = 10) -> None:
         self.objects: DraObjects = ssn.snapshot.dra
         self.nodes = ssn.nodes
         self.n = len(ssn.nodes)

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from caldera.api.task import Task
-from caldera.framework.session import Rejection, Session
+from caldera.framework.interfaces import Rejection, SessionView
 from caldera.models.core import Affinity
 from caldera.plugins.interpod_state import (
     Counts,
@@ -142,7 +142,7 @@ def _failures(
     return out
 
 
-def interpod_affinity_filter(ssn: Session) -> NodeFilter:
+def interpod_affinity_filter(ssn: SessionView) -> NodeFilter:
     """InterPodAffinity: required pod affinity, anti-affinity and existing pods' anti-affinity."""
     index = PodIndex(ssn.nodes, ssn.snapshot.labels_of_namespace, _required_anti)
     queries: dict[tuple[str, frozenset[tuple[str, str]], Affinity | None], _Query] = {}

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
-from caldera.framework.session import EventHandler, Rejection
+from caldera.framework.interfaces import EventHandler, Rejection
 from caldera.models.core import PodSpec
 from caldera.plugins.placed import PlacedPods
 from caldera.plugins.predicates.base import SKIP, NodeFilter, PreFilterResult

@@ -25,7 +25,7 @@ import numpy as np
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
-from caldera.framework.session import Rejection
+from caldera.framework.interfaces import Rejection
 from caldera.plugins.predicates.base import SKIP, NodeFilter, PreFilterResult
 from caldera.plugins.spread_state import BoolArray, Constraint, Counts, SpreadState
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from caldera.api.node import NodeTable
 from caldera.api.task import Task
-from caldera.framework.session import Rejection
+from caldera.framework.interfaces import Rejection
 from caldera.models.core import Taint, Toleration
 from caldera.plugins.node_match import taint_groups, untolerated_taint
 from caldera.plugins.predicates.base import NodeFilter

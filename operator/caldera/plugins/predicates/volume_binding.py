@@ -48,8 +48,8 @@ import numpy.typing as npt
 
 from caldera.api.task import Task, TaskStatus
 from caldera.framework.intents import Bind, VolumeBind
+from caldera.framework.interfaces import EventHandler, Rejection, SessionView
 from caldera.framework.scoring import NodeScorer
-from caldera.framework.session import EventHandler, Rejection, Session
 from caldera.models.storage import (
     NO_PROVISIONER,
     SELECTED_NODE_ANNOTATION,
@@ -174,7 +174,7 @@ class VolumeBinding:
 
     def __init__(
         self,
-        ssn: Session,
+        ssn: SessionView,
         weight: int = 1,
         shape: Sequence[tuple[int, int]] = DEFAULT_SHAPE,
     ) -> None:

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from caldera.api.task import Task
-from caldera.framework.session import EventHandler, Rejection, Session
+from caldera.framework.interfaces import EventHandler, Rejection, SessionView
 from caldera.models.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
 from caldera.models.storage import (
     PersistentVolumeClaim,
@@ -125,7 +125,7 @@ def _rows_by_value(labels: Sequence[Mapping[str, str]], key: str) -> dict[str, I
 class StorageView:
     """One session's storage objects and node masks (see the module docstring)."""
 
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: SessionView) -> None:
         self.objects: StorageObjects = ssn.snapshot.volumes
         self.nodes = ssn.nodes
         self.n = len(ssn.nodes)
@@ -267,7 +267,7 @@ def _zone_topologies(view: StorageView, task: Task) -> list[tuple[str, frozenset
     return out
 
 
-def volume_zone_filter(ssn: Session) -> NodeFilter:
+def volume_zone_filter(ssn: SessionView) -> NodeFilter:
     """VolumeZone: bound volumes' zone and region labels must match the node's."""
     view = StorageView(ssn)
     constrained = np.zeros(view.n, dtype=bool)
@@ -452,7 +452,7 @@ class _Attachments:
         return False
 
 
-def node_volume_limits_filter(ssn: Session) -> NodeFilter:
+def node_volume_limits_filter(ssn: SessionView) -> NodeFilter:
     """NodeVolumeLimits: per CSI driver, attached plus new volumes within CSINode's count."""
     attachments = _Attachments(StorageView(ssn))
     everywhere = np.ones(len(ssn.nodes), dtype=bool)
