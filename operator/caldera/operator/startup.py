@@ -1,21 +1,36 @@
 """How the operator tells it is up: ready once the cache has listed everything and the session
-side is warm, one line saying what the cache holds, and the event loop's lag as a metric."""
+side is warm, one line saying what the cache holds, and the event loop's lag as a metric. Each
+takes the runtime as :class:`Starting`, the few parts of it they read, so this module knows
+nothing of :mod:`caldera.operator.app`, which starts them."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from caldera.operator.app import Runtime
+    from caldera.operator.loop.scheduler import Scheduler
+    from caldera.operator.metrics import Metrics
+    from caldera.operator.watch.cache import Cache
+    from caldera.operator.watch.informer import Informer
 
-__all__ = ["ready_when_warm", "say_synced", "watch_loop_lag"]
+__all__ = ["Starting", "ready_when_warm", "say_synced", "watch_loop_lag"]
 
 log = logging.getLogger("caldera.operator.app")
 
 
-async def ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
+class Starting(Protocol):
+    """What start-up reads of the operator's runtime (:class:`~caldera.operator.app.Runtime`)."""
+
+    cache: Cache | None
+    scheduler: Scheduler | None
+    informers: list[Informer]
+    metrics: Metrics
+    loop_lag_max: float
+
+
+async def ready_when_warm(runtime: Starting, ready: asyncio.Event) -> None:
     """Ready (``/readyz``, and the first session) once the cache has every listing and the
     session process has started: a pod created then is decided at once, not after the
     process's imports."""
@@ -36,7 +51,7 @@ async def ready_when_warm(runtime: Runtime, ready: asyncio.Event) -> None:
     ready.set()
 
 
-async def say_synced(runtime: Runtime, since: float) -> None:
+async def say_synced(runtime: Starting, since: float) -> None:
     """One line when the cache is ready: how long it took, what it holds, what is not served."""
     assert runtime.cache is not None
     await runtime.cache.synced.wait()
@@ -53,7 +68,7 @@ async def say_synced(runtime: Runtime, since: float) -> None:
     )
 
 
-async def watch_loop_lag(runtime: Runtime, interval: float = 0.05, window: float = 10.0) -> None:
+async def watch_loop_lag(runtime: Starting, interval: float = 0.05, window: float = 10.0) -> None:
     """Sample how late the loop wakes up; export the worst delay of each window."""
     loop = asyncio.get_running_loop()
     worst, started = 0.0, loop.time()
