@@ -38,6 +38,7 @@ from builders import (
     podgroup,
     policy_text,
     scenario,
+    task_named,
 )
 from caldera.api.task import Task
 from caldera.framework.session import Session
@@ -481,22 +482,32 @@ def test_switch_turns_the_filter_off() -> None:
 # -- counts follow the session's placements -----------------------------------------------------
 
 
-def test_counts_follow_allocate_and_discard() -> None:
+def db_and_two_pods_naming_it(*, anti: bool, db_on: str = "") -> tuple[Session, Task, Task, Task]:
+    """An open session with pod db (app=db), running on ``db_on`` or else pending, and two
+    pending pods whose required affinity (or anti-affinity) names it: p by zone, p2 by host.
+    Returns the session and the tasks of db, p and p2."""
+
+    def naming_db(key: str) -> dict[str, Any]:
+        rule = [term({"app": "db"}, key)]
+        return affinity(anti=rule) if anti else affinity(rule)
+
     ssn = open_session(
         [
             *cluster(),
-            podgroup("pgdb"),
-            pod("db", group="pgdb", labels={"app": "db"}),
+            podgroup("pgdb", phase="Running" if db_on else "Pending"),
+            pod("db", group="pgdb", node_name=db_on, labels={"app": "db"}),
             podgroup("pg"),
-            pod("p", group="pg", affinity=affinity([term({"app": "db"})])),
+            pod("p", group="pg", affinity=naming_db("zone")),
             podgroup("pg2"),
-            pod("p2", group="pg2", affinity=affinity([term({"app": "db"}, HOST)])),
+            pod("p2", group="pg2", affinity=naming_db(HOST)),
         ],
         FILTER_POLICY,
     )
-    db = next(iter(ssn.jobs["default/pgdb"].tasks.values()))
-    task = next(iter(ssn.jobs["default/pg"].tasks.values()))
-    later = next(iter(ssn.jobs["default/pg2"].tasks.values()))
+    return ssn, task_named(ssn, "db"), task_named(ssn, "p"), task_named(ssn, "p2")
+
+
+def test_counts_follow_allocate_and_discard() -> None:
+    ssn, db, task, later = db_and_two_pods_naming_it(anti=False)
     assert verdicts(ssn, task) == {AFFINITY: NODES}
     stmt = ssn.statement()
     stmt.allocate(db, ssn.nodes.index["n3"])
@@ -517,21 +528,7 @@ def test_counts_follow_allocate_and_discard() -> None:
 def test_an_evicted_pod_no_longer_counts(asked_before: bool) -> None:
     """Volcano removes a pod from its plugins' node info on the deallocate event of an eviction,
     though the pod stays on its node (releasing) until it is gone."""
-    ssn = open_session(
-        [
-            *cluster(),
-            podgroup("pgdb", phase="Running"),
-            pod("db", group="pgdb", node_name="n1", labels={"app": "db"}),
-            podgroup("pg"),
-            pod("p", group="pg", affinity=affinity(anti=[term({"app": "db"})])),
-            podgroup("pg2"),
-            pod("p2", group="pg2", affinity=affinity(anti=[term({"app": "db"}, HOST)])),
-        ],
-        FILTER_POLICY,
-    )
-    db = next(iter(ssn.jobs["default/pgdb"].tasks.values()))
-    task = next(iter(ssn.jobs["default/pg"].tasks.values()))
-    later = next(iter(ssn.jobs["default/pg2"].tasks.values()))
+    ssn, db, task, later = db_and_two_pods_naming_it(anti=True, db_on="n1")
     if asked_before:
         assert verdicts(ssn, task) == {ANTI: ["n1", "n2"]}
     stmt = ssn.statement()
