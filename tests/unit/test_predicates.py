@@ -478,28 +478,28 @@ def test_placement_respects_the_filters(pod_kwargs: dict[str, Any], node_name: s
     assert binds(sim) == {"default/p": node_name}
 
 
-def test_a_full_pod_slot_rejects_with_too_many_pods() -> None:
+@pytest.mark.parametrize(
+    ("slots", "bound", "unschedulable"),
+    [
+        pytest.param(
+            "1",
+            {},
+            {"default/p": "0/1 nodes are available: 1 Too many pods."},
+            id="a full pod slot rejects with too many pods",
+        ),
+        pytest.param("2", {"default/p": "n1"}, {}, id="a free pod slot is used"),
+    ],
+)
+def test_a_pod_needs_a_pod_slot_beside_another_schedulers_pod(
+    slots: str, bound: dict[str, str], unschedulable: dict[str, str]
+) -> None:
     sim = scenario(
         [
-            node("n1", pods="1"),
+            node("n1", pods=slots),
             pod("already-there", node_name="n1", scheduler="default-scheduler"),
             podgroup("pg"),
             pod("p", group="pg"),
         ]
     )
-    assert binds(sim) == {}
-    assert summary(sim)["unschedulable"]["default/p"] == (
-        "0/1 nodes are available: 1 Too many pods."
-    )
-
-
-def test_a_free_pod_slot_is_used() -> None:
-    sim = scenario(
-        [
-            node("n1", pods="2"),
-            pod("already-there", node_name="n1", scheduler="default-scheduler"),
-            podgroup("pg"),
-            pod("p", group="pg"),
-        ]
-    )
-    assert binds(sim) == {"default/p": "n1"}
+    assert binds(sim) == bound
+    assert summary(sim)["unschedulable"] == unschedulable
