@@ -293,3 +293,47 @@ def test_a_kubeconfig_that_does_not_exist_is_exit_2_naming_it(
         assert err.splitlines() == [
             f"caldera: kubeconfig {missing} does not exist (and this is not a pod in a cluster)"
         ]
+
+
+EXAMPLE_LIST = """\
+Name                     Weight  State   Parent   Inqueue Pending Running Unknown Completed \
+Allocated          Deserved           Capability
+default                  1       Open    root     0       0       0       0       0         \
+-                  -                  -
+nlp                      1       Closing research 0       0       1       0       0         \
+cpu=2,memory=8Gi   -                  cpu=4
+production               2       Open    root     0       0       1       0       1         \
+cpu=4,memory=16Gi  cpu=8,memory=32Gi  -
+research                 3       Open    root     1       1       1       0       0         \
+cpu=10,memory=40Gi cpu=12,memory=48Gi cpu=16,memory=64Gi
+root                     1       Open    -        0       0       0       0       0         \
+cpu=14,memory=56Gi -                  -
+"""
+EXAMPLE_GET = """\
+Name                     Weight  State   Parent   Inqueue Pending Running Unknown Completed \
+Allocated          Deserved           Capability
+research                 3       Open    root     1       1       1       0       0         \
+cpu=10,memory=40Gi cpu=12,memory=48Gi cpu=16,memory=64Gi
+  nlp                    1       Closing research 0       0       1       0       0         \
+cpu=2,memory=8Gi   -                  cpu=4
+"""
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        pytest.param(["list", "examples/queues/"], EXAMPLE_LIST, id="list"),
+        pytest.param(["get", "research", "examples/queues/cluster.yaml"], EXAMPLE_GET, id="get"),
+    ],
+)
+def test_the_queue_example_prints_what_the_documentation_shows(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    shown: str,
+) -> None:
+    """``examples/queues/``, as the user documentation runs it (from the repository root)."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    code, out, err = run(capsys, *argv)
+    assert (code, err) == (0, "")
+    assert out == shown
