@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from caldera.operator.memo import Lasting, Recent
 
 
@@ -43,39 +45,48 @@ def test_a_changed_value_is_sent_at_once() -> None:
     assert recent.fresh("pg/a", "Inqueue")
 
 
-def test_a_problem_that_fixes_itself_within_the_grace_is_never_told() -> None:
+NO_PODGROUP = "pod a has no PodGroup"
+
+
+@pytest.mark.parametrize(
+    ("grace", "steps"),
+    [
+        pytest.param(
+            30,
+            [
+                (0, [NO_PODGROUP], []),
+                (29, [NO_PODGROUP], []),
+                (31, [], []),
+                (31, [NO_PODGROUP], []),
+            ],
+            id="a problem that fixes itself within the grace is never told",
+        ),
+        pytest.param(
+            30,
+            [
+                (0, ["x", "y"], []),
+                (30, ["x", "y", "z"], ["x", "y"]),
+                (100, ["x", "y", "z"], ["z"]),
+                (100, ["x", "y", "z"], []),
+            ],
+            id="a lasting problem is told exactly once",
+        ),
+        pytest.param(
+            5,
+            [(0, ["x"], []), (5, ["x"], ["x"]), (6, [], []), (6, ["x"], []), (11, ["x"], ["x"])],
+            id="a problem that comes back is timed and told again",
+        ),
+    ],
+)
+def test_a_problem_is_told_once_it_has_lasted_the_grace(
+    grace: float, steps: list[tuple[float, list[str], list[str]]]
+) -> None:
+    """Each step: the clock's time, the problems seen then, and those told."""
     clock = Clock()
-    lasting = Lasting(grace=30, clock=clock)
-    assert lasting.seen(["pod a has no PodGroup"]) == []
-    clock.now = 29
-    assert lasting.seen(["pod a has no PodGroup"]) == []
-    clock.now = 31
-    assert lasting.seen([]) == []
-    assert lasting.seen(["pod a has no PodGroup"]) == []
-
-
-def test_a_lasting_problem_is_told_exactly_once() -> None:
-    clock = Clock()
-    lasting = Lasting(grace=30, clock=clock)
-    lasting.seen(["x", "y"])
-    clock.now = 30
-    assert lasting.seen(["x", "y", "z"]) == ["x", "y"]
-    clock.now = 100
-    assert lasting.seen(["x", "y", "z"]) == ["z"]
-    assert lasting.seen(["x", "y", "z"]) == []
-
-
-def test_a_problem_that_comes_back_is_timed_and_told_again() -> None:
-    clock = Clock()
-    lasting = Lasting(grace=5, clock=clock)
-    lasting.seen(["x"])
-    clock.now = 5
-    assert lasting.seen(["x"]) == ["x"]
-    clock.now = 6
-    assert lasting.seen([]) == []
-    assert lasting.seen(["x"]) == []
-    clock.now = 11
-    assert lasting.seen(["x"]) == ["x"]
+    lasting = Lasting(grace=grace, clock=clock)
+    for now, seen, told in steps:
+        clock.now = now
+        assert lasting.seen(seen) == told, f"at {now}: {seen}"
 
 
 def test_many_objects_with_the_same_problem_make_one_line_naming_a_few() -> None:
