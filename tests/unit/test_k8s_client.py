@@ -31,26 +31,28 @@ def test_without_a_proxy_environment_there_is_no_proxy() -> None:
     assert env_proxy("https://10.0.0.1:6443") is None
 
 
-async def test_the_client_does_not_consult_the_environment_per_request(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("explicit", "proxy"),
+    [
+        pytest.param(
+            None,
+            "http://proxy.corp:3128",
+            id="the client takes the environment's proxy once, not per request",
+        ),
+        pytest.param("http://other:8080", "http://other:8080", id="an explicit proxy wins"),
+    ],
+)
+async def test_the_client_reads_the_proxy_environment_once_and_an_explicit_proxy_wins(
+    monkeypatch: pytest.MonkeyPatch, explicit: str | None, proxy: str
 ) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
     cfg = client.Configuration(host="https://10.0.0.1:6443")
+    if explicit is not None:
+        cfg.proxy = explicit
     api = make_api_client(cfg)
     try:
-        assert api.rest_client.proxy == "http://proxy.corp:3128"
+        assert api.rest_client.proxy == proxy
         assert api.rest_client.pool_manager.trust_env is False
-    finally:
-        await api.close()
-
-
-async def test_an_explicit_proxy_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
-    cfg = client.Configuration(host="https://10.0.0.1:6443")
-    cfg.proxy = "http://other:8080"
-    api = make_api_client(cfg)
-    try:
-        assert api.rest_client.proxy == "http://other:8080"
     finally:
         await api.close()
 
