@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from builders import (
     Obj,
     binds,
@@ -91,21 +93,38 @@ def test_a_pod_with_a_policy_needs_a_static_node_running_that_policy() -> None:
     }
 
 
-def test_single_numa_node_refuses_a_pod_no_one_numa_node_can_hold() -> None:
-    objs = [
-        machine("n1"),
-        topology("n1", "single-numa-node"),
-        *guaranteed("big", 6, "single-numa-node"),
-    ]
-    assert node_verdicts(session(objs), "big") == {
-        "n1": "plugin numa-aware predicates failed for task big container main"
-    }
-
-
-def test_restricted_admits_the_smallest_set_of_numa_nodes_that_could_hold_it() -> None:
-    # six cpus fit no single NUMA node's four: two NUMA nodes are then the preferred hint
-    objs = [machine("n1"), topology("n1", "restricted"), *guaranteed("big", 6, "restricted")]
-    assert node_verdicts(session(objs), "big") == {"n1": ""}
+@pytest.mark.parametrize(
+    ("objs", "name", "verdict"),
+    [
+        pytest.param(
+            [topology("n1", "single-numa-node"), *guaranteed("big", 6, "single-numa-node")],
+            "big",
+            "plugin numa-aware predicates failed for task big container main",
+            id="single-numa-node refuses a pod no one NUMA node can hold",
+        ),
+        pytest.param(
+            [topology("n1", "restricted"), *guaranteed("big", 6, "restricted")],
+            "big",
+            "",
+            # six cpus fit no single NUMA node's four: two NUMA nodes are the preferred hint
+            id="restricted admits the smallest set of NUMA nodes that could hold it",
+        ),
+        pytest.param(
+            [
+                topology("n1", "single-numa-node"),
+                podgroup("pg"),
+                pod("burstable", group="pg", cpu="6", memory="1Gi"),
+            ],
+            "burstable",
+            "",
+            id="pods that are not Guaranteed are left alone",
+        ),
+    ],
+)
+def test_the_numa_policy_of_one_machine_admits_or_refuses_the_pod(
+    objs: list[Obj], name: str, verdict: str
+) -> None:
+    assert node_verdicts(session([machine("n1"), *objs]), name) == {"n1": verdict}
 
 
 def test_restricted_refuses_when_the_free_cpus_are_spread_thinner_than_preferred() -> None:
@@ -136,16 +155,6 @@ def test_pods_placed_in_a_session_take_their_cpus_from_the_next_pods() -> None:
     sim = scenario(objs, policy_yaml=TEXT)
     # three cpus on one NUMA node: one pod per NUMA node, the third waits
     assert binds(sim) == {"default/p0": "n1", "default/p1": "n1"}
-
-
-def test_pods_that_are_not_guaranteed_are_left_alone() -> None:
-    objs = [
-        machine("n1"),
-        topology("n1", "single-numa-node"),
-        podgroup("pg"),
-        pod("burstable", group="pg", cpu="6", memory="1Gi"),
-    ]
-    assert node_verdicts(session(objs), "burstable") == {"n1": ""}
 
 
 def test_fewer_numa_nodes_score_higher() -> None:
