@@ -43,48 +43,87 @@ def reasons(sim: Simulation) -> dict[str, str]:
     return {c.name: c.message for c in sim.cycles[0].result.pod_conditions}
 
 
-def test_gpu_number_hands_out_whole_idle_cards_lowest_first() -> None:
-    objs = [
-        gpu_node(4, 64000),
-        pod("a", cpu="1", limits={GPU_NUMBER: "2"}, created=1.0),
-        pod("b", cpu="1", limits={GPU_NUMBER: "1"}, created=2.0),
-    ]
-    sim = scenario(objs, policy_yaml=gpu_policy(GPUNumberEnable=True))
-    assert cards(sim) == {"a": "0,1", "b": "2"}
+BY_NUMBER = {"GPUNumberEnable": True}
+BY_MEMORY = {"GPUSharingEnable": True}
 
 
-def test_gpu_number_counts_cards_running_pods_hold_and_skips_unhealthy_ones() -> None:
-    objs = [
-        gpu_node(4, 64000, unhealthy="2"),
-        pod(
-            "running",
-            cpu="1",
-            limits={GPU_NUMBER: "1"},
-            node_name="gpu-1",
-            phase="Running",
-            annotations={GPU_INDEX: "0"},
+@pytest.mark.parametrize(
+    ("mode", "objs", "placed", "waiting"),
+    [
+        pytest.param(
+            BY_NUMBER,
+            [
+                gpu_node(4, 64000),
+                pod("a", cpu="1", limits={GPU_NUMBER: "2"}, created=1.0),
+                pod("b", cpu="1", limits={GPU_NUMBER: "1"}, created=2.0),
+            ],
+            {"a": "0,1", "b": "2"},
+            {},
+            id="GPU number hands out whole idle cards, lowest first",
         ),
-        pod("one", cpu="1", limits={GPU_NUMBER: "1"}, created=1.0),
-        pod("two", cpu="1", limits={GPU_NUMBER: "2"}, created=2.0),
-    ]
-    sim = scenario(objs, policy_yaml=gpu_policy(GPUNumberEnable=True))
-    # cards 1 and 3 are idle (0 is taken, 2 unhealthy): one pod gets card 1, the other waits
-    assert cards(sim) == {"one": "1"}
-    assert "GpuNumber no enough gpu number on node" in reasons(sim)["two"]
-
-
-def test_gpu_sharing_fits_a_pod_on_one_card_by_memory() -> None:
-    objs = [
-        gpu_node(2, 32000),  # 16000 per card
-        pod("a", cpu="1", limits={GPU_MEMORY: "10000"}, created=1.0),
-        pod("b", cpu="1", limits={GPU_MEMORY: "10000"}, created=2.0),
-        pod("c", cpu="1", limits={GPU_MEMORY: "7000"}, created=3.0),
-        pod("d", cpu="1", limits={GPU_MEMORY: "6000"}, created=4.0),
-    ]
-    sim = scenario(objs, policy_yaml=gpu_policy(GPUSharingEnable=True))
-    # 27,000 of 32,000 asked would pass a node-wide fit; no card has 7,000 left for c
-    assert cards(sim) == {"a": "0", "b": "1", "d": "0"}
-    assert "GpuShare no enough gpu memory on node" in reasons(sim)["c"]
+        pytest.param(
+            BY_NUMBER,
+            [
+                gpu_node(4, 64000, unhealthy="2"),
+                pod(
+                    "running",
+                    cpu="1",
+                    limits={GPU_NUMBER: "1"},
+                    node_name="gpu-1",
+                    phase="Running",
+                    annotations={GPU_INDEX: "0"},
+                ),
+                pod("one", cpu="1", limits={GPU_NUMBER: "1"}, created=1.0),
+                pod("two", cpu="1", limits={GPU_NUMBER: "2"}, created=2.0),
+            ],
+            # cards 1 and 3 are idle (0 is taken, 2 unhealthy): one pod gets card 1, the other
+            # waits
+            {"one": "1"},
+            {"two": "GpuNumber no enough gpu number on node"},
+            id="GPU number counts the cards running pods hold and skips unhealthy ones",
+        ),
+        pytest.param(
+            BY_MEMORY,
+            [
+                gpu_node(2, 32000),  # 16000 per card
+                pod("a", cpu="1", limits={GPU_MEMORY: "10000"}, created=1.0),
+                pod("b", cpu="1", limits={GPU_MEMORY: "10000"}, created=2.0),
+                pod("c", cpu="1", limits={GPU_MEMORY: "7000"}, created=3.0),
+                pod("d", cpu="1", limits={GPU_MEMORY: "6000"}, created=4.0),
+            ],
+            # 27,000 of 32,000 asked would pass a node-wide fit; no card has 7,000 left for c
+            {"a": "0", "b": "1", "d": "0"},
+            {"c": "GpuShare no enough gpu memory on node"},
+            id="GPU sharing fits a pod on one card by memory",
+        ),
+        pytest.param(
+            BY_NUMBER,
+            [
+                node(
+                    "gpu-1",
+                    cpu="32",
+                    memory="128Gi",
+                    extra={GPU_NUMBER: "1000000000", GPU_MEMORY: "1"},
+                ),
+                pod("a", cpu="1", limits={GPU_NUMBER: "2"}, created=1.0),
+            ],
+            {"a": "0,1"},
+            {},
+            id="a node advertising an absurd number of cards is read up to a bound",
+        ),
+    ],
+)
+def test_each_older_gpu_mode_hands_out_the_cards_volcano_would(
+    mode: dict[str, bool], objs: list[Obj], placed: dict[str, str], waiting: dict[str, str]
+) -> None:
+    """``placed``: the card indexes each bound pod is given; ``waiting``: words of the reason of
+    each pod left waiting."""
+    sim = scenario(objs, policy_yaml=gpu_policy(**mode))
+    assert cards(sim) == placed
+    said = reasons(sim)
+    assert sorted(said) == sorted(waiting)
+    for name, words in waiting.items():
+        assert words in said[name]
 
 
 @pytest.mark.parametrize(
@@ -109,12 +148,3 @@ def test_the_gpu_modes_exclude_each_other_at_policy_load(
         load_policy(gpu_policy(**arguments), Registry.from_entry_points())
     assert caught.value.key == "tiers[1].plugins[1].arguments"
     assert says in str(caught.value)
-
-
-def test_a_node_advertising_an_absurd_number_of_cards_is_read_up_to_a_bound() -> None:
-    objs: list[Obj] = [
-        node("gpu-1", cpu="32", memory="128Gi", extra={GPU_NUMBER: "1000000000", GPU_MEMORY: "1"}),
-        pod("a", cpu="1", limits={GPU_NUMBER: "2"}, created=1.0),
-    ]
-    sim = scenario(objs, policy_yaml=gpu_policy(GPUNumberEnable=True))
-    assert cards(sim) == {"a": "0,1"}
