@@ -630,42 +630,59 @@ def test_switched_off_the_filter_is_not_built() -> None:
 # -- Reserve / Unreserve and PreBind, through the engine -------------------------------------------
 
 
-def test_each_claim_gets_its_own_device_and_the_next_pod_waits() -> None:
-    sim = run(
-        [
-            *hosts("n1"),
-            podgroup("first", created=1.0),
-            claimant("a", group="first", claims=("ca",)),
-            podgroup("second", created=2.0),
-            claimant("b", group="second", claims=("cb",)),
-            podgroup("third", created=3.0),
-            claimant("c", group="third", claims=("cc",)),
-        ],
-        [GPUS[0], GPU_N1, claim("ca"), claim("cb"), claim("cc")],
-    )
-    assert {k: devices_of(b) for k, b in all_binds(sim).items()} == {
-        "default/a": [("ca", "gpu", "n1/g0")],
-        "default/b": [("cb", "gpu", "n1/g1")],
-    }
-    assert unschedulable(sim)["default/c"] == f"0/1 nodes are available: 1 {CANNOT_ALLOCATE}."
-
-
-def test_a_discarded_gang_gives_its_devices_back() -> None:
-    one_gpu = rslice("n1-gpus", [gpu("g0")], node_name="n1")
-    sim = run(
-        [
-            *hosts("n1"),
-            podgroup("gang", min_member=2, created=1.0),
-            claimant("g-0", group="gang", claims=("g0",)),
-            claimant("g-1", group="gang", claims=("g1",)),
-            podgroup("later", created=2.0),
-            claimant("solo", group="later", claims=("solo",)),
-        ],
-        [device_class(), one_gpu, claim("g0"), claim("g1"), claim("solo")],
-    )
-    assert {k: devices_of(b) for k, b in all_binds(sim).items()} == {
-        "default/solo": [("solo", "gpu", "n1/g0")]
-    }
+@pytest.mark.parametrize(
+    ("objects", "dra", "bound", "waiting"),
+    [
+        pytest.param(
+            [
+                *hosts("n1"),
+                podgroup("first", created=1.0),
+                claimant("a", group="first", claims=("ca",)),
+                podgroup("second", created=2.0),
+                claimant("b", group="second", claims=("cb",)),
+                podgroup("third", created=3.0),
+                claimant("c", group="third", claims=("cc",)),
+            ],
+            [GPUS[0], GPU_N1, claim("ca"), claim("cb"), claim("cc")],
+            {"default/a": [("ca", "gpu", "n1/g0")], "default/b": [("cb", "gpu", "n1/g1")]},
+            {"default/c": f"0/1 nodes are available: 1 {CANNOT_ALLOCATE}."},
+            id="each claim gets its own device and the next pod waits",
+        ),
+        pytest.param(
+            [
+                *hosts("n1"),
+                podgroup("gang", min_member=2, created=1.0),
+                claimant("g-0", group="gang", claims=("g0",)),
+                claimant("g-1", group="gang", claims=("g1",)),
+                podgroup("later", created=2.0),
+                claimant("solo", group="later", claims=("solo",)),
+            ],
+            [
+                device_class(),
+                rslice("n1-gpus", [gpu("g0")], node_name="n1"),
+                claim("g0"),
+                claim("g1"),
+                claim("solo"),
+            ],
+            {"default/solo": [("solo", "gpu", "n1/g0")]},
+            {},
+            id="a discarded gang gives its devices back",
+        ),
+    ],
+)
+def test_the_devices_placements_take_in_a_session_are_held_until_discarded(
+    objects: list[Obj | Pod],
+    dra: list[StateObject],
+    bound: dict[str, list[tuple[str, str, str]]],
+    waiting: dict[str, str],
+) -> None:
+    """``bound``: each bound pod's (claim, request, device) triples; ``waiting``: the reasons of
+    pods expected to wait."""
+    sim = run(objects, dra)
+    assert {k: devices_of(b) for k, b in all_binds(sim).items()} == bound
+    said = unschedulable(sim)
+    for name, reason in waiting.items():
+        assert said[name] == reason
 
 
 def test_the_bind_carries_the_allocation_and_the_consumer() -> None:

@@ -746,20 +746,51 @@ def test_a_bind_sent_ahead_of_the_session_end_already_carries_its_volume_writes(
     assert told == result.binds
 
 
-def test_a_volume_taken_in_the_session_is_not_given_to_a_second_claim() -> None:
-    storage: list[StateObject] = [LOCAL, pvc("a"), pvc("b"), pv("only", hosts=["n1"])]
-    sim = run(
-        [
-            *hosts("n1"),
-            podgroup("first", created=1.0),
-            pod("pa", group="first", volumes=[claim_volume("a")]),
-            podgroup("second", created=2.0),
-            pod("pb", group="second", volumes=[claim_volume("b")]),
-        ],
-        storage,
-    )
-    assert {k: volumes_of(b) for k, b in all_binds(sim).items()} == {"default/pa": [("a", "only")]}
-    assert unschedulable(sim)["default/pb"] == f"0/1 nodes are available: 1 {BIND_CONFLICT}."
+@pytest.mark.parametrize(
+    ("objects", "storage", "bound", "waiting"),
+    [
+        pytest.param(
+            [
+                *hosts("n1"),
+                podgroup("first", created=1.0),
+                pod("pa", group="first", volumes=[claim_volume("a")]),
+                podgroup("second", created=2.0),
+                pod("pb", group="second", volumes=[claim_volume("b")]),
+            ],
+            [LOCAL, pvc("a"), pvc("b"), pv("only", hosts=["n1"])],
+            {"default/pa": [("a", "only")]},
+            {"default/pb": f"0/1 nodes are available: 1 {BIND_CONFLICT}."},
+            id="a volume taken in the session is not given to a second claim",
+        ),
+        pytest.param(
+            [
+                *hosts("n1"),
+                podgroup("gang", min_member=2, created=1.0),
+                pod("g-0", group="gang", volumes=[claim_volume("g0")]),
+                pod("g-1", group="gang", volumes=[claim_volume("g1")]),
+                podgroup("later", created=2.0),
+                pod("solo", group="later", volumes=[claim_volume("solo")]),
+            ],
+            [LOCAL, pvc("g0"), pvc("g1"), pvc("solo"), pv("only", hosts=["n1"])],
+            {"default/solo": [("solo", "only")]},
+            {},
+            id="a discarded gang gives its volumes back",
+        ),
+    ],
+)
+def test_the_volumes_placements_take_in_a_session_are_held_until_discarded(
+    objects: list[Obj],
+    storage: list[StateObject],
+    bound: dict[str, list[tuple[str, str]]],
+    waiting: dict[str, str],
+) -> None:
+    """``bound``: each bound pod's (claim, volume) pairs; ``waiting``: the reasons of pods
+    expected to wait."""
+    sim = run(objects, storage)
+    assert {k: volumes_of(b) for k, b in all_binds(sim).items()} == bound
+    said = unschedulable(sim)
+    for name, reason in waiting.items():
+        assert said[name] == reason
 
 
 def test_pods_sharing_a_claim_share_its_volume() -> None:
@@ -777,30 +808,6 @@ def test_pods_sharing_a_claim_share_its_volume() -> None:
     assert {k: (b.node, volumes_of(b)) for k, b in placed.items()} == {
         "default/a": ("n2", [("shared", "local-n2")]),
         "default/b": ("n2", [("shared", "local-n2")]),
-    }
-
-
-def test_a_discarded_gang_gives_its_volumes_back() -> None:
-    storage: list[StateObject] = [
-        LOCAL,
-        pvc("g0"),
-        pvc("g1"),
-        pvc("solo"),
-        pv("only", hosts=["n1"]),
-    ]
-    sim = run(
-        [
-            *hosts("n1"),
-            podgroup("gang", min_member=2, created=1.0),
-            pod("g-0", group="gang", volumes=[claim_volume("g0")]),
-            pod("g-1", group="gang", volumes=[claim_volume("g1")]),
-            podgroup("later", created=2.0),
-            pod("solo", group="later", volumes=[claim_volume("solo")]),
-        ],
-        storage,
-    )
-    assert {k: volumes_of(b) for k, b in all_binds(sim).items()} == {
-        "default/solo": [("solo", "only")]
     }
 
 
