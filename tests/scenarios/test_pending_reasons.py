@@ -24,6 +24,16 @@ NODE = (
 """One 4-cpu node, as a manifest."""
 
 
+def pod_manifest(name: str, metadata: str, *, cpu: str = "1") -> str:
+    """Pod ``name`` in default, for volcano, asking for ``cpu``, as a manifest; ``metadata`` is
+    more of its metadata in flow-style YAML."""
+    return (
+        f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, {metadata}}}\n"
+        "spec: {schedulerName: volcano, containers: "
+        f'[{{name: c, image: x, resources: {{requests: {{cpu: "{cpu}"}}}}}}]}}\n'
+    )
+
+
 def pending(sim: Simulation) -> dict[str, str]:
     reasons: dict[str, str] = summary(sim)["unschedulable"]
     return reasons
@@ -64,9 +74,7 @@ def test_a_pod_of_an_invalid_podgroup_stays_pending_naming_what_is_invalid(
         f"{NODE}---\n"
         "apiVersion: scheduling.volcano.sh/v1beta1\nkind: PodGroup\n"
         "metadata: {name: bad, namespace: default}\nspec: {minMember: -3}\n---\n"
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, annotations: "
-        "{scheduling.k8s.io/group-name: bad}}\nspec: {schedulerName: volcano, containers: "
-        '[{name: c, image: x, resources: {requests: {cpu: "1"}}}]}\n'
+        + pod_manifest("p", "annotations: {scheduling.k8s.io/group-name: bad}")
     )
     why = (
         "its PodGroup default/bad (podgroups.scheduling.volcano.sh) is invalid: spec.minMember: "
@@ -84,10 +92,7 @@ def test_explain_explains_a_pod_whose_queue_is_missing(
 ) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
-        f"{NODE}---\n"
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, annotations: "
-        "{scheduling.volcano.sh/queue-name: nope}}\nspec: {schedulerName: volcano, containers: "
-        '[{name: c, image: x, resources: {requests: {cpu: "1"}}}]}\n'
+        f"{NODE}---\n" + pod_manifest("p", "annotations: {scheduling.volcano.sh/queue-name: nope}")
     )
     assert main(["explain", "p", str(path)]) == 0
     out = capsys.readouterr().out
@@ -122,11 +127,7 @@ def test_explain_names_the_pods_the_session_placed_first_on_the_nodes_the_table_
     path = tmp_path / "c.yaml"
     docs = [NODE]
     for name, created in (("first", "2024-01-01T00:00:00Z"), ("second", "2024-01-02T00:00:00Z")):
-        docs.append(
-            f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, "
-            f"creationTimestamp: '{created}'}}\nspec: {{schedulerName: volcano, containers: "
-            '[{name: c, image: x, resources: {requests: {cpu: "3"}}}]}\n'
-        )
+        docs.append(pod_manifest(name, f"creationTimestamp: '{created}'", cpu="3"))
     path.write_text("---\n".join(docs))
     assert main(["explain", "second", str(path)]) == 0
     out = capsys.readouterr().out
