@@ -113,12 +113,21 @@ def _hdrf_policy() -> str:
     return text
 
 
-def test_hierarchical_drf_reclaims_until_the_subtrees_shares_match_their_weights() -> None:
-    # eng weighs 3, ops 1: eng's queue takes back from ops' until 6 and 2 of 8 cpu
+def eng_and_ops() -> list[Obj]:
+    """One 8-cpu node and two queues in a hierarchy: a under root/eng (weight 3), b under
+    root/ops (weight 1)."""
     eng = {"volcano.sh/hierarchy": "root/eng/a", "volcano.sh/hierarchy-weights": "1/3/1"}
     ops = {"volcano.sh/hierarchy": "root/ops/b", "volcano.sh/hierarchy-weights": "1/1/1"}
-    objs: list[Obj] = [node("n1", cpu="8", memory="32Gi")]
-    objs += [queue("a", annotations=eng), queue("b", annotations=ops)]
+    return [
+        node("n1", cpu="8", memory="32Gi"),
+        queue("a", annotations=eng),
+        queue("b", annotations=ops),
+    ]
+
+
+def test_hierarchical_drf_reclaims_until_the_subtrees_shares_match_their_weights() -> None:
+    # eng weighs 3, ops 1: eng's queue takes back from ops' until 6 and 2 of 8 cpu
+    objs = eng_and_ops()
     for i in range(8):
         objs += bare(f"b-{i}", "b", node_name="n1")
         objs += bare(f"a-{i}", "a")
@@ -129,10 +138,7 @@ def test_hierarchical_drf_reclaims_until_the_subtrees_shares_match_their_weights
 
 
 def test_hierarchical_drf_orders_queues_by_their_subtrees_weighted_shares() -> None:
-    eng = {"volcano.sh/hierarchy": "root/eng/a", "volcano.sh/hierarchy-weights": "1/3/1"}
-    ops = {"volcano.sh/hierarchy": "root/ops/b", "volcano.sh/hierarchy-weights": "1/1/1"}
-    objs: list[Obj] = [node("n1", cpu="8", memory="32Gi")]
-    objs += [queue("a", annotations=eng), queue("b", annotations=ops)]
+    objs = eng_and_ops()
     for i in range(8):
         objs += bare(f"a-{i}", "a")
         objs += bare(f"b-{i}", "b")
