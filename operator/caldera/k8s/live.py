@@ -32,7 +32,15 @@ from caldera.k8s.rest import ApiError, Resource, Rest
 from caldera.models.kinds import KINDS, Kind, with_named
 from caldera.models.parse import parse_object
 
-__all__ = ["READ_VERBS", "Live", "LiveError", "ReadOnly", "ReadOnlyError", "read_cluster"]
+__all__ = [
+    "READ_VERBS",
+    "Live",
+    "LiveError",
+    "ReadOnly",
+    "ReadOnlyError",
+    "connect",
+    "read_cluster",
+]
 
 READ_VERBS = frozenset({"get", "list"})
 
@@ -100,6 +108,16 @@ class Live:
     server: str = ""
 
 
+async def connect(kubeconfig: str | None, context: str | None, timeout: float) -> tuple[Rest, str]:
+    """A client for the cluster of ``kubeconfig`` (``context``), and its server's address;
+    :class:`LiveError` when the kubeconfig does not load."""
+    try:
+        cfg = await load_configuration(kubeconfig, context)
+    except KubeconfigError as exc:
+        raise LiveError(str(exc)) from None
+    return Rest(cfg, timeout=timeout), cfg.host or ""
+
+
 async def read_cluster(
     kubeconfig: str | None,
     context: str | None = None,
@@ -113,12 +131,7 @@ async def read_cluster(
     needs two), and the objects ``named`` (kind, ``namespace/name``: the policy's
     :attr:`~caldera.framework.policy.Policy.read_objects`); raises :class:`LiveError` when that
     cannot be done."""
-    try:
-        cfg = await load_configuration(kubeconfig, context)
-    except KubeconfigError as exc:
-        raise LiveError(str(exc)) from None
-    server = cfg.host or ""
-    rest = Rest(cfg, timeout=timeout)
+    rest, server = await connect(kubeconfig, context, timeout)
     reader = ReadOnly(rest)
     try:
         await _reach(reader, server)

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from caldera.k8s.client import KubeconfigError, load_configuration
 from caldera.k8s.errors import API_ERRORS, describe
-from caldera.k8s.live import LiveError
+from caldera.k8s.live import LiveError, connect
 from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import MERGE_PATCH, ApiError, Rest
 
@@ -40,12 +39,7 @@ async def write_queue_states(
 ) -> None:
     """Make ``writes`` in order; :class:`LiveError` at the first that fails (the ones before it
     stay made: each leaves the queue in a state the controller and the scheduler understand)."""
-    try:
-        cfg = await load_configuration(kubeconfig, context)
-    except KubeconfigError as exc:
-        raise LiveError(str(exc)) from None
-    server = cfg.host or ""
-    rest = Rest(cfg, timeout=timeout)
+    rest, server = await connect(kubeconfig, context, timeout)
     try:
         for write in writes:
             await _write(rest, write, server)

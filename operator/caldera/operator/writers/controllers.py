@@ -114,13 +114,7 @@ class Controllers:
                 log.info("queue %s is Closed: nothing is left in it", name)
                 self._closing.discard(name)
             except API_ERRORS as exc:
-                if not self._rest.reach.counted(exc):
-                    log.warning(
-                        "queue %s: cannot mark it Closed: %s",
-                        name,
-                        describe(exc),
-                        extra=about("Queue", name),
-                    )
+                self._queue_failed(name, "mark it Closed", exc)
 
     async def _set_state(self, name: str, state: str) -> None:
         await self._rest.call(
@@ -182,13 +176,15 @@ class Controllers:
                     content_type=MERGE_PATCH,
                 )
         except API_ERRORS as exc:
-            if not self._rest.reach.counted(exc):
-                log.warning(
-                    "queue %s: cannot set defaults: %s",
-                    name,
-                    describe(exc),
-                    extra=about("Queue", name),
-                )
+            self._queue_failed(name, "set defaults", exc)
+
+    def _queue_failed(self, name: str, doing: str, exc: BaseException) -> None:
+        """A write to queue ``name`` failed: logged, unless the API server is away (the
+        outage is said once, and the write comes again with the queue's next news)."""
+        if not self._rest.reach.counted(exc):
+            log.warning(
+                "queue %s: cannot %s: %s", name, doing, describe(exc), extra=about("Queue", name)
+            )
 
     async def create_podgroup(self, pod: Pod, min_member: int) -> bool:
         """Volcano's pg-controller duty: a PodGroup for a bare pod, then the annotation naming
