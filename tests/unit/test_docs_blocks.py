@@ -177,3 +177,10 @@ def test_every_documented_command_runs_or_names_what_exists(
         assert path.exists(), f"{name} does not exist"
         if words[:2] == ["kubectl", "apply"]:
             assert manifest_problems(path) == [], name
+
+
+@pytest.mark.parametrize("text", [pytest.param(t, id=w) for w, t in blocks("python")])
+def test_every_python_block_runs(text: str) -> None:
+    """A plugin written as the development page shows loads (its imports exist, its arguments
+    are a valid model)."""
+    exec(compile(text, "<docs>", "exec"), {"__name__": "docs_example"})  # noqa: S102 (our own page)
