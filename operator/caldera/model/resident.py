@@ -98,9 +98,9 @@ class _Kept:
     """PodGroup key → the pods that name it (whether it exists or not)."""
     ref_of: dict[str, str]
     """Pod → the PodGroup it names."""
-    grouped: dict[str, set[str]]
-    """In-memory group → its bare pods, members or not (one that could not describe it while
-    it was the first may join once another pod does)."""
+    strays: dict[str, set[str]]
+    """In-memory group → its bare pods that are not its members (one that could not describe
+    it while it was the first may join once another pod does)."""
 
 
 class Model:
@@ -207,10 +207,10 @@ class Model:
         refs: dict[str, set[str]] = {}
         for key, ref in ref_of.items():
             refs.setdefault(ref, set()).add(key)
-        grouped: dict[str, set[str]] = {}
+        strays: dict[str, set[str]] = {}
         for key, entry in self.memo.entries.items():
-            if isinstance(out := entry.outcome, Outcome) and out.group:
-                grouped.setdefault(out.group, set()).add(key)
+            if isinstance(out := entry.outcome, Outcome) and out.group and out.kind is not MEMBER:
+                strays.setdefault(out.group, set()).add(key)
         active, settled = partition(pre.space, snapshot.jobs)
         implicit = {k for k, g in pre.known.items() if isinstance(g, Group) and not g.workload}
         self._kept = _Kept(
@@ -235,7 +235,7 @@ class Model:
             accounts=Accounts(snapshot.nodes),
             podgroups=dict(state.podgroups),
             refs=refs,
-            grouped=grouped,
+            strays=strays,
             ref_of=ref_of,
         )
         snapshot.active, snapshot.settled = dict(active), settled
@@ -327,8 +327,9 @@ class Model:
         for group in sorted(replay):
             kept.implicit.discard(group)
             known.pop(group, None)
-            kept.members.pop(group, None)
-            members = set(kept.grouped.get(group, ()))
+            old = kept.members.pop(group, None)
+            members = set(old.keys if old is not None else ())
+            members.update(kept.strays.get(group, ()))
             for key in members - changed:
                 last = entries[key].outcome
                 assert isinstance(last, Outcome)  # in the group: its outcome put it there
@@ -380,10 +381,10 @@ class Model:
     @staticmethod
     def _take_out(kept: _Kept, key: str, out: Outcome, affected: set[str]) -> None:
         """Forget what pod ``key`` gave the model with outcome ``out``."""
-        if out.group and (grouped := kept.grouped.get(out.group)) is not None:
-            grouped.discard(key)
-            if not grouped:
-                del kept.grouped[out.group]
+        if out.group and out.kind is not MEMBER and (strays := kept.strays.get(out.group)):
+            strays.discard(key)
+            if not strays:
+                del kept.strays[out.group]
         kept.gone.pop(key, None)
         kept.held.pop(key, None)
         kept.problems.pop(key, None)
@@ -403,8 +404,8 @@ class Model:
     ) -> None:
         """Add what pod ``key`` gives the model with outcome ``out``."""
         pod = pre.builder.state.pods[key]
-        if out.group:
-            kept.grouped.setdefault(out.group, set()).add(key)
+        if out.group and out.kind is not MEMBER:
+            kept.strays.setdefault(out.group, set()).add(key)
         if out.problems:
             kept.problems[key] = out.problems
         if pod.status.resource_claim_statuses:
