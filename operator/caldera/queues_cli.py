@@ -7,10 +7,10 @@ only) or manifests, and show what :mod:`caldera.queue_view` computes. ``open NAM
 How open and close work, and why. ``vcctl queue operate`` does not touch the queue: it creates
 a bus ``Command`` (``pkg/cli/queue/util.go``, ``createQueueCommand``) that Volcano's queue
 controller consumes, and the controller then writes ``status.state`` (``pkg/controllers/queue``:
-``openQueue``/``closeQueue`` and the ``state`` package). A cluster running only Caldera has no
-such controller, and the Command CRD need not even be installed, so a Command would sit there
-unread. ``caldera queue`` therefore writes what the controller would have written, as merge
-patches of the ``status`` subresource (:mod:`caldera.k8s.queue_state`):
+``openQueue``/``closeQueue`` and the ``state`` package). Caldera's operator consumes such
+Commands too, but a Command needs a running operator and its CRD; ``caldera queue`` writes what
+the controller would have written straight away, as merge patches of the ``status`` subresource
+(:mod:`caldera.k8s.queue_state`), worked out by :mod:`caldera.queue_operate`:
 
 - ``close``: ``Closing`` (nothing when already ``Closing`` or ``Closed``). The scheduler admits
   nothing more from a queue that is not ``Open``. Caldera's operator then turns ``Closing`` into
@@ -32,22 +32,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from caldera import console
 from caldera.cache.state import ClusterState
-from caldera.models.volcano import Queue
+from caldera.queue_operate import plan as plan_of
 from caldera.queue_view import UnknownQueue, queue_rows, render
 from caldera.simulate.manifests import load_manifests
 
-if TYPE_CHECKING:
-    from caldera.k8s.queue_state import QueueWrite
-
-__all__ = ["CLOSED_BY_PARENT", "add_queue", "run_queue"]
-
-CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"
-"""Volcano's queue controller marks the queues it closed because their parent closed."""
-_SHUT = ("Closing", "Closed")
+__all__ = ["add_queue", "run_queue"]
 
 
 def add_queue(sub: Any, add_live: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -144,7 +137,7 @@ def _operate(args: argparse.Namespace, verb: str) -> int:
     if target is None:
         console.say(f"queue {args.name} not found in the cluster")
         return console.USAGE
-    plan = _close(target, queues) if verb == "close" else _open(target, queues)
+    plan = plan_of(verb, target, queues)
     if isinstance(plan, str):
         console.say(plan)
         return console.USAGE
@@ -160,67 +153,3 @@ def _operate(args: argparse.Namespace, verb: str) -> int:
         before = queues[write.name].status.state or "no state"
         console.out(f"queue {write.name}: {before} -> {write.state}\n")
     return console.OK
-
-
-def _children(queues: dict[str, Queue], name: str) -> list[Queue]:
-    return [
-        q
-        for n, q in sorted(queues.items())
-        if n != name and n != "root" and (q.spec.parent or "root") == name
-    ]
-
-
-def _close(target: Queue, queues: dict[str, Queue]) -> list[QueueWrite] | str:
-    """``closeQueue`` with ``closeHierarchicalQueue``: the queue and, under it, every queue not
-    yet closing or closed (marked closed by its parent); a message when it cannot be closed."""
-    name = target.metadata.name
-    if name == "root":
-        return "the root queue cannot be closed"
-    if target.status.state in _SHUT:
-        return []
-    from caldera.k8s.queue_state import QueueWrite
-
-    plan = [QueueWrite(name, "Closing")]
-    todo, seen = [name], {name}
-    while todo:
-        for child in _children(queues, todo.pop()):
-            n = child.metadata.name
-            if n in seen or child.status.state in _SHUT:
-                continue  # closed on its own: so are the ones under it, or they chose to stay
-            seen.add(n)
-            todo.append(n)
-            plan.append(QueueWrite(n, "Closing", {CLOSED_BY_PARENT: "true"}))
-    return plan
-
-
-def _open(target: Queue, queues: dict[str, Queue]) -> list[QueueWrite] | str:
-    """``openQueue`` with ``openHierarchicalQueue``: the queue, refused while its parent is
-    shut, and, under it, the queues its closing closed."""
-    name, parent = target.metadata.name, target.spec.parent
-    above = queues.get(parent) if parent and parent != "root" else None
-    if above is not None and above.status.state in _SHUT:
-        return (
-            f"queue {name} cannot open while its parent queue {parent} is "
-            f"{above.status.state}: open {parent} first"
-        )
-    if target.status.state == "Open":
-        return []
-    from caldera.k8s.queue_state import QueueWrite
-
-    plan = [QueueWrite(name, "Open", _unmark(target))]
-    todo, seen = [name], {name}
-    while todo:
-        for child in _children(queues, todo.pop()):
-            n = child.metadata.name
-            if n in seen or child.metadata.annotations.get(CLOSED_BY_PARENT) != "true":
-                continue  # closed on its own: it stays closed, and so do the ones under it
-            seen.add(n)
-            todo.append(n)
-            plan.append(QueueWrite(n, "Open", {CLOSED_BY_PARENT: "false"}))
-    return plan
-
-
-def _unmark(q: Queue) -> dict[str, str]:
-    """The annotation set back to ``"false"`` when it is there and says otherwise."""
-    mark = q.metadata.annotations.get(CLOSED_BY_PARENT)
-    return {CLOSED_BY_PARENT: "false"} if mark not in (None, "false") else {}

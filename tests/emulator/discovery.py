@@ -284,6 +284,8 @@ NODESHARDS = _crd(
     short_names=("nsh",),
     subresources={"status": _STATUS_VERBS},
 )
+COMMANDS = _crd("bus.volcano.sh", "v1alpha1", "commands", "Command", True)
+"""Volcano's bus Commands (``vcctl queue operate`` creates one to open or close a queue)."""
 
 WORKLOAD_PODGROUPS = {
     version: _builtin(
@@ -319,6 +321,7 @@ DEFAULT_RESOURCES: tuple[ResourceType, ...] = (
     HYPERNODES,
     NUMATOPOLOGIES,
     NODESHARDS,
+    COMMANDS,
 )
 
 

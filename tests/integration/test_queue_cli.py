@@ -210,3 +210,59 @@ async def test_close_and_open_carry_down_the_hierarchy_as_volcanos_controller_do
     assert (code, out, err) == (2, "", "caldera: the root queue cannot be closed\n")
     code, out, err = await cli(capsys, "open", "nope", "--kubeconfig", kubeconfig)
     assert (code, out, err) == (2, "", "caldera: queue nope not found in the cluster\n")
+
+
+def vcctl_command(queue_obj: dict[str, Any], action: str) -> dict[str, Any]:
+    """The Command ``vcctl queue operate -a open|close`` creates (Volcano's
+    ``createQueueCommand``): in ``default``, owned by the queue, naming it in ``target``."""
+    ref = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "name": queue_obj["metadata"]["name"],
+        "uid": queue_obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    name = f"{ref['name']}-{action.lower()}-x1"
+    return {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"name": name, "namespace": "default", "ownerReferences": [ref]},
+        "target": ref,
+        "action": action,
+    }
+
+
+async def test_vcctls_queue_commands_are_carried_out_and_deleted(k8s: K8sHandle) -> None:
+    """``vcctl queue operate -a close`` then ``-a open`` against a cluster that runs only
+    Caldera: the operator takes each Command as Volcano's queue controller does
+    (``handleCommand``: deleted, then the queue closed or opened), so ``Closing`` → ``Closed``
+    on an empty queue and back to ``Open``. A Command for anything but a queue is left
+    alone."""
+    k8s.needs_emulator("it serves the bus Command CRD")
+    created = await k8s.create("queues", queue("batch"))
+    stranger = vcctl_command(created, "CloseQueue")
+    stranger["metadata"]["name"] = "a-job-command"
+    stranger["target"] = {
+        **stranger["target"],
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+    }
+    async with running_operator(k8s):
+        await k8s.wait_for(
+            "queues", "batch", lambda q: (q.get("status") or {}).get("state") == "Open"
+        )
+        await k8s.create("commands", stranger, namespace="default")
+        close = vcctl_command(created, "CloseQueue")
+        await k8s.create("commands", close, namespace="default")
+        await k8s.wait_for(
+            "queues", "batch", lambda q: (q.get("status") or {}).get("state") == "Closed"
+        )
+        assert await k8s.find("commands", close["metadata"]["name"], "default") is None
+        opened = vcctl_command(created, "OpenQueue")
+        await k8s.create("commands", opened, namespace="default")
+        await k8s.wait_for(
+            "queues", "batch", lambda q: (q.get("status") or {}).get("state") == "Open"
+        )
+        assert await k8s.find("commands", opened["metadata"]["name"], "default") is None
+    assert await k8s.find("commands", "a-job-command", "default") is not None

@@ -99,8 +99,9 @@ def node_at(schema: Obj, path: str) -> Obj:
 # -- every file parses ----------------------------------------------------------------------------
 
 
-def test_the_install_has_five_crds_and_the_manifests() -> None:
+def test_the_install_has_six_crds_and_the_manifests() -> None:
     assert sorted(p.name for p in CRD_DIR.glob("*.yaml")) == [
+        "commands.yaml",
         "hypernodes.yaml",
         "nodeshards.yaml",
         "numatopologies.yaml",
@@ -223,6 +224,17 @@ CONTRACTS = {
         status_subresource=False,
         columns=(),
     ),
+    "commands.bus.volcano.sh": CrdContract(
+        group="bus.volcano.sh",
+        version="v1alpha1",
+        kind="Command",
+        plural="commands",
+        singular="command",
+        scope="Namespaced",
+        short_names=(),
+        status_subresource=False,
+        columns=(),
+    ),
     "nodeshards.shard.volcano.sh": CrdContract(
         group="shard.volcano.sh",
         version="v1alpha1",
@@ -255,7 +267,7 @@ def test_crd_identity_matches_volcano(name: str) -> None:
         "listKind": f"{want.kind}List",
         "plural": want.plural,
         "singular": want.singular,
-        "shortNames": list(want.short_names),
+        **({"shortNames": list(want.short_names)} if want.short_names else {}),
     }
     version = only_version(crd)
     assert (version["name"], version["served"], version["storage"]) == (want.version, True, True)
@@ -647,6 +659,7 @@ CLUSTER_GRANTS: dict[tuple[str, str], set[str]] = {
     ("topology.volcano.sh", "hypernodes"): {"get", "list", "watch"},
     ("topology.volcano.sh", "hypernodes/status"): {"update", "patch"},
     ("shard.volcano.sh", "nodeshards"): {"get", "list", "watch"},
+    ("bus.volcano.sh", "commands"): {"get", "list", "watch", "delete"},
     ("shard.volcano.sh", "nodeshards/status"): {"update", "patch"},
     ("nodeinfo.volcano.sh", "numatopologies"): {"get", "list", "watch"},
     ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},

@@ -2,32 +2,22 @@
 (a merge patch of the ``status`` subresource) and, for the queues closed or opened with their
 parent, Volcano's ``volcano.sh/closed-by-parent`` annotation (a merge patch of the queue).
 
-These are the command line's only writes, so they live here with the other API calls
-(:mod:`caldera.queues_cli` says why the state is written directly); everything that fails is a
-:class:`~caldera.k8s.live.LiveError` of one line.
+The command line makes them (:mod:`caldera.queues_cli` says why the state is written
+directly), and so does the operator for the bus Commands ``vcctl`` creates; everything that fails
+is a :class:`~caldera.k8s.live.LiveError` of one line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 from caldera.k8s.errors import API_ERRORS, describe
 from caldera.k8s.live import LiveError, connect
 from caldera.k8s.resources import QUEUES
 from caldera.k8s.rest import MERGE_PATCH, ApiError, Rest
+from caldera.queue_operate import QueueWrite
 
-__all__ = ["QueueWrite", "write_queue_states"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueueWrite:
-    """Set queue ``name``'s ``status.state`` to ``state``, after its ``annotations`` (none:
-    leave them)."""
-
-    name: str
-    state: str
-    annotations: Mapping[str, str] = field(default_factory=dict)
+__all__ = ["QueueWrite", "apply_queue_writes", "write_queue_states"]
 
 
 async def write_queue_states(
@@ -41,10 +31,15 @@ async def write_queue_states(
     stay made: each leaves the queue in a state the controller and the scheduler understand)."""
     rest, server = await connect(kubeconfig, context, timeout)
     try:
-        for write in writes:
-            await _write(rest, write, server)
+        await apply_queue_writes(rest, writes, server)
     finally:
         await rest.close()
+
+
+async def apply_queue_writes(rest: Rest, writes: Sequence[QueueWrite], server: str = "") -> None:
+    """Make ``writes`` in order with ``rest``; :class:`LiveError` at the first that fails."""
+    for write in writes:
+        await _write(rest, write, server)
 
 
 async def _write(rest: Rest, write: QueueWrite, server: str) -> None:

@@ -12,6 +12,7 @@ from caldera.models.kinds import KINDS, Kind
 from caldera.models.volcano import GROUP_OWNER_KINDS
 
 __all__ = [
+    "COMMANDS",
     "CREATED_LABELS",
     "EVENTS",
     "LEASES",
@@ -42,6 +43,8 @@ PVS = resource_of(KINDS["PersistentVolume"])
 PVCS = resource_of(KINDS["PersistentVolumeClaim"])
 RESOURCE_CLAIMS = resource_of(KINDS["ResourceClaim"])
 EVENTS = Resource("", "v1", "events")
+COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands")
+"""Volcano's bus Commands: ``vcctl queue operate`` asks for a queue to open or close with one."""
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
 OWNERS = {
     (api_version, kind): Resource(

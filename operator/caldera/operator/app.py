@@ -38,7 +38,7 @@ from caldera.k8s.endpoints import serve_health, serve_metrics
 from caldera.k8s.lease import LeaderGate
 from caldera.k8s.preflight import preflight
 from caldera.k8s.reachability import Reachability
-from caldera.k8s.resources import QUEUES
+from caldera.k8s.resources import COMMANDS, QUEUES
 from caldera.k8s.rest import Rest
 from caldera.models.kinds import KINDS, Kind, with_named
 from caldera.operator import logs
@@ -175,6 +175,15 @@ def build_registry(runtime: Runtime) -> kopf.OperatorRegistry:
     async def queue_defaults(body: kopf.Body, name: str, type: str | None, **_: Any) -> None:
         if runtime.controllers is not None:
             await runtime.controllers.on_queue(type, name, body)
+
+    @kopf.on.event(
+        COMMANDS.group, COMMANDS.version, COMMANDS.plural, registry=registry, id="queue-commands"
+    )
+    async def queue_commands(
+        body: kopf.Body, namespace: str | None, name: str, type: str | None, **_: Any
+    ) -> None:
+        if runtime.controllers is not None:
+            await runtime.controllers.on_command(type, namespace or "", name, body)
 
     if runtime.admission is not None:
         runtime.admission.register(registry)

@@ -9,6 +9,8 @@
   deletes that one with its pod). That is Volcano's queue controller's rule (its ``closing``
   state: ``Closed`` when the queue's PodGroup list is empty). It needs the whole cluster, so
   only an instance that sees it all (:meth:`Controllers.settle_closing`) does it;
+- a bus ``Command`` that opens or closes a queue (what ``vcctl queue operate`` creates) is
+  carried out, as Volcano's queue controller carries it out;
 - with ``--create-podgroups``, a pod of ours without ``scheduling.k8s.io/group-name`` gets a
   PodGroup ``podgroup-<owner or pod UID>`` (minMember from the owner's
   ``scheduling.volcano.sh/group-min-member``) and then the annotation naming it. (Without it,
@@ -26,11 +28,15 @@ from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgrou
 from caldera.cache.queues import ROOT_QUEUE
 from caldera.cache.state import ClusterState
 from caldera.k8s.errors import API_ERRORS, Outcome, classify, describe
-from caldera.k8s.resources import PODGROUPS, PODS, QUEUES
+from caldera.k8s.live import LiveError
+from caldera.k8s.queue_state import apply_queue_writes
+from caldera.k8s.resources import COMMANDS, PODGROUPS, PODS, QUEUES
 from caldera.k8s.rest import MERGE_PATCH, Rest
 from caldera.models.core import FINISHED_PHASES, Pod
-from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
+from caldera.models.parse import parse_object
+from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Queue
 from caldera.operator.logs import about
+from caldera.queue_operate import command_target, plan
 
 __all__ = ["Controllers", "occupied_queues"]
 
@@ -184,6 +190,56 @@ class Controllers:
         if not self._rest.reach.counted(exc):
             log.warning(
                 "queue %s: cannot %s: %s", name, doing, describe(exc), extra=about("Queue", name)
+            )
+
+    async def on_command(
+        self, event: str | None, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> None:
+        """A bus Command naming a queue (``vcctl queue operate -a open|close``), taken as
+        Volcano's queue controller takes it (``handleCommand``): deleted first, so that of the
+        replicas (or a Volcano controller beside us) exactly one acts on it, then the queue
+        opened or closed as ``caldera queue`` does (:mod:`caldera.queue_operate`)."""
+        wanted = command_target(body) if event != "DELETED" else None
+        if wanted is None:
+            return
+        queue, verb = wanted
+        what = f"command {namespace}/{name} ({verb} queue {queue})"
+        try:
+            await self._rest.call("delete", COMMANDS, namespace=namespace, name=name)
+        except API_ERRORS as exc:
+            if classify(exc) is not Outcome.NOT_FOUND:  # else taken by another reader
+                log.warning(
+                    "%s: cannot take it: %s", what, describe(exc), extra=about("Queue", queue)
+                )
+            return
+        try:
+            listed = await self._rest.call("list", QUEUES)
+            queues = {}
+            for item in listed.get("items", []):
+                parsed = parse_object("Queue", item)
+                if isinstance(parsed, Queue):
+                    queues[parsed.metadata.name] = parsed
+            target = queues.get(queue)
+            writes = (
+                f"queue {queue} does not exist" if target is None else plan(verb, target, queues)
+            )
+            if isinstance(writes, str):
+                log.warning("%s: %s", what, writes, extra=about("Queue", queue))
+                return
+            await apply_queue_writes(self._rest, writes)
+        except LiveError as exc:
+            log.warning("%s: %s", what, exc, extra=about("Queue", queue))
+            return
+        except API_ERRORS as exc:
+            log.warning("%s: %s", what, describe(exc), extra=about("Queue", queue))
+            return
+        for write in writes:
+            log.info(
+                "queue %s: %s, by %s",
+                write.name,
+                write.state,
+                what,
+                extra=about("Queue", write.name),
             )
 
     async def create_podgroup(self, pod: Pod, min_member: int) -> bool:
