@@ -25,10 +25,11 @@ from caldera.devices.awsneuron import (
     split_core_request,
     walk,
 )
-from caldera.devices.fit import CardUse, fit_node, reason_text
+from caldera.devices.fit import CardUse, fit_node
 from caldera.devices.model import Card, Grant, NodeView, RegistrationError
 from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import node_cards
+from devices_cases import verdict
 
 NEURON, CORE = "aws.amazon.com/neuron", "aws.amazon.com/neuroncore"
 
@@ -384,10 +385,7 @@ def test_devices_fit(case: FitCase) -> None:
         pod_options(case.pod, "spread", frozenset()),
         "AWSNeuron",
     )
-    if grants is None:
-        assert (None, reason_text(reasons, len(cards))) == (case.chosen, case.reason)
-    else:
-        assert ([g.uuid for g in grants], "") == (case.chosen, case.reason)
+    assert verdict(grants, reasons, len(cards)) == (case.chosen, case.reason)
 
 
 @pytest.mark.parametrize(

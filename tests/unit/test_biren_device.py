@@ -8,7 +8,6 @@ calls ``BirenDevices.Fit`` directly, so its rows run the vendor's walk; the rows
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -20,10 +19,21 @@ from caldera.devices.biren import (
     card_refusal,
     registered_cards,
 )
-from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, fit_node, pod_usage, reason_text
+from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, fit_node, pod_usage
 from caldera.devices.hami import DEFAULTS
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendors import FAMILIES, VENDORS, enabled_vendors, node_cards
+from devices_cases import (
+    SEVERAL_CARDS,
+    FitCase,
+    case_cards,
+    case_options,
+    case_request,
+    case_uses,
+    verdict,
+    whole_card_fit_cases,
+    whole_card_request_cases,
+)
 
 WORD = "Biren"
 
@@ -78,26 +88,19 @@ def _request(nums: int) -> CardRequest:
 @pytest.mark.parametrize(
     ("limits", "requests", "expected"),
     [
-        ({}, {}, None),
-        ({COUNT: 1}, {COUNT: 1}, _request(1)),
-        ({COUNT: 1}, {}, _request(1)),
-        ({}, {COUNT: 1}, _request(1)),
-        ({COUNT: 3}, {COUNT: 1}, _request(3)),
-        ({COUNT: 0}, {COUNT: 2}, None),
-        ({COUNT: -1}, {}, None),
-        ({COUNT: 1.5}, {}, None),
-        ({COUNT: 2**32 + 2}, {}, _request(2)),
-    ],
-    ids=[
-        "don't set to limits and request",
-        "set to limits and request",
-        "only set to limits",
-        "only set to request",
-        "limits are read before requests",
-        "a count of zero asks for nothing (Resourcereqs keeps Nums > 0)",
-        "a negative count asks for nothing",
-        "a fraction is not AsInt64's",
-        "int32 keeps the low 32 bits of the count",
+        *whole_card_request_cases(count=COUNT, word=WORD),
+        pytest.param({COUNT: 3}, {COUNT: 1}, _request(3), id="limits are read before requests"),
+        pytest.param(
+            {COUNT: 0},
+            {COUNT: 2},
+            None,
+            id="a count of zero asks for nothing (Resourcereqs keeps Nums > 0)",
+        ),
+        pytest.param({COUNT: -1}, {}, None, id="a negative count asks for nothing"),
+        pytest.param({COUNT: 1.5}, {}, None, id="a fraction is not AsInt64's"),
+        pytest.param(
+            {COUNT: 2**32 + 2}, {}, _request(2), id="int32 keeps the low 32 bits of the count"
+        ),
     ],
 )
 def test_generate_resource_requests(
@@ -119,81 +122,20 @@ def test_check_type_compares_the_requests_type_alone(word: str, refused: str | N
     assert card_refusal(card, CardUse(), request, FitOptions(), WORD, False) == refused
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One card as ``TestDevices_Fit`` writes its ``DeviceUsage``."""
-
-    uuid: str
-    used: int = 0
-    count: int = 1
-    mem: int = 0
-    core: int = 0
-    health: bool = True
-
-
-@dataclass(frozen=True)
-class FitCase:
-    gpus: list[Gpu]
-    request: tuple[int, int, int]
-    """(nums, memreq, coresreq); the memory percentage is 0 in every Go case."""
-    chosen: list[str] | None
-    reason: str = ""
-    pod: dict[str, str] = field(default_factory=dict)
-    word: str = WORD
-
-
-FIT_CASES = {
-    "fit success": FitCase([Gpu("dev-0"), Gpu("dev-1")], (1, 0, 0), ["dev-1"]),
-    "fit fail: type mismatch": FitCase(
-        [Gpu("dev-0")], (1, 512, 50), None, "1/1 CardTypeMismatch", word="OtherType"
-    ),
-    "fit fail: user assign use uuid mismatch": FitCase(
-        [Gpu("dev-1")],
-        (1, 0, 0),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"birentech.com/use-gpuuuid": "dev-0"},
-    ),
-    "fit fail: user assign no use uuid match": FitCase(
-        [Gpu("dev-0")],
-        (1, 0, 0),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"birentech.com/nouse-gpuuuid": "dev-0"},
-    ),
-    "fit fail: card overused": FitCase(
-        [Gpu("dev-0", used=1)], (1, 0, 0), None, "1/1 CardTimeSlicingExhausted"
-    ),
-    "fit fail:  AllocatedCardsInsufficientRequest": FitCase(
-        [Gpu("dev-0")], (2, 0, 0), None, "1/1 AllocatedCardsInsufficientRequest"
-    ),
-    "mutex policy rejects used device": FitCase(
-        [Gpu("dev-0", used=1, count=2)],
-        (1, 0, 0),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-        pod={"hami.io/gpu-scheduler-policy": "mutex"},
-    ),
-    "fit fail: partial allocation AllocatedCardsInsufficientRequest for multiple cards": FitCase(
-        [Gpu("dev-0", count=100, mem=1280, core=100), Gpu("dev-1", count=100, mem=1280, core=100)],
-        (3, 512, 20),
-        None,
-        "2/2 AllocatedCardsInsufficientRequest",
-    ),
-    "fit fail: CardNotHealth": FitCase(
-        [Gpu("dev-0", health=False)], (1, 0, 0), None, "1/1 CardNotHealth"
-    ),
-}
+FIT_CASES = whole_card_fit_cases(
+    use_uuid="birentech.com/use-gpuuuid",
+    nouse_uuid="birentech.com/nouse-gpuuuid",
+    several_cards_row=SEVERAL_CARDS,
+)
 
 
 def _node(case: FitCase) -> tuple[list[Card], list[CardUse], CardRequest, FitOptions]:
-    cards = [
-        Card(g.uuid, g.count, g.mem, g.core, WORD, g.health, i) for i, g in enumerate(case.gpus)
-    ]
-    nums, memreq, cores = case.request
-    request = CardRequest(case.word, nums, memreq, 0, cores)
-    opts = BIREN.read_options(case.pod, "spread", frozenset())
-    return cards, [CardUse(g.used) for g in case.gpus], request, opts
+    return (
+        case_cards(case, WORD),
+        case_uses(case),
+        case_request(case, WORD),
+        case_options(case, BIREN),
+    )
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())
@@ -204,8 +146,7 @@ def test_devices_fit(case: FitCase) -> None:
     assert BIREN.walk is not None
     grants, reasons, out_of = BIREN.walk(cards, uses, request, opts, WORD, NO_GIVEN)
     assert out_of is None
-    why = reason_text(reasons, len(cards)) if grants is None else ""
-    assert ([g.uuid for g in grants] if grants else None, why) == (case.chosen, case.reason)
+    assert verdict(grants, reasons, len(cards)) == (case.chosen, case.reason)
 
 
 REACHED = {k: c for k, c in FIT_CASES.items() if c.request[0] <= len(c.gpus)}

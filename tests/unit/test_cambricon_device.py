@@ -6,7 +6,6 @@ Each test names the Go test it follows; each row is named by its Go case.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pytest
@@ -17,11 +16,12 @@ from caldera.devices.cambricon import (
     container_request,
     dsmlu_annotations,
 )
-from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, Quota, hami_walk, reason_text
+from caldera.devices.fit import Quota, hami_walk
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import node_cards
 from caldera.k8s.nodelock import lock_value, parse_lock
+from devices_cases import FitCase, Gpu, Verdict, hami_fit_cases, walk_fit
 
 COUNT, MEMORY, CORES = (
     "cambricon.com/vmlu",
@@ -104,97 +104,19 @@ def test_generate_resource_requests(
     assert container_request(limits, requests) == expected
 
 
-@dataclass(frozen=True)
-class Mlu:
-    """One MLU as ``TestDevices_Fit`` writes its ``DeviceUsage``."""
-
-    uuid: str
-    mem: int = 1280
-    used: tuple[int, int, int] = (0, 0, 0)
-    """(containers, memory, cores) in use."""
-    health: bool = True
-    kind: str = "MLU"
-
-
-@dataclass(frozen=True)
-class FitCase:
-    mlus: list[Mlu]
-    request: tuple[int, int, int, int]
-    """(nums, memreq, memory percentage, coresreq)."""
-    chosen: list[str] | None
-    reason: str = ""
-    pod: dict[str, str] = field(default_factory=dict)
-    word: str = "MLU"
-    """The request's type (``checkType`` compares it with ``MLU``)."""
-    quota: Quota | None = None
-
-
 FIT_CASES = {
-    "fit success": FitCase([Mlu("dev-0", 128), Mlu("dev-1", 128)], (1, 64, 0, 50), ["dev-1"]),
-    "fit fail: memory not enough": FitCase(
-        [Mlu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
-    ),
-    "fit fail: core not enough": FitCase(
-        [Mlu("dev-0", 1024, (0, 0, 100))], (1, 512, 0, 50), None, "1/1 CardInsufficientCore"
-    ),
-    "fit fail: type mismatch": FitCase(
-        [Mlu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardTypeMismatch", word="OtherType"
-    ),
-    "fit fail: user assign use uuid mismatch": FitCase(
-        [Mlu("dev-1")],
-        (2, 512, 0, 50),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"cambricon.com/use-gpuuuid": "dev-0"},
-    ),
-    "fit fail: user assign no use uuid match": FitCase(
-        [Mlu("dev-0")],
-        (2, 512, 0, 50),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"cambricon.com/nouse-gpuuuid": "dev-0"},
-    ),
-    "fit fail: card overused": FitCase(
-        [Mlu("dev-0", used=(100, 0, 0))], (1, 512, 0, 50), None, "1/1 CardTimeSlicingExhausted"
-    ),
-    "fit success: but core limit can't exceed 100": FitCase(
-        [Mlu("dev-0")], (1, 512, 0, 120), ["dev-0"]
-    ),
-    "fit fail:  card exclusively": FitCase(
-        [Mlu("dev-0", used=(20, 0, 0))],
-        (1, 512, 0, 100),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-    ),
-    "fit fail:  CardComputeUnitsExhausted": FitCase(
-        [Mlu("dev-0", used=(20, 0, 100))], (1, 512, 0, 0), None, "1/1 CardComputeUnitsExhausted"
-    ),
-    "fit fail:  AllocatedCardsInsufficientRequest": FitCase(
-        [Mlu("dev-0", used=(20, 0, 10))],
-        (2, 512, 0, 20),
-        None,
-        "1/1 AllocatedCardsInsufficientRequest",
-    ),
-    "fit success:  memory percentage": FitCase(
-        [Mlu("dev-0", used=(20, 0, 10))], (1, 0, 10, 20), ["dev-0"]
-    ),
-    "mutex policy rejects used device": FitCase(
-        [Mlu("dev-0", 128, (1, 0, 0))],
-        (1, 64, 0, 50),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-        pod={"hami.io/gpu-scheduler-policy": "mutex"},
-    ),
-    "fit fail: partial allocation AllocatedCardsInsufficientRequest for multiple cards": FitCase(
-        [Mlu("dev-0"), Mlu("dev-1")], (3, 512, 0, 20), None, "2/2 AllocatedCardsInsufficientRequest"
+    **hami_fit_cases(
+        use_uuid="cambricon.com/use-gpuuuid",
+        nouse_uuid="cambricon.com/nouse-gpuuuid",
+        several_cards=True,
     ),
     "fit fail: CardNotHealth": FitCase(
-        [Mlu("dev-0", 128, health=False)], (1, 64, 0, 50), None, "1/1 CardNotHealth"
+        [Gpu("dev-0", 128, health=False)], (1, 64, 0, 50), None, "1/1 CardNotHealth"
     ),
     # TestDevices_Fit_ResourceQuotaWholeCardRequest (HAMi issue #2468): 50 vmemory of quota is
     # 12800 MiB, and a whole-card ask is charged the card's 40960 MiB
     "a whole-card request beyond the namespace quota is refused": FitCase(
-        [Mlu("dev-0", 40960)],
+        [Gpu("dev-0", 40960)],
         (1, 0, 100, 10),
         None,
         "1/1 ResourceQuotaNotFit",
@@ -203,18 +125,9 @@ FIT_CASES = {
 }
 
 
-def fit(case: FitCase) -> tuple[list[str] | None, str]:
+def fit(case: FitCase) -> Verdict:
     """``CambriconDevices.Fit`` of one container: the MLUs chosen (None: none), the reason."""
-    cards = [Card(m.uuid, 100, m.mem, 100, m.kind, m.health, i) for i, m in enumerate(case.mlus)]
-    nums, mem, percentage, cores = case.request
-    request = CardRequest(case.word, nums, mem, percentage, cores)
-    opts: FitOptions = CAMBRICON_MLU.read_options(case.pod, "spread", frozenset())
-    if case.quota is not None:
-        opts = FitOptions(gpu_policy=opts.gpu_policy, quota=case.quota)
-    uses = [CardUse(*m.used) for m in case.mlus]
-    grants, reasons, _ = hami_walk(cards, uses, request, opts, "MLU", NO_GIVEN)
-    why = reason_text(reasons, len(cards)) if grants is None else ""
-    return (None if grants is None else [g.uuid for g in grants]), why
+    return walk_fit(case, vendor=CAMBRICON_MLU, word="MLU", walk=hami_walk)
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())

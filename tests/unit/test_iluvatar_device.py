@@ -7,11 +7,10 @@ Each test names the Go test it follows; each row is named by its Go case, or by 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, FitOptions, Quota, fit_node, reason_text
+from caldera.devices.fit import CardUse, Quota, fit_node
 from caldera.devices.hami import DEFAULTS
 from caldera.devices.iluvatar import (
     DEFAULT_CONFIGS,
@@ -23,6 +22,7 @@ from caldera.devices.iluvatar import (
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendor import Vendor
 from caldera.devices.vendors import FAMILIES, VENDORS, node_cards
+from devices_cases import MUTEX, FitCase, Gpu, Verdict, walk_fit
 
 BY_WORD = {v.name: v for v in ILUVATAR}
 MR_V100 = BY_WORD["MR-V100"]
@@ -173,118 +173,87 @@ def test_another_chip_reads_its_own_resources() -> None:
 # -- Test_Fit, TestFit_MutexRejectsUsedDevice, Test_checkType --------------------------------
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One card as ``Test_Fit`` writes its ``DeviceUsage``."""
+def gpu(
+    uuid: str, *, used: tuple[int, int, int] = (0, 0, 0), count: int = 100, health: bool = True
+) -> Gpu:
+    """One card as ``Test_Fit`` writes its ``DeviceUsage``: 128 MiB."""
+    return Gpu(uuid, 128, used, count, health)
 
-    uuid: str
-    mem: int = 128
-    used: tuple[int, int, int] = (0, 0, 0)
-    """(containers, memory, cores) in use."""
-    count: int = 100
-    health: bool = True
-
-
-@dataclass(frozen=True)
-class FitCase:
-    gpus: list[Gpu]
-    request: tuple[int, int, int, int]
-    """(nums, memreq, memory percentage, coresreq)."""
-    chosen: list[str] | None
-    reason: str = ""
-    pod: dict[str, str] = field(default_factory=dict)
-    word: str = "MR-V100"
-    """The request's type (``checkType`` compares it with the commonWord)."""
-    quota: Quota | None = None
-
-
-MUTEX = {"hami.io/gpu-scheduler-policy": "mutex"}
 
 FIT_CASES = {
-    "fit success": FitCase([Gpu("dev-0"), Gpu("dev-1")], (1, 64, 0, 50), ["dev-1"]),
+    "fit success": FitCase([gpu("dev-0"), gpu("dev-1")], (1, 64, 0, 50), ["dev-1"]),
     "fit fail: memory not enough": FitCase(
-        [Gpu("dev-0")], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
+        [gpu("dev-0")], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
     ),
     # the Go row is named for cores, but its memory is refused first
     "fit fail: core not enough": FitCase(
-        [Gpu("dev-0", used=(0, 0, 100))], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
+        [gpu("dev-0", used=(0, 0, 100))], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
     ),
     "fit fail: type mismatch": FitCase(
-        [Gpu("dev-0")], (1, 512, 0, 50), None, "1/1 CardTypeMismatch", word="OtherType"
+        [gpu("dev-0")], (1, 512, 0, 50), None, "1/1 CardTypeMismatch", word="OtherType"
     ),
     "mutex policy rejects used device": FitCase(
-        [Gpu("dev-0", used=(1, 0, 0), count=2)],
+        [gpu("dev-0", used=(1, 0, 0), count=2)],
         (1, 64, 0, 50),
         None,
         "1/1 ExclusiveDeviceAllocateConflict",
         pod=MUTEX,
     ),
     "fit fail: CardNotHealth": FitCase(
-        [Gpu("dev-0", health=False)], (1, 64, 0, 50), None, "1/1 CardNotHealth"
+        [gpu("dev-0", health=False)], (1, 64, 0, 50), None, "1/1 CardNotHealth"
     ),
     "TestFit_MutexRejectsUsedDevice": FitCase(
-        [Gpu("dev-0", used=(1, 0, 0))],
+        [gpu("dev-0", used=(1, 0, 0))],
         (1, 64, 0, 50),
         None,
         "1/1 ExclusiveDeviceAllocateConflict",
         pod=MUTEX,
     ),
     "the use-uuid selector hami.io/use-<commonWord>-uuid": FitCase(
-        [Gpu("dev-0"), Gpu("dev-1")],
+        [gpu("dev-0"), gpu("dev-1")],
         (1, 64, 0, 50),
         ["dev-0"],
         "",
         pod={"hami.io/use-MR-V100-uuid": "dev-0"},
     ),
     "the no-use-uuid selector hami.io/no-use-<commonWord>-uuid": FitCase(
-        [Gpu("dev-0")],
+        [gpu("dev-0")],
         (1, 64, 0, 50),
         None,
         "1/1 CardUuidMismatch",
         pod={"hami.io/no-use-MR-V100-uuid": " dev-0 "},
     ),
     "a full card's sharing slots": FitCase(
-        [Gpu("dev-0", used=(100, 0, 0))], (1, 64, 0, 50), None, "1/1 CardTimeSlicingExhausted"
+        [gpu("dev-0", used=(100, 0, 0))], (1, 64, 0, 50), None, "1/1 CardTimeSlicingExhausted"
     ),
-    "cores above 100 are cut to 100": FitCase([Gpu("dev-0")], (1, 64, 0, 120), ["dev-0"]),
+    "cores above 100 are cut to 100": FitCase([gpu("dev-0")], (1, 64, 0, 120), ["dev-0"]),
     "a whole card's cores on a used card": FitCase(
-        [Gpu("dev-0", used=(1, 0, 0))],
+        [gpu("dev-0", used=(1, 0, 0))],
         (1, 64, 0, 100),
         None,
         "1/1 ExclusiveDeviceAllocateConflict",
     ),
     "no cores asked of a card whose cores are all used": FitCase(
-        [Gpu("dev-0", used=(1, 0, 100))], (1, 64, 0, 0), None, "1/1 CardComputeUnitsExhausted"
+        [gpu("dev-0", used=(1, 0, 100))], (1, 64, 0, 0), None, "1/1 CardComputeUnitsExhausted"
     ),
     "the memory percentage is of each card's memory": FitCase(
-        [Gpu("dev-0", used=(1, 100, 0))], (1, 0, 100, 0), None, "1/1 CardInsufficientMemory"
+        [gpu("dev-0", used=(1, 100, 0))], (1, 0, 100, 0), None, "1/1 CardInsufficientMemory"
     ),
     "fewer fitting cards than asked": FitCase(
-        [Gpu("dev-0"), Gpu("dev-1", health=False), Gpu("dev-2")],
+        [gpu("dev-0"), gpu("dev-1", health=False), gpu("dev-2")],
         (3, 64, 0, 10),
         None,
         "1/3 CardNotHealth, 2/3 AllocatedCardsInsufficientRequest",
     ),
     "no namespace quota is checked by Iluvatar's Fit": FitCase(
-        [Gpu("dev-0")], (1, 64, 0, 50), ["dev-0"], quota=Quota(memory=0, cores=0)
+        [gpu("dev-0")], (1, 64, 0, 50), ["dev-0"], quota=Quota(memory=0, cores=0)
     ),
 }
 
 
-def fit(case: FitCase) -> tuple[list[str] | None, str]:
+def fit(case: FitCase) -> Verdict:
     """``IluvatarDevices.Fit`` of one container: the cards chosen (None: none), the reason."""
-    cards = [
-        Card(g.uuid, g.count, g.mem, 100, "MR-V100", g.health, i) for i, g in enumerate(case.gpus)
-    ]
-    nums, mem, percentage, cores = case.request
-    request = CardRequest(case.word, nums, mem, percentage, cores)
-    opts: FitOptions = MR_V100.read_options(case.pod, "spread", frozenset())
-    if case.quota is not None:
-        opts = FitOptions(gpu_policy=opts.gpu_policy, quota=case.quota)
-    uses = [CardUse(*g.used) for g in case.gpus]
-    grants, reasons, _ = iluvatar_walk(cards, uses, request, opts, "MR-V100")
-    why = reason_text(reasons, len(cards)) if grants is None else ""
-    return (None if grants is None else [g.uuid for g in grants]), why
+    return walk_fit(case, vendor=MR_V100, word="MR-V100", walk=iluvatar_walk)
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())
@@ -300,7 +269,7 @@ def test_fit(case: FitCase) -> None:
 )
 def test_check_type_compares_the_request_with_the_common_word(word: str, fits: bool) -> None:
     """``Test_checkType``: only a request typed with the chip's commonWord is the chip's."""
-    got = fit(FitCase([Gpu("dev-0")], (1, 64, 0, 50), None, word=word))
+    got = fit(FitCase([gpu("dev-0")], (1, 64, 0, 50), None, word=word))
     assert got == ((["dev-0"], "") if fits else (None, "1/1 CardTypeMismatch"))
 
 

@@ -7,11 +7,10 @@ Each test names the Go test it follows; each row is named by its Go case. ``Test
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, Given, fit_node, pod_usage, reason_text
+from caldera.devices.fit import CardUse, fit_node, pod_usage
 from caldera.devices.metax import (
     COUNT,
     LOSS_ANNOTATION,
@@ -27,6 +26,7 @@ from caldera.devices.metax import (
 )
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.vendors import VENDORS, node_cards
+from devices_cases import FitCase, Gpu, hami_fit_cases, walk_fit
 
 # -- GetNodeDevices --------------------------------------------------------------------------------
 
@@ -175,112 +175,31 @@ def test_custom_filter_rule(card: str, expected: bool) -> None:
 # -- Fit -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One card as ``TestMetaxDevices_Fit`` writes its ``DeviceUsage`` (``Count: 100``)."""
-
-    uuid: str
-    mem: int = 1280
-    used: tuple[int, int, int] = (0, 0, 0)
-    """(containers, memory, cores) in use."""
-    health: bool = True
-    count: int = 100
-
-
-@dataclass(frozen=True)
-class FitCase:
-    gpus: list[Gpu]
-    request: tuple[int, int, int, int]
-    """(nums, memreq, memory percentage, coresreq)."""
-    chosen: list[str] | None
-    reason: str = ""
-    pod: dict[str, str] = field(default_factory=dict)
-    word: str = VENDOR
-    earlier: list[list[Grant]] = field(default_factory=list)
-
-
 FIT_CASES = {
-    "fit success": FitCase([Gpu("dev-0", 128), Gpu("dev-1", 128)], (1, 64, 0, 50), ["dev-1"]),
-    "fit fail: memory not enough": FitCase(
-        [Gpu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
-    ),
-    "fit fail: core not enough": FitCase(
-        [Gpu("dev-0", 1024, (0, 0, 100))], (1, 512, 0, 50), None, "1/1 CardInsufficientCore"
-    ),
-    "fit fail: type mismatch": FitCase(
-        [Gpu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardTypeMismatch", word="OtherType"
-    ),
-    "fit fail: card overused": FitCase(
-        [Gpu("dev-0", used=(100, 0, 0))], (1, 512, 0, 50), None, "1/1 CardTimeSlicingExhausted"
-    ),
-    "fit success: but core limit can't exceed 100": FitCase(
-        [Gpu("dev-0")], (1, 512, 0, 120), ["dev-0"]
-    ),
-    "fit fail:  card exclusively": FitCase(
-        [Gpu("dev-0", used=(20, 0, 0))],
-        (1, 512, 0, 100),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-    ),
-    "fit fail:  CardComputeUnitsExhausted": FitCase(
-        [Gpu("dev-0", used=(20, 0, 100))], (1, 512, 0, 0), None, "1/1 CardComputeUnitsExhausted"
-    ),
-    "fit fail:  AllocatedCardsInsufficientRequest": FitCase(
-        [Gpu("dev-0", used=(20, 0, 10))],
-        (2, 512, 0, 20),
-        None,
-        "1/1 AllocatedCardsInsufficientRequest",
-    ),
-    "fit success:  memory percentage": FitCase(
-        [Gpu("dev-0", used=(20, 0, 10))], (1, 0, 10, 20), ["dev-0"]
-    ),
-    "mutex policy rejects used device": FitCase(
-        [Gpu("dev-0", 128, (1, 0, 0))],
-        (1, 64, 0, 50),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-        pod={"hami.io/gpu-scheduler-policy": "mutex"},
-    ),
-    "fit fail: CardNotHealth": FitCase(
-        [Gpu("dev-0", health=False)], (1, 512, 0, 50), None, "1/1 CardNotHealth"
-    ),
+    **hami_fit_cases(),
     # customFilterRule in the walk: the pod's earlier container holds dev-0
     "a card other than the one the pod's earlier container holds is refused": FitCase(
         [Gpu("dev-0", used=(1, 0, 0), count=1), Gpu("dev-1", count=1)],
         (1, 64, 0, 50),
         None,
         "1/2 CardNotFoundCustomFilterRule, 1/2 CardTimeSlicingExhausted",
-        earlier=[[Grant("dev-0", VENDOR, 64, 50)]],
+        earlier=(Grant("dev-0", VENDOR, 64, 50),),
     ),
     "the card the pod's earlier container holds passes the custom rule": FitCase(
         [Gpu("dev-0"), Gpu("dev-1")],
         (1, 64, 0, 50),
         ["dev-0"],
         "",
-        earlier=[[Grant("dev-0", VENDOR, 64, 50)]],
+        earlier=(Grant("dev-0", VENDOR, 64, 50),),
     ),
 }
-
-
-def fit(case: FitCase) -> tuple[list[str] | None, str]:
-    """``MetaxDevices.Fit`` of one container: the cards chosen (None: none) and HAMi's reason."""
-    cards = [
-        Card(g.uuid, g.count, g.mem, 100, VENDOR, g.health, i) for i, g in enumerate(case.gpus)
-    ]
-    nums, mem, percentage, cores = case.request
-    request = CardRequest(case.word, nums, mem, percentage, cores)
-    opts = METAX_GPU.read_options(case.pod, "spread", frozenset())
-    uses = [CardUse(*g.used) for g in case.gpus]
-    earlier = tuple(g for grants in case.earlier for g in grants)
-    grants, reasons, _ = walk(cards, uses, request, opts, VENDOR, Given(earlier=earlier))
-    why = reason_text(reasons, len(cards)) if grants is None else ""
-    return (None if grants is None else [g.uuid for g in grants]), why
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())
 def test_metax_devices_fit(case: FitCase) -> None:
     """``TestMetaxDevices_Fit``, and ``customFilterRule`` inside the walk."""
-    assert fit(case) == (case.chosen, case.reason)
+    got = walk_fit(case, vendor=METAX_GPU, word=VENDOR, walk=walk)
+    assert got == (case.chosen, case.reason)
 
 
 def test_fit_node_gives_a_container_whole_cards_from_the_last() -> None:

@@ -8,11 +8,10 @@ webhook, not its scheduler, and has no table here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 import pytest
 
-from caldera.devices.fit import CardUse, FitOptions, Given, Quota, fit_node, pod_usage, reason_text
+from caldera.devices.fit import CardUse, Given, Quota, fit_node, pod_usage
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
 from caldera.devices.mthreads import (
     MTHREADS,
@@ -24,6 +23,7 @@ from caldera.devices.mthreads import (
 )
 from caldera.devices.vendor import BindPod
 from caldera.devices.vendors import CAPACITY_NAMES, FAMILIES, VENDORS, node_cards
+from devices_cases import MUTEX, FitCase, Gpu, Verdict, hami_fit_cases, walk_fit
 
 COUNT, MEMORY, CORES = "mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core"
 ALLOCATED = "hami.io/mthreads-vgpu-devices-allocated"
@@ -165,115 +165,40 @@ def test_custom_filter_rule(held: list[str], allowed: bool) -> None:
 # -- TestDevices_Fit, Test_checkType ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """One card as ``TestDevices_Fit`` writes its ``DeviceUsage`` (``Totalcore`` 100)."""
-
-    uuid: str
-    mem: int = 1280
-    used: tuple[int, int, int] = (0, 0, 0)
-    """(containers, memory, cores) in use."""
-    count: int = 100
-    health: bool = True
-    index: int = 0
-
-
-@dataclass(frozen=True)
-class FitCase:
-    gpus: list[Gpu]
-    request: tuple[int, int, int, int]
-    """(nums, memreq, memory percentage, coresreq)."""
-    chosen: list[str] | None
-    reason: str = ""
-    pod: dict[str, str] = field(default_factory=dict)
-    word: str = "Mthreads"
-    """The request's type (``checkType`` compares it with ``Mthreads``)."""
-    quota: Quota | None = None
-    held: tuple[str, ...] = ()
-    """The cards the pod's earlier containers hold (``allocated``)."""
+def held(uuid: str) -> Grant:
+    """A card an earlier container of the pod holds."""
+    return Grant(uuid, "Mthreads", 0, 0)
 
 
 FIT_CASES = {
-    "fit success": FitCase([Gpu("dev-0", 128), Gpu("dev-1", 128)], (1, 64, 0, 50), ["dev-1"]),
-    "fit fail: memory not enough": FitCase(
-        [Gpu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardInsufficientMemory"
-    ),
-    "fit fail: core not enough": FitCase(
-        [Gpu("dev-0", 1024, (0, 0, 100))], (1, 512, 0, 50), None, "1/1 CardInsufficientCore"
-    ),
-    "fit fail: type mismatch": FitCase(
-        [Gpu("dev-0", 128)], (1, 512, 0, 50), None, "1/1 CardTypeMismatch", word="OtherType"
-    ),
-    "fit fail: user assign use uuid mismatch": FitCase(
-        [Gpu("dev-1")],
-        (2, 512, 0, 50),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"mthreads.ai/use-gpuuuid": "dev-0"},
-    ),
-    "fit fail: user assign no use uuid match": FitCase(
-        [Gpu("dev-0")],
-        (2, 512, 0, 50),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"mthreads.ai/nouse-gpuuuid": "dev-0"},
-    ),
-    "fit fail: card overused": FitCase(
-        [Gpu("dev-0", used=(100, 0, 0))], (1, 512, 0, 50), None, "1/1 CardTimeSlicingExhausted"
-    ),
-    "fit success: but core limit can't exceed 100": FitCase(
-        [Gpu("dev-0")], (1, 512, 0, 120), ["dev-0"]
-    ),
-    "fit fail:  card exclusively": FitCase(
-        [Gpu("dev-0", used=(20, 0, 0))],
-        (1, 512, 0, 100),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-    ),
-    "fit fail:  CardComputeUnitsExhausted": FitCase(
-        [Gpu("dev-0", used=(20, 0, 100))], (1, 512, 0, 0), None, "1/1 CardComputeUnitsExhausted"
-    ),
-    "fit fail:  AllocatedCardsInsufficientRequest": FitCase(
-        [Gpu("dev-0", used=(20, 0, 10))],
-        (2, 512, 0, 20),
-        None,
-        "1/1 AllocatedCardsInsufficientRequest",
-    ),
-    "fit success:  memory percentage": FitCase(
-        [Gpu("dev-0", used=(20, 0, 10))], (1, 0, 10, 20), ["dev-0"]
+    **hami_fit_cases(
+        use_uuid="mthreads.ai/use-gpuuuid",
+        nouse_uuid="mthreads.ai/nouse-gpuuuid",
+        several_cards=True,
     ),
     "mutex policy rejects used device": FitCase(
         [Gpu("dev-0", 128, (1, 0, 0), count=2)],
         (1, 64, 0, 50),
         None,
         "1/1 ExclusiveDeviceAllocateConflict",
-        pod={"hami.io/gpu-scheduler-policy": "mutex"},
-    ),
-    "fit fail: partial allocation AllocatedCardsInsufficientRequest for multiple cards": FitCase(
-        [Gpu("dev-0"), Gpu("dev-1", index=1)],
-        (3, 512, 0, 20),
-        None,
-        "2/2 AllocatedCardsInsufficientRequest",
-    ),
-    "fit fail: CardNotHealth": FitCase(
-        [Gpu("dev-0", health=False)], (1, 512, 0, 50), None, "1/1 CardNotHealth"
+        pod=MUTEX,
     ),
     "customFilterRule: only the card an earlier container holds": FitCase(
-        [Gpu("dev-0"), Gpu("dev-1", index=1)], (1, 512, 0, 20), ["dev-0"], held=("dev-0",)
+        [Gpu("dev-0"), Gpu("dev-1")], (1, 512, 0, 20), ["dev-0"], earlier=(held("dev-0"),)
     ),
     "customFilterRule: the held card full, no other card will do": FitCase(
-        [Gpu("dev-0", used=(100, 0, 0)), Gpu("dev-1", index=1)],
+        [Gpu("dev-0", used=(100, 0, 0)), Gpu("dev-1")],
         (1, 512, 0, 20),
         None,
         "1/2 CardNotFoundCustomFilterRule, 1/2 CardTimeSlicingExhausted",
-        held=("dev-0",),
+        earlier=(held("dev-0"),),
     ),
     "customFilterRule is checked after the card's other checks": FitCase(
-        [Gpu("dev-0"), Gpu("dev-1", 128, index=1)],
+        [Gpu("dev-0"), Gpu("dev-1", 128)],
         (1, 512, 0, 20),
         None,
         "1/2 CardInsufficientMemory, 1/2 CardNotFoundCustomFilterRule",
-        held=("dev-9",),
+        earlier=(held("dev-9"),),
     ),
     "no namespace quota is checked by Moore Threads' Fit": FitCase(
         [Gpu("dev-0")], (1, 512, 0, 20), ["dev-0"], quota=Quota(memory=0, cores=0)
@@ -281,21 +206,9 @@ FIT_CASES = {
 }
 
 
-def fit(case: FitCase) -> tuple[list[str] | None, str]:
+def fit(case: FitCase) -> Verdict:
     """``MthreadsDevices.Fit`` of one container: the cards chosen (None: none), the reason."""
-    cards = [Card(g.uuid, g.count, g.mem, 100, "Mthreads", g.health, g.index) for g in case.gpus]
-    nums, mem, percentage, cores = case.request
-    request = CardRequest(case.word, nums, mem, percentage, cores)
-    opts: FitOptions = MTHREADS.read_options(case.pod, "spread", frozenset())
-    if case.quota is not None:
-        opts = FitOptions(gpu_policy=opts.gpu_policy, quota=case.quota)
-    uses = [CardUse(*g.used) for g in case.gpus]
-    held = [Grant(uuid, "Mthreads", 0, 0) for uuid in case.held]
-    grants, reasons, _ = mthreads_walk(
-        cards, uses, request, opts, "Mthreads", Given(earlier=tuple(held))
-    )
-    why = reason_text(reasons, len(cards)) if grants is None else ""
-    return (None if grants is None else [g.uuid for g in grants]), why
+    return walk_fit(case, vendor=MTHREADS, word="Mthreads", walk=mthreads_walk)
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())

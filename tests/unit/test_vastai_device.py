@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+import devices_cases
 from caldera.devices.fit import NO_GIVEN, CardUse, FitOptions, fit_node, pod_usage, reason_text
 from caldera.devices.hami import DEFAULTS
 from caldera.devices.model import Card, CardRequest, Grant, NodeView, RegistrationError
@@ -26,9 +27,9 @@ from caldera.devices.vastai import (
     registered_cards,
 )
 from caldera.devices.vendors import FAMILIES, VENDORS, enabled_vendors, node_cards
+from devices_cases import MUTEX, whole_card_request_cases
 
 WORD = "Vastai"
-MUTEX = {"hami.io/gpu-scheduler-policy": "mutex"}
 
 
 def die(
@@ -139,20 +140,14 @@ def _request(nums: int) -> CardRequest:
 @pytest.mark.parametrize(
     ("limits", "requests", "expected"),
     [
-        ({}, {}, None),
-        ({COUNT: 1}, {COUNT: 1}, _request(1)),
-        ({COUNT: 1}, {}, _request(1)),
-        ({}, {COUNT: 1}, _request(1)),
-        ({COUNT: 0}, {}, None),
-        ({COUNT: 0.5}, {}, None),
-    ],
-    ids=[
-        "don't set to limits and request",
-        "set to limits and request",
-        "only set to limits",
-        "only set to request",
-        "a count of zero asks for nothing (Resourcereqs keeps Nums > 0)",
-        "a fraction is not AsInt64's",
+        *whole_card_request_cases(count=COUNT, word=WORD),
+        pytest.param(
+            {COUNT: 0},
+            {},
+            None,
+            id="a count of zero asks for nothing (Resourcereqs keeps Nums > 0)",
+        ),
+        pytest.param({COUNT: 0.5}, {}, None, id="a fraction is not AsInt64's"),
     ],
 )
 def test_generate_resource_requests(
@@ -195,41 +190,24 @@ def plain(uuid: str, count: int = 1, mem: int = 0, core: int = 0, health: bool =
     return Card(uuid, count, mem, core, WORD, health)
 
 
+def _vastai(case: devices_cases.FitCase) -> FitCase:
+    """A row of HAMi's whole-card table as Vastai's: plain devices, as they stand."""
+    nums, memreq, _, cores = case.request
+    used = [g.used[0] for g in case.gpus]
+    word = WORD if case.word is None else case.word
+    cards = devices_cases.case_cards(case, WORD)
+    return FitCase(cards, used, (nums, memreq, cores), case.chosen, case.reason, case.pod, word)
+
+
 FIT_CASES = {
-    "fit success": FitCase([plain("dev-0"), plain("dev-1")], [0, 0], (1, 0, 0), ["dev-1"]),
-    "fit fail: type mismatch": FitCase(
-        [plain("dev-0")], [0], (1, 512, 50), None, "1/1 CardTypeMismatch", word="OtherType"
-    ),
-    "fit fail: user assign use uuid mismatch": FitCase(
-        [plain("dev-1")],
-        [0],
-        (1, 0, 0),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"vastaitech.com/use-gpuuuid": "dev-0"},
-    ),
-    "fit fail: user assign no use uuid match": FitCase(
-        [plain("dev-0")],
-        [0],
-        (1, 0, 0),
-        None,
-        "1/1 CardUuidMismatch",
-        pod={"vastaitech.com/nouse-gpuuuid": "dev-0"},
-    ),
-    "fit fail: card overused": FitCase(
-        [plain("dev-0")], [1], (1, 0, 0), None, "1/1 CardTimeSlicingExhausted"
-    ),
-    "fit fail:  AllocatedCardsInsufficientRequest": FitCase(
-        [plain("dev-0")], [0], (2, 0, 0), None, "1/1 AllocatedCardsInsufficientRequest"
-    ),
-    "mutex policy rejects used device": FitCase(
-        [plain("dev-0", count=2)],
-        [1],
-        (1, 0, 0),
-        None,
-        "1/1 ExclusiveDeviceAllocateConflict",
-        pod=MUTEX,
-    ),
+    **{
+        name: _vastai(case)
+        for name, case in devices_cases.whole_card_fit_cases(
+            use_uuid="vastaitech.com/use-gpuuuid",
+            nouse_uuid="vastaitech.com/nouse-gpuuuid",
+            several_cards_row="fit fail: partial allocation AllocatedCardsInsufficientRequest",
+        ).items()
+    },
     "mutex die mode rejects idle die on occupied card, picks die on free card": FitCase(
         [die("dev-0", "1", count=2), die("dev-1", "1", index=1), die("dev-2", "2", index=2)],
         [1, 0, 0],
@@ -244,16 +222,6 @@ FIT_CASES = {
         None,
         "2/2 ExclusiveDeviceAllocateConflict",
         pod=MUTEX,
-    ),
-    "fit fail: partial allocation AllocatedCardsInsufficientRequest": FitCase(
-        [plain("dev-0", 100, 1280, 100), plain("dev-1", 100, 1280, 100)],
-        [0, 0],
-        (3, 512, 20),
-        None,
-        "2/2 AllocatedCardsInsufficientRequest",
-    ),
-    "fit fail: CardNotHealth": FitCase(
-        [plain("dev-0", health=False)], [0], (1, 0, 0), None, "1/1 CardNotHealth"
     ),
 }
 
@@ -270,8 +238,7 @@ def _walk(case: FitCase) -> tuple[list[str] | None, str]:
     assert VASTAI.walk is not None
     grants, reasons, out_of = VASTAI.walk(case.cards, uses, request, opts, WORD, NO_GIVEN)
     assert out_of is None
-    why = reason_text(reasons, len(case.cards)) if grants is None else ""
-    return (None if grants is None else [g.uuid for g in grants]), why
+    return devices_cases.verdict(grants, reasons, len(case.cards))
 
 
 @pytest.mark.parametrize("case", FIT_CASES.values(), ids=FIT_CASES.keys())
