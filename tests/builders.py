@@ -47,6 +47,25 @@ from caldera.simulate.report import report
 from caldera.simulate.runner import Simulation, simulate
 
 REGISTRY = Registry.from_entry_points()
+
+MINDCLUSTER_CONFIG_043 = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: predicates
+  - name: deviceshare
+    arguments:
+      deviceshare.AscendMindClusterVNPUEnable: true   # enable ascend vnpu
+configurations:
+...
+- name: init-params
+  arguments: {"grace-over-time":"900","presetVirtualDevice":"false"}  \
+# to enable dynamic virtualization, presetVirtualDevice need to be set false
+"""
+"""Real config 043 (``shared/real-configs/043-volcano-doc-vnpu-mindcluster.yaml``, Volcano's
+``how_to_use_vnpu.md``), as users run it: its ``init-params`` come after a ``...`` line, so
+Volcano (and Caldera) read none of them and every default holds (ClusterD's ConfigMaps, free
+chips worked out by the scheduler)."""
 Obj = (
     Pod
     | Node

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from caldera.framework.registry import Registry
 from caldera.operator.app import Runtime, operate
 from caldera.operator.settings import Settings
 from emulator.handles import K8sHandle
@@ -18,8 +19,10 @@ VOLCANO = "scheduling.volcano.sh"
 async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Runtime]:
     """Run ``caldera run`` in this event loop until the block ends, with ``Settings`` fields
     ``overrides``; ``environ=`` is the environment it reads (Volcano's multi-scheduler
-    variables; default: none of them)."""
+    variables; default: none of them); ``registry=`` the plugins it has (default: the installed
+    entry points)."""
     environ: dict[str, str] = overrides.pop("environ", None) or {}
+    registry: Registry | None = overrides.pop("registry", None)
     options: dict[str, Any] = {
         "kubeconfig": str(k8s.kubeconfig_path),
         "schedule_period": 0.2,
@@ -29,7 +32,7 @@ async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Ru
         "policy_check_interval": 0.2,
     }
     options.update(overrides)
-    runtime = Runtime.create(Settings(**options), environ=environ)
+    runtime = Runtime.create(Settings(**options), registry, environ=environ)
     task = asyncio.create_task(operate(runtime))
     try:
         started = asyncio.create_task(runtime.started.wait())

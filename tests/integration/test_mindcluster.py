@@ -5,60 +5,24 @@ and the chips reach the pod as ``huawei.com/npu-core`` before its binding."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from builders import REGISTRY
-from caldera.operator.app import Runtime, operate
-from caldera.operator.settings import Settings
+from builders import MINDCLUSTER_CONFIG_043, REGISTRY
+from caldera.operator.app import Runtime
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, wait_bound
+from integration.harness import node, pod, running_operator, wait_bound
 
 NPU_CORE = "huawei.com/npu-core"
-CONFIG_043 = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: predicates
-  - name: deviceshare
-    arguments:
-      deviceshare.AscendMindClusterVNPUEnable: true   # enable ascend vnpu
-configurations:
-...
-- name: init-params
-  arguments: {"grace-over-time":"900","presetVirtualDevice":"false"}
-"""
 CHIPS = "Ascend310P-0,Ascend310P-1"
 
 
-@contextlib.asynccontextmanager
-async def operator_with_vnpus(k8s: K8sHandle, conf: str) -> AsyncIterator[Runtime]:
-    """``caldera run`` with deviceshare's vNPUs on (harness's ``running_operator``, given the
-    registry that has them)."""
-    settings = Settings(
-        kubeconfig=str(k8s.kubeconfig_path),
-        schedule_period=0.2,
-        leader_elect=False,
-        listen_address="",
-        healthz_address="",
-        policy_check_interval=0.2,
-        scheduler_conf=conf,
-    )
-    runtime = Runtime.create(settings, REGISTRY)
-    task = asyncio.create_task(operate(runtime))
-    try:
-        started = asyncio.create_task(runtime.started.wait())
-        await asyncio.wait({started, task}, timeout=20, return_when=asyncio.FIRST_COMPLETED)
-        if not runtime.started.is_set():
-            started.cancel()
-            raise AssertionError("the operator did not start")
-        yield runtime
-    finally:
-        runtime.stop.set()
-        await asyncio.wait_for(task, timeout=20)
+def operator_with_vnpus(k8s: K8sHandle, conf: str) -> AbstractAsyncContextManager[Runtime]:
+    """``caldera run`` on the policy file ``conf`` with deviceshare's vNPUs on (harness's
+    ``running_operator``, given the registry that has them)."""
+    return running_operator(k8s, registry=REGISTRY, scheduler_conf=conf)
 
 
 def npu_node(name: str) -> dict[str, Any]:
@@ -124,7 +88,7 @@ async def test_the_chips_clusterd_lists_healthy_reach_the_pod_before_its_binding
 ) -> None:
     k8s.needs_emulator("it reads the ConfigMap listings and the writes from the request log")
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text(CONFIG_043)
+    conf.write_text(MINDCLUSTER_CONFIG_043)
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mindx-dl"}}
     await k8s.create("namespaces", namespace)
     await k8s.create("nodes", npu_node("n1"))

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from builders import (
+    MINDCLUSTER_CONFIG_043,
     REGISTRY,
     Obj,
     binds,
@@ -32,24 +33,6 @@ from caldera.framework.session import Session
 from caldera.models.core import ConfigMap
 from caldera.plugins.deviceshare.mindcluster import MindClusterVNpus
 from caldera.simulate.runner import Simulation, simulate
-
-CONFIG_043 = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: predicates
-  - name: deviceshare
-    arguments:
-      deviceshare.AscendMindClusterVNPUEnable: true   # enable ascend vnpu
-configurations:
-...
-- name: init-params
-  arguments: {"grace-over-time":"900","presetVirtualDevice":"false"}  \
-# to enable dynamic virtualization, presetVirtualDevice need to be set false
-"""
-"""Real config 043 (``shared/real-configs/043-volcano-doc-vnpu-mindcluster.yaml``), as users run
-it: its ``init-params`` come after a ``...`` line, so Volcano (and Caldera) read none of them
-and every default holds (ClusterD's ConfigMaps, free chips worked out by the scheduler)."""
 
 NPU_CORE = "huawei.com/npu-core"
 LABELS_310P = {
@@ -116,7 +99,7 @@ def config_map(namespace: str, name: str, consumer: str, data: Mapping[str, Any]
 def run(
     *objects: Obj,
     config_maps: Iterable[ConfigMap] = (),
-    policy_yaml: str = CONFIG_043,
+    policy_yaml: str = MINDCLUSTER_CONFIG_043,
     cycles: int = 1,
 ) -> Simulation:
     state = state_of(objects)
@@ -149,8 +132,8 @@ def pending_message(sim: Simulation, name: str) -> str:
 def test_config_043_loads_strictly_and_reads_no_init_params() -> None:
     """The ``...`` ends the document before ``init-params``; written inside it, the entry is
     kept for deviceshare, without a warning (Volcano hands it to the session)."""
-    assert policy(CONFIG_043, REGISTRY).configurations == ()
-    inside = load_policy(CONFIG_043.replace("\n...\n", "\n"), REGISTRY, strict=True)
+    assert policy(MINDCLUSTER_CONFIG_043, REGISTRY).configurations == ()
+    inside = load_policy(MINDCLUSTER_CONFIG_043.replace("\n...\n", "\n"), REGISTRY, strict=True)
     assert inside.warnings == ()
     (entry,) = inside.configurations
     assert entry["name"] == "init-params"
@@ -267,7 +250,7 @@ def test_without_clusterd_the_device_plugins_configmap_is_read() -> None:
     cim = config_map(
         "kube-system", "mindx-dl-deviceinfo-n1", "mx-consumer-cim", {"DeviceInfoCfg": listed}
     )
-    own = CONFIG_043.replace("\n...\n", "\n").replace(
+    own = MINDCLUSTER_CONFIG_043.replace("\n...\n", "\n").replace(
         '"presetVirtualDevice":"false"}',
         '"presetVirtualDevice":"false","useClusterInfoManager":"false"}',
     )
@@ -282,7 +265,9 @@ def test_the_schedule_weight_sends_a_pod_to_the_least_idle_node(weight: int, cho
     ``deviceshare.ScheduleWeight``; with weight 0 (the default) no score, the first node by
     name."""
     flag = "deviceshare.AscendMindClusterVNPUEnable: true"
-    text = CONFIG_043.replace(flag, f"{flag}\n      deviceshare.ScheduleWeight: {weight}")
+    text = MINDCLUSTER_CONFIG_043.replace(
+        flag, f"{flag}\n      deviceshare.ScheduleWeight: {weight}"
+    )
     sim = run(npu_node("big", 2), npu_node("small", 1), npu_pod("a", 4), policy_yaml=text)
     assert binds(sim) == {"default/a": chosen}
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from builders import MINDCLUSTER_CONFIG_043
 from caldera.devices.mindcluster_chip import NpuPod, read_pod
 from caldera.devices.mindcluster_info import (
     ClusterInfo,
@@ -22,23 +23,6 @@ from caldera.devices.mindcluster_info import (
     available,
 )
 from caldera.framework.tolerance import first_document
-
-CONFIG_043 = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: predicates
-  - name: deviceshare
-    arguments:
-      deviceshare.AscendMindClusterVNPUEnable: true   # enable ascend vnpu
-configurations:
-...
-- name: init-params
-  arguments: {"grace-over-time":"900","presetVirtualDevice":"false"}  \
-# to enable dynamic virtualization, presetVirtualDevice need to be set false
-"""
-"""Real config 043 (``shared/real-configs/043-volcano-doc-vnpu-mindcluster.yaml``, Volcano's
-``how_to_use_vnpu.md``), as users run it."""
 
 PARAMS = {
     "getConfigurationByKey: no init-params": (None, InitParams(False, True, True)),
@@ -73,13 +57,13 @@ def test_real_config_043_ends_before_its_init_params() -> None:
     """Config 043 puts ``init-params`` after a ``...`` line: Volcano's decoder stops there, so
     every default holds (the same values the line asks for); written inside the document, the
     entry is read."""
-    policy = first_document(CONFIG_043, "043")
+    policy = first_document(MINDCLUSTER_CONFIG_043, "043")
     assert policy["configurations"] is None
     assert policy["tiers"][0]["plugins"][1]["arguments"] == {
         "deviceshare.AscendMindClusterVNPUEnable": True
     }
     assert InitParams.from_policy(policy["configurations"]) == InitParams(False, True, True)
-    whole = first_document(CONFIG_043.replace("\n...\n", "\n"), "043")
+    whole = first_document(MINDCLUSTER_CONFIG_043.replace("\n...\n", "\n"), "043")
     assert whole["configurations"][0]["name"] == "init-params"
     assert InitParams.from_policy(whole["configurations"]) == InitParams(False, True, True)
     wanted = [{"name": "init-params", "arguments": {"useClusterInfoManager": "false"}}]
