@@ -29,7 +29,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import NOW, REGISTRY, Obj, node, pod, podgroup, policy, policy_text, state_of
+from builders import (
+    NOW,
+    REGISTRY,
+    Obj,
+    loaded_kinds,
+    node,
+    pod,
+    podgroup,
+    policy,
+    policy_text,
+    state_of,
+)
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState, StateObject
@@ -282,7 +293,6 @@ def test_requests_default_as_the_api_server_does() -> None:
 
 
 def test_manifests_load_the_dra_kinds(tmp_path: Path) -> None:
-    path = tmp_path / "dra.yaml"
     claim_spec = "{devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}"
     slice_spec = "{driver: d, pool: {name: p}, nodeName: n1, devices: [{name: g0}]}"
     docs = [
@@ -292,15 +302,16 @@ def test_manifests_load_the_dra_kinds(tmp_path: Path) -> None:
         f"kind: ResourceSlice\nmetadata: {{name: s}}\nspec: {slice_spec}",
         "kind: ResourceSlice\nmetadata: {name: bad}\nspec: {pool: {name: p}}",
     ]
-    path.write_text("\n---\n".join(docs))
-    loaded = load_manifests([str(path)])
-    state = loaded.state
-    assert list(state.device_classes) == ["gpu"]
-    assert list(state.resource_claims) == ["default/c"]
-    assert list(state.resource_claim_templates) == ["default/t"]
-    assert list(state.resource_slices) == ["s"]
-    assert len(loaded.warnings) == 1
-    assert "ResourceSlice bad: spec.driver: Field required" in loaded.warnings[0]
+    kinds = ["device_classes", "resource_claims", "resource_claim_templates", "resource_slices"]
+    got, warnings = loaded_kinds(tmp_path, docs, kinds)
+    assert got == {
+        "device_classes": ["gpu"],
+        "resource_claims": ["default/c"],
+        "resource_claim_templates": ["default/t"],
+        "resource_slices": ["s"],
+    }
+    assert len(warnings) == 1
+    assert "ResourceSlice bad: spec.driver: Field required" in warnings[0]
 
 
 # -- PreFilter -----------------------------------------------------------------------------------

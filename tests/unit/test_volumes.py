@@ -32,6 +32,7 @@ from builders import (
     NOW,
     REGISTRY,
     Obj,
+    loaded_kinds,
     node,
     pod,
     podgroup,
@@ -314,7 +315,6 @@ def test_pod_volumes_name_their_claims() -> None:
 
 
 def test_manifests_load_the_storage_kinds(tmp_path: Path) -> None:
-    path = tmp_path / "storage.yaml"
     docs = [
         "kind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}}",
         "kind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {volumeName: pv1}",
@@ -322,15 +322,16 @@ def test_manifests_load_the_storage_kinds(tmp_path: Path) -> None:
         "kind: CSINode\nmetadata: {name: n1}\nspec: {drivers: [{name: d}]}",
         "kind: PersistentVolume\nmetadata: {name: bad}\nspec: {capacity: {storage: lots}}",
     ]
-    path.write_text("\n---\n".join(docs))
-    loaded = load_manifests([str(path)])
-    state = loaded.state
-    assert list(state.persistent_volumes) == ["pv1"]
-    assert list(state.persistent_volume_claims) == ["default/data"]
-    assert list(state.storage_classes) == ["local"]
-    assert list(state.csi_nodes) == ["n1"]
-    assert len(loaded.warnings) == 1
-    assert "PersistentVolume bad: spec.capacity: storage: invalid quantity" in loaded.warnings[0]
+    kinds = ["persistent_volumes", "persistent_volume_claims", "storage_classes", "csi_nodes"]
+    got, warnings = loaded_kinds(tmp_path, docs, kinds)
+    assert got == {
+        "persistent_volumes": ["pv1"],
+        "persistent_volume_claims": ["default/data"],
+        "storage_classes": ["local"],
+        "csi_nodes": ["n1"],
+    }
+    assert len(warnings) == 1
+    assert "PersistentVolume bad: spec.capacity: storage: invalid quantity" in warnings[0]
 
 
 # -- VolumeBinding: PreFilter ---------------------------------------------------------------------
