@@ -1284,10 +1284,30 @@ def test_a_device_request_hami_would_drop_keeps_the_pod_waiting_and_says_why(
     )
 
 
-def test_a_high_priority_gpu_pod_preempts_the_low_priority_pods_holding_its_card() -> None:
-    # one 16000 MiB card held by four low-priority 4000 MiB pods; the preemptor needs 10000
-    objs: list[Obj] = [
-        gpu_node("n1", card("GPU-a")),
+def helm_preempting_policy(**arguments: Any) -> str:
+    """Volcano's Helm policy with the preempt action, and deviceshare after binpack with
+    ``deviceshare.VGPUEnable: true`` and ``arguments`` (written as JSON values)."""
+    helm = (Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml").read_text()
+    args = "".join(f"      deviceshare.{k}: {json.dumps(v)}\n" for k, v in arguments.items())
+    text = helm.replace(
+        'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
+    ).replace(
+        "  - name: binpack\n",
+        "  - name: binpack\n  - name: deviceshare\n"
+        f"    arguments:\n      deviceshare.VGPUEnable: true\n{args}",
+    )
+    assert "deviceshare" in text and "preempt," in text
+    return text
+
+
+def tenants_and_preemptor(
+    card_node: Obj, *, held: dict[str, str], tenant: dict[str, str], preemptor: dict[str, str]
+) -> list[Obj]:
+    """``card_node`` (named n1) with one card shared by four low-priority running tenants of
+    group ``low`` (annotated ``held``, each asking ``tenant``), and the high-priority pod
+    ``high-0`` of group ``high``, Inqueue, asking ``preemptor``."""
+    return [
+        card_node,
         priority_class("low", 10),
         priority_class("high", 1000),
         podgroup("low", min_member=1, phase="Running", priority_class="low"),
@@ -1297,23 +1317,25 @@ def test_a_high_priority_gpu_pod_preempts_the_low_priority_pods_holding_its_card
                 group="low",
                 node_name="n1",
                 priority_class="low",
-                annotations={NODE_ANN: "n1", ALLOCATED: "GPU-a,NVIDIA,4000,0:;"},
-                extra=gpu(4000),
+                annotations=held,
+                extra=tenant,
             )
             for i in range(4)
         ],
         podgroup("high", min_member=1, phase="Inqueue", priority_class="high"),
-        pod("high-0", group="high", priority_class="high", extra=gpu(10000)),
+        pod("high-0", group="high", priority_class="high", extra=preemptor),
     ]
-    helm = (Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml").read_text()
-    text = helm.replace(
-        'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
-    ).replace(
-        "  - name: binpack\n",
-        "  - name: binpack\n  - name: deviceshare\n"
-        "    arguments:\n      deviceshare.VGPUEnable: true\n",
+
+
+def test_a_high_priority_gpu_pod_preempts_the_low_priority_pods_holding_its_card() -> None:
+    # one 16000 MiB card held by four low-priority 4000 MiB pods; the preemptor needs 10000
+    objs = tenants_and_preemptor(
+        gpu_node("n1", card("GPU-a")),
+        held={NODE_ANN: "n1", ALLOCATED: "GPU-a,NVIDIA,4000,0:;"},
+        tenant=gpu(4000),
+        preemptor=gpu(10000),
     )
-    assert "deviceshare" in text and "preempt," in text
+    text = helm_preempting_policy()
     sim = run(objs, policy_yaml=text, cycles=2)
     evicted = [e.name for e in sim.cycles[0].result.evictions]
     assert len(evicted) == 3  # the fewest that free 10000 MiB of the card

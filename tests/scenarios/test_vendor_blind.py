@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from test_deviceshare import deviceshare_policy
+from test_deviceshare import deviceshare_policy, helm_preempting_policy, tenants_and_preemptor
 
 from builders import (
     REGISTRY,
@@ -25,7 +24,6 @@ from builders import (
     pod,
     podgroup,
     policy,
-    priority_class,
     queue,
     state_of,
 )
@@ -229,42 +227,15 @@ def test_a_gang_across_two_vendors_starts_all_or_nothing() -> None:
     }
 
 
-def _preempting_policy(dialect: Dialect) -> str:
-    helm = (Path(__file__).resolve().parents[2] / "policies" / "volcano-helm.yaml").read_text()
-    args = "".join(
-        f"      deviceshare.{k}: {json.dumps(v)}\n" for k, v in dialect.arguments.items()
-    )
-    return helm.replace(
-        'actions: "enqueue, allocate, backfill"', 'actions: "enqueue, allocate, preempt, backfill"'
-    ).replace(
-        "  - name: binpack\n",
-        "  - name: binpack\n  - name: deviceshare\n"
-        f"    arguments:\n      deviceshare.VGPUEnable: true\n{args}",
-    )
-
-
 @CASES
 def test_a_high_priority_pod_preempts_a_tenant_of_the_full_shared_card(dialect: Dialect) -> None:
-    objs: list[Obj] = [
+    objs = tenants_and_preemptor(
         dialect.node("n1"),
-        priority_class("low", 10),
-        priority_class("high", 1000),
-        podgroup("low", min_member=1, phase="Running", priority_class="low"),
-        *[
-            pod(
-                f"low-{i}",
-                group="low",
-                node_name="n1",
-                priority_class="low",
-                annotations=dialect.held("n1"),
-                extra=dialect.asks(),
-            )
-            for i in range(4)
-        ],
-        podgroup("high", min_member=1, phase="Inqueue", priority_class="high"),
-        pod("high-0", group="high", priority_class="high", extra=dialect.asks()),
-    ]
-    sim = run([dialect], objs, _preempting_policy(dialect))
+        held=dialect.held("n1"),
+        tenant=dialect.asks(),
+        preemptor=dialect.asks(),
+    )
+    sim = run([dialect], objs, helm_preempting_policy(**dialect.arguments))
     assert len(sim.cycles[0].result.evictions) == 1  # one tenant's share is room enough
     assert binds(sim) == {"default/high-0": "n1"}
     allocated = sim.bind_annotations["default/high-0"][dialect.vendor.keys.allocated]
