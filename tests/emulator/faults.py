@@ -22,12 +22,26 @@ import asyncio
 import contextlib
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 JsonDict = dict[str, Any]
 VERBS = frozenset(
     {"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "discovery"}
 )
+
+
+class FaultMatch(TypedDict, total=False):
+    """Which requests a :class:`FaultRule` takes, as the emulator's ``fail_next``,
+    ``hang_next`` and ``drop_next`` accept it: the next ``times`` (default 1; None: until
+    removed) whose verb, resource, subresource, name and namespace match these patterns
+    (default ``"*"``)."""
+
+    times: int | None
+    verb: str
+    resource: str
+    subresource: str
+    name: str
+    namespace: str
 
 
 @dataclass

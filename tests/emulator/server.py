@@ -12,14 +12,14 @@ import base64
 import json
 import socket
 from collections.abc import Iterable, Mapping
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from aiohttp import web
 
 from emulator import patching, routing
 from emulator.discovery import DEFAULT_RESOURCES, ResourceRegistry, ResourceType
 from emulator.errors import ApiError, bad_request, success
-from emulator.faults import FaultInjector, FaultRule, RequestRecord
+from emulator.faults import FaultInjector, FaultMatch, FaultRule, RequestRecord
 from emulator.selectors import Selector
 from emulator.store import Store
 from emulator.watch import WatchHub
@@ -364,75 +364,29 @@ class Emulator:
         self,
         status: int = 500,
         *,
-        times: int | None = 1,
-        verb: str = "*",
-        resource: str = "*",
-        subresource: str = "*",
-        name: str = "*",
-        namespace: str = "*",
         reason: str | None = None,
         message: str | None = None,
         retry_after: int | None = None,
+        **match: Unpack[FaultMatch],
     ) -> FaultRule:
         """Answer the next ``times`` matching requests with ``status`` (state untouched)."""
         rule = FaultRule(
-            "fail",
-            times,
-            verb,
-            resource,
-            subresource,
-            name,
-            namespace,
-            status=status,
-            reason=reason,
-            message=message,
-            retry_after=retry_after,
+            "fail", status=status, reason=reason, message=message, retry_after=retry_after, **match
         )
         return self.faults.add(rule)
 
     def hang_next(
-        self,
-        *,
-        seconds: float | None = None,
-        apply: bool = False,
-        times: int | None = 1,
-        verb: str = "*",
-        resource: str = "*",
-        subresource: str = "*",
-        name: str = "*",
-        namespace: str = "*",
+        self, *, seconds: float | None = None, apply: bool = False, **match: Unpack[FaultMatch]
     ) -> FaultRule:
         """Hold matching requests for ``seconds`` (None: until released/stopped), then drop them.
 
         With ``apply=True`` the request takes effect first and only the answer is withheld.
         """
-        rule = FaultRule(
-            "hang",
-            times,
-            verb,
-            resource,
-            subresource,
-            name,
-            namespace,
-            seconds=seconds,
-            apply=apply,
-        )
-        return self.faults.add(rule)
+        return self.faults.add(FaultRule("hang", seconds=seconds, apply=apply, **match))
 
-    def drop_next(
-        self,
-        *,
-        apply: bool = False,
-        times: int | None = 1,
-        verb: str = "*",
-        resource: str = "*",
-        subresource: str = "*",
-        name: str = "*",
-        namespace: str = "*",
-    ) -> FaultRule:
+    def drop_next(self, *, apply: bool = False, **match: Unpack[FaultMatch]) -> FaultRule:
         """Reset the connection of matching requests (after applying them if ``apply``)."""
-        rule = FaultRule("drop", times, verb, resource, subresource, name, namespace, apply=apply)
-        return self.faults.add(rule)
+        return self.faults.add(FaultRule("drop", apply=apply, **match))
 
     def clear_faults(self) -> None:
         self.faults.clear()
