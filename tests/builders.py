@@ -6,14 +6,12 @@ simulator (snapshot → session → actions → close) on them; ``open_session()
 is open, for tests that ask its extension points directly. ``policy_text()`` writes a policy's
 YAML and ``default_policy_with()`` derives one from Volcano's built-in policy. ``engine_task()``
 and ``node_table()`` build engine objects directly, for scorer tests that need no snapshot.
-``loaded_kinds()`` loads YAML documents through the simulator's manifest reader.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -45,7 +43,6 @@ from caldera.models.volcano import PodGroup, Queue
 from caldera.models.workload import WorkloadPodGroup
 from caldera.models.workloads import ReplicaSet, ReplicationController, Service, StatefulSet
 from caldera.plugins.nodeorder.resources import GPU
-from caldera.simulate.manifests import load_manifests
 from caldera.simulate.report import report
 from caldera.simulate.runner import Simulation, simulate
 
@@ -736,14 +733,3 @@ def with_containers(p: Pod, *resources: Mapping[str, str]) -> Pod:
         for i, r in enumerate(resources)
     )
     return p.model_copy(update={"spec": p.spec.model_copy(update={"containers": containers})})
-
-
-def loaded_kinds(
-    tmp_path: Path, docs: Sequence[str], kinds: Sequence[str]
-) -> tuple[dict[str, list[str]], list[str]]:
-    """``load_manifests`` of one file holding the YAML documents ``docs``: the keys of each of
-    the loaded state's collections ``kinds`` (by attribute name), and the loader's warnings."""
-    path = tmp_path / "manifests.yaml"
-    path.write_text("\n---\n".join(docs))
-    loaded = load_manifests([str(path)])
-    return {kind: list(getattr(loaded.state, kind)) for kind in kinds}, list(loaded.warnings)

@@ -33,7 +33,6 @@ from builders import (
     NOW,
     REGISTRY,
     Obj,
-    loaded_kinds,
     node,
     pod,
     podgroup,
@@ -290,28 +289,6 @@ def test_requests_default_as_the_api_server_does() -> None:
     assert (exactly.allocation_mode, exactly.count) == ("ExactCount", 1)
     s = rslice("s", [gpu("g0")], node_name="n1")
     assert s.spec.devices[0].attributes["model"].string == "a100"
-
-
-def test_manifests_load_the_dra_kinds(tmp_path: Path) -> None:
-    claim_spec = "{devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}"
-    slice_spec = "{driver: d, pool: {name: p}, nodeName: n1, devices: [{name: g0}]}"
-    docs = [
-        "kind: DeviceClass\nmetadata: {name: gpu}\nspec: {selectors: [{cel: {expression: x}}]}",
-        f"kind: ResourceClaim\nmetadata: {{name: c}}\nspec: {claim_spec}",
-        "kind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {}}}",
-        f"kind: ResourceSlice\nmetadata: {{name: s}}\nspec: {slice_spec}",
-        "kind: ResourceSlice\nmetadata: {name: bad}\nspec: {pool: {name: p}}",
-    ]
-    kinds = ["device_classes", "resource_claims", "resource_claim_templates", "resource_slices"]
-    got, warnings = loaded_kinds(tmp_path, docs, kinds)
-    assert got == {
-        "device_classes": ["gpu"],
-        "resource_claims": ["default/c"],
-        "resource_claim_templates": ["default/t"],
-        "resource_slices": ["s"],
-    }
-    assert len(warnings) == 1
-    assert "ResourceSlice bad: spec.driver: Field required" in warnings[0]
 
 
 # -- PreFilter -----------------------------------------------------------------------------------

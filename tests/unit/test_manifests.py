@@ -160,6 +160,60 @@ def test_what_one_file_loads_and_what_it_warns_of(
     assert sorted(loaded.state.nodes) == nodes
 
 
+DRA_CLASS = "{selectors: [{cel: {expression: x}}]}"
+DRA_CLAIM = "{devices: {requests: [{name: g, exactly: {deviceClassName: gpu}}]}}"
+DRA_SLICE = "{driver: d, pool: {name: p}, nodeName: n1, devices: [{name: g0}]}"
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected", "warning"),
+    [
+        pytest.param(
+            [
+                "kind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}}",
+                "kind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {volumeName: pv1}",
+                "kind: StorageClass\nmetadata: {name: local}\nprovisioner: x",
+                "kind: CSINode\nmetadata: {name: n1}\nspec: {drivers: [{name: d}]}",
+                "kind: PersistentVolume\nmetadata: {name: bad}\nspec: {capacity: {storage: lots}}",
+            ],
+            {
+                "persistent_volumes": ["pv1"],
+                "persistent_volume_claims": ["default/data"],
+                "storage_classes": ["local"],
+                "csi_nodes": ["n1"],
+            },
+            "PersistentVolume bad: spec.capacity: storage: invalid quantity",
+            id="the storage kinds (VolumeBinding's)",
+        ),
+        pytest.param(
+            [
+                f"kind: DeviceClass\nmetadata: {{name: gpu}}\nspec: {DRA_CLASS}",
+                f"kind: ResourceClaim\nmetadata: {{name: c}}\nspec: {DRA_CLAIM}",
+                "kind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {devices: {}}}",
+                f"kind: ResourceSlice\nmetadata: {{name: s}}\nspec: {DRA_SLICE}",
+                "kind: ResourceSlice\nmetadata: {name: bad}\nspec: {pool: {name: p}}",
+            ],
+            {
+                "device_classes": ["gpu"],
+                "resource_claims": ["default/c"],
+                "resource_claim_templates": ["default/t"],
+                "resource_slices": ["s"],
+            },
+            "ResourceSlice bad: spec.driver: Field required",
+            id="the DRA kinds (DynamicResources')",
+        ),
+    ],
+)
+def test_each_kind_loads_into_its_own_collection_and_a_bad_one_is_warned_of(
+    tmp_path: Path, texts: list[str], expected: dict[str, list[str]], warning: str
+) -> None:
+    path = write(tmp_path, "manifests.yaml", "\n---\n".join(texts))
+    loaded = load_manifests([path])
+    assert {kind: list(getattr(loaded.state, kind)) for kind in expected} == expected
+    assert len(loaded.warnings) == 1
+    assert warning in loaded.warnings[0]
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -32,7 +32,6 @@ from builders import (
     NOW,
     REGISTRY,
     Obj,
-    loaded_kinds,
     node,
     pod,
     podgroup,
@@ -312,26 +311,6 @@ def test_pod_volumes_name_their_claims() -> None:
     assert spec.volumes[0].persistent_volume_claim is not None
     assert spec.volumes[0].persistent_volume_claim.claim_name == "data"
     assert spec.volumes[1].ephemeral is not None
-
-
-def test_manifests_load_the_storage_kinds(tmp_path: Path) -> None:
-    docs = [
-        "kind: PersistentVolume\nmetadata: {name: pv1}\nspec: {capacity: {storage: 1Gi}}",
-        "kind: PersistentVolumeClaim\nmetadata: {name: data}\nspec: {volumeName: pv1}",
-        "kind: StorageClass\nmetadata: {name: local}\nprovisioner: x",
-        "kind: CSINode\nmetadata: {name: n1}\nspec: {drivers: [{name: d}]}",
-        "kind: PersistentVolume\nmetadata: {name: bad}\nspec: {capacity: {storage: lots}}",
-    ]
-    kinds = ["persistent_volumes", "persistent_volume_claims", "storage_classes", "csi_nodes"]
-    got, warnings = loaded_kinds(tmp_path, docs, kinds)
-    assert got == {
-        "persistent_volumes": ["pv1"],
-        "persistent_volume_claims": ["default/data"],
-        "storage_classes": ["local"],
-        "csi_nodes": ["n1"],
-    }
-    assert len(warnings) == 1
-    assert "PersistentVolume bad: spec.capacity: storage: invalid quantity" in warnings[0]
 
 
 # -- VolumeBinding: PreFilter ---------------------------------------------------------------------
