@@ -626,6 +626,12 @@ def binds(sim: Simulation) -> dict[str, str]:
     return {f"{b.namespace}/{b.name}": b.node for rec in sim.cycles for b in rec.result.binds}
 
 
+def bound_with(sim: Simulation, name: str) -> dict[str, str]:
+    """The annotations the one bind of the pod ``name`` in the run writes."""
+    (bind,) = [b for r in sim.cycles for b in r.result.binds if b.name == name]
+    return dict(bind.annotations)
+
+
 def summary(sim: Simulation) -> dict[str, Any]:
     """The ``--output json`` document of the run."""
     return report(sim)

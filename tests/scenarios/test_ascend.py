@@ -9,7 +9,7 @@ from typing import Any
 
 from test_deviceshare import deviceshare_policy
 
-from builders import REGISTRY, Obj, binds, node, pod, podgroup, policy, state_of
+from builders import REGISTRY, Obj, binds, bound_with, node, pod, podgroup, policy, state_of
 from caldera.simulate.explain import explain
 from caldera.simulate.runner import Simulation, simulate
 
@@ -60,11 +60,6 @@ def run(*objects: Obj, cycles: int = 1) -> Simulation:
         scheduler_names=["volcano"],
         cycles=cycles,
     )
-
-
-def bound_with(sim: Simulation, name: str) -> dict[str, str]:
-    (bind,) = [b for r in sim.cycles for b in r.result.binds if b.name == name]
-    return dict(bind.annotations)
 
 
 def test_a_hard_split_vnpu_is_bound_with_the_annotations_hamis_device_plugin_reads() -> None:

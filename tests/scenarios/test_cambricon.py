@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_deviceshare import deviceshare_policy
 
-from builders import REGISTRY, Obj, binds, node, pod, policy, state_of
+from builders import REGISTRY, Obj, binds, bound_with, node, pod, policy, state_of
 from caldera.errors import ConfigError
 from caldera.simulate.runner import Simulation, simulate
 
@@ -44,11 +44,6 @@ def run(*objects: Obj, **arguments: Any) -> Simulation:
     return simulate(
         state_of(objects), policy(conf, REGISTRY), REGISTRY, scheduler_names=["volcano"]
     )
-
-
-def bound_with(sim: Simulation, name: str) -> dict[str, str]:
-    (bind,) = [b for r in sim.cycles for b in r.result.binds if b.name == name]
-    return dict(bind.annotations)
 
 
 def test_an_smlu_is_bound_with_the_profile_cambricons_device_plugin_reads() -> None:

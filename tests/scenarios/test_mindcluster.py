@@ -18,6 +18,7 @@ from builders import (
     REGISTRY,
     Obj,
     binds,
+    bound_with,
     new_session,
     node,
     pod,
@@ -112,11 +113,6 @@ def run(
         scheduler_names=["volcano"],
         cycles=cycles,
     )
-
-
-def bound_with(sim: Simulation, name: str) -> dict[str, str]:
-    (bind,) = [b for r in sim.cycles for b in r.result.binds if b.name == name]
-    return dict(bind.annotations)
 
 
 def stamp(sim: Simulation) -> str:
