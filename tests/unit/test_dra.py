@@ -29,17 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders import (
-    NOW,
-    REGISTRY,
-    Obj,
-    node,
-    pod,
-    podgroup,
-    policy,
-    policy_text,
-    state_of,
-)
+from builders import NOW, REGISTRY, Obj, node, pod, podgroup, policy, policy_text, state_of
 from caldera.api.task import Task, TaskStatus
 from caldera.cache.snapshot import build_snapshot
 from caldera.cache.state import ClusterState, StateObject
