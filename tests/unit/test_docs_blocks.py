@@ -184,3 +184,11 @@ def test_every_python_block_runs(text: str) -> None:
     """A plugin written as the development page shows loads (its imports exist, its arguments
     are a valid model)."""
     exec(compile(text, "<docs>", "exec"), {"__name__": "docs_example"})  # noqa: S102 (our own page)
+
+
+def test_every_file_the_readme_links_to_exists() -> None:
+    """The README is outside the site (``mkdocs build --strict`` checks the site's own links)."""
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", (ROOT / "README.md").read_text())
+    local = [t for t in targets if "://" not in t]
+    assert local, "the README links to its documentation"
+    assert [t for t in local if not (ROOT / t).exists()] == []
