@@ -110,3 +110,22 @@ def test_the_environment_turns_the_hash_split_on() -> None:
     with pytest.raises(ValueError, match="SCHEDULER_POD_NAME 'caldera'"):
         settings.scope({**env, "SCHEDULER_POD_NAME": "caldera"})
     assert Settings().lock(Settings().scope({})) == "volcano"
+
+
+def test_peer_scheduler_names_are_read_as_the_flag_gives_them_and_never_our_own() -> None:
+    settings = Settings(scheduler_names=["train"], peer_scheduler_names=["serve, infer", "batch"])
+    scope = settings.scope({})
+    assert scope.peers == {"serve", "infer", "batch"} and scope.name == "train"
+    assert scope.counts_others and not scope.writes_queues  # "batch" sorts before "train"
+    with pytest.raises(ValueError, match="--peer-scheduler-name train: this instance's own"):
+        Settings(scheduler_names=["train"], peer_scheduler_names=["train"]).scope({})
+
+
+def test_caldera_run_refuses_a_peer_of_its_own_name_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from caldera.cli import main
+
+    code = main(["run", "--scheduler-name", "a", "--peer-scheduler-name", "a", "--api-wait", "1s"])
+    assert code == 2
+    assert capsys.readouterr().err.count("\n") == 1
