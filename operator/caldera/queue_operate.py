@@ -11,7 +11,9 @@ the bus ``Command`` objects that ``vcctl queue operate`` creates (``pkg/cli/queu
   it), and every open queue under it too, marked ``volcano.sh/closed-by-parent: "true"``;
   ``root`` cannot be closed; a queue already ``Closing`` or ``Closed`` is left as it is.
 - open: the queue becomes ``Open``, refused while its parent is shut; the queues under it that
-  its closing closed (that annotation) open again, the annotation set to ``"false"``.
+  its closing closed (that annotation) open again, the annotation set to ``"false"``;
+- a queue that changes under a shut parent closes, and one its parent closed opens with the
+  parent (``syncHierarchicalQueue``): :func:`follow_parent`, for the operator.
 
 Pure: the writes are made by :mod:`caldera.k8s.queue_state`.
 """
@@ -29,6 +31,7 @@ __all__ = [
     "CLOSED_BY_PARENT",
     "QueueWrite",
     "command_target",
+    "follow_parent",
     "plan",
 ]
 
@@ -69,6 +72,22 @@ def command_target(body: Mapping[str, Any]) -> tuple[str, str] | None:
     if not isinstance(name, str) or not name or verb is None:
         return None
     return name, verb
+
+
+def follow_parent(target: Queue, queues: Mapping[str, Queue]) -> list[QueueWrite]:
+    """``syncHierarchicalQueue``, for a queue that changed (a new one included): under a parent
+    that is ``Closing`` or ``Closed``, an open queue closes, marked closed by its parent; under
+    an open parent, a queue its parent closed opens again."""
+    name = target.metadata.name
+    parent = queues.get(target.spec.parent or "root")
+    if name == "root" or parent is None:
+        return []
+    mine, marked = target.status.state, target.metadata.annotations.get(CLOSED_BY_PARENT)
+    if parent.status.state in SHUT and mine not in SHUT:
+        return [QueueWrite(name, "Closing", {CLOSED_BY_PARENT: "true"})]
+    if parent.status.state == "Open" and mine in SHUT and marked == "true":
+        return [QueueWrite(name, "Open", {CLOSED_BY_PARENT: "false"})]
+    return []
 
 
 def _children(queues: Mapping[str, Queue], name: str) -> list[Queue]:

@@ -266,3 +266,27 @@ async def test_vcctls_queue_commands_are_carried_out_and_deleted(k8s: K8sHandle)
         )
         assert await k8s.find("commands", opened["metadata"]["name"], "default") is None
     assert await k8s.find("commands", "a-job-command", "default") is not None
+
+
+async def test_a_queue_made_under_a_closed_parent_closes_and_opens_with_it(
+    k8s: K8sHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Volcano's ``syncHierarchicalQueue``: a queue created under a closed parent is closed by
+    the operator, marked closed by its parent, and opens when the parent does."""
+    kubeconfig = str(k8s.kubeconfig_path)
+    await k8s.create("queues", queue("research"))
+    async with running_operator(k8s):
+        await k8s.wait_for(
+            "queues", "research", lambda o: (o.get("status") or {}).get("state") == "Open"
+        )
+        assert (await cli(capsys, "close", "research", "--kubeconfig", kubeconfig))[0] == 0
+        await k8s.wait_for("queues", "research", lambda o: o["status"]["state"] == "Closed")
+        child = queue("nlp")
+        child["spec"]["parent"] = "research"
+        await k8s.create("queues", child)
+        nlp = await k8s.wait_for(
+            "queues", "nlp", lambda o: (o.get("status") or {}).get("state") == "Closed"
+        )
+        assert nlp["metadata"]["annotations"][CLOSED_BY_PARENT] == "true"
+        assert (await cli(capsys, "open", "research", "--kubeconfig", kubeconfig))[0] == 0
+        await k8s.wait_for("queues", "nlp", lambda o: o["status"]["state"] == "Open")

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from caldera.queue_operate import command_target
+from caldera.models.volcano import Queue
+from caldera.queue_operate import CLOSED_BY_PARENT, QueueWrite, command_target, follow_parent
 
 QUEUE_REF = {
     "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -59,3 +60,57 @@ def test_the_commands_the_operator_takes(
     body: dict[str, Any], wanted: tuple[str, str] | None
 ) -> None:
     assert command_target(body) == wanted
+
+
+def q(name: str, state: str, parent: str = "root", closed_by_parent: str | None = None) -> Queue:
+    notes = {} if closed_by_parent is None else {CLOSED_BY_PARENT: closed_by_parent}
+    return Queue.model_validate(
+        {
+            "metadata": {"name": name, "annotations": notes},
+            "spec": {"parent": parent},
+            "status": {"state": state},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("parent", "child", "writes"),
+    [
+        pytest.param(
+            q("research", "Closed"),
+            q("nlp", "Open", "research"),
+            [QueueWrite("nlp", "Closing", {CLOSED_BY_PARENT: "true"})],
+            id="an open queue under a closed parent closes, marked closed by it",
+        ),
+        pytest.param(
+            q("research", "Closing"),
+            q("nlp", "Open", "research"),
+            [QueueWrite("nlp", "Closing", {CLOSED_BY_PARENT: "true"})],
+            id="so does one under a closing parent",
+        ),
+        pytest.param(
+            q("research", "Open"),
+            q("nlp", "Closed", "research", "true"),
+            [QueueWrite("nlp", "Open", {CLOSED_BY_PARENT: "false"})],
+            id="a queue its parent closed opens with the parent",
+        ),
+        pytest.param(
+            q("research", "Open"),
+            q("nlp", "Closed", "research", "false"),
+            [],
+            id="a queue closed on its own stays closed",
+        ),
+        pytest.param(
+            q("research", "Closed"),
+            q("nlp", "Closing", "research"),
+            [],
+            id="a queue already closing is left to close",
+        ),
+        pytest.param(q("research", "Open"), q("nlp", "Open", "research"), [], id="both open"),
+    ],
+)
+def test_a_queue_follows_its_parent_as_syncHierarchicalQueue_has_it(
+    parent: Queue, child: Queue, writes: list[QueueWrite]
+) -> None:
+    queues = {"root": q("root", "Open", ""), "research": parent, "nlp": child}
+    assert follow_parent(child, queues) == writes

@@ -11,6 +11,8 @@
   only an instance that sees it all (:meth:`Controllers.settle_closing`) does it;
 - a bus ``Command`` that opens or closes a queue (what ``vcctl queue operate`` creates) is
   carried out, as Volcano's queue controller carries it out;
+- a queue that changes under a ``Closing`` or ``Closed`` parent closes too, and one its parent
+  closed opens with it (``syncHierarchicalQueue``);
 - with ``--create-podgroups``, a pod of ours without ``scheduling.k8s.io/group-name`` gets a
   PodGroup ``podgroup-<owner or pod UID>`` (minMember from the owner's
   ``scheduling.volcano.sh/group-min-member``) and then the annotation naming it. (Without it,
@@ -36,7 +38,7 @@ from caldera.models.core import FINISHED_PHASES, Pod
 from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Queue
 from caldera.operator.logs import about
-from caldera.queue_operate import command_target, plan
+from caldera.queue_operate import command_target, follow_parent, plan
 
 __all__ = ["Controllers", "occupied_queues"]
 
@@ -183,6 +185,33 @@ class Controllers:
                 )
         except API_ERRORS as exc:
             self._queue_failed(name, "set defaults", exc)
+        await self._follow_parent(body)
+
+    async def _follow_parent(self, body: Mapping[str, Any]) -> None:
+        """Close a queue that is open under a shut parent, or open one its parent's closing
+        closed once the parent is open (Volcano's ``syncHierarchicalQueue``), by the parent's
+        state in the cache (nothing before it holds every kind)."""
+        state = self._view()
+        queue = parse_object("Queue", body) if state is not None else None
+        if state is None or not isinstance(queue, Queue):
+            return
+        writes = follow_parent(queue, state.queues)
+        if not writes:
+            return
+        try:
+            await apply_queue_writes(self._rest, writes)
+        except LiveError as exc:
+            log.warning("%s", exc, extra=about("Queue", queue.metadata.name))
+            return
+        (write,) = writes
+        log.info(
+            "queue %s: %s, as its parent %s is %s",
+            write.name,
+            write.state,
+            queue.spec.parent,
+            state.queues[queue.spec.parent or ROOT_QUEUE].status.state,
+            extra=about("Queue", write.name),
+        )
 
     def _queue_failed(self, name: str, doing: str, exc: BaseException) -> None:
         """A write to queue ``name`` failed: logged, unless the API server is away (the
