@@ -135,6 +135,8 @@ class Parts:
     """Pod key → the missing node it is bound to."""
     jobless: dict[str, Task]
     claims: dict[str, dict[str, str | None]]
+    refs: dict[str, list[str]]
+    """Job key → the pods that name its group (:func:`~caldera.cache.groups.group_ref`)."""
 
 
 def build_with_parts(
@@ -239,7 +241,7 @@ def build_with_parts(
     }
     snapshot = finish(state, pre, jobs, held, claims)
     snapshot.now, snapshot.session_id = now, session_id
-    return snapshot, b.problems, Parts(pre, members, held, gone, jobless, claims)
+    return snapshot, b.problems, Parts(pre, members, held, gone, jobless, claims, refs)
 
 
 def prepare_pods(

@@ -203,10 +203,8 @@ class Model:
             scope=self.scope,
         )
         pre = parts.pre
-        ref_of = {key: ref for key, pod in state.pods.items() if (ref := group_ref(pod))}
-        refs: dict[str, set[str]] = {}
-        for key, ref in ref_of.items():
-            refs.setdefault(ref, set()).add(key)
+        refs = {ref: set(keys) for ref, keys in parts.refs.items()}
+        ref_of = {key: ref for ref, keys in parts.refs.items() for key in keys}
         strays: dict[str, set[str]] = {}
         for key, entry in self.memo.entries.items():
             if isinstance(out := entry.outcome, Outcome) and out.group and out.kind is not MEMBER:
