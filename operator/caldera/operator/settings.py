@@ -12,7 +12,7 @@ import inspect
 import itertools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from caldera.model import FULL_REBUILD_EVERY
@@ -156,14 +156,15 @@ class Settings:
                 f"--peer-scheduler-name {mine[0]}: this instance's own --scheduler-name; name "
                 "only the other instances' schedulers"
             )
-        sharding = (
-            self.scheduler_sharding_mode,
-            self.scheduler_sharding_name,
-            self.scheduler_names[0],
-            peers,
+        scope = Scope(
+            node_selector=selector,
+            shard_mode=self.scheduler_sharding_mode,
+            shard_name=self.scheduler_sharding_name,
+            name=self.scheduler_names[0],
+            peers=peers,
         )
         if env.get("MULTI_SCHEDULER_ENABLE") != "true":
-            return Scope(selector, "", (), *sharding)
+            return scope
         me = env.get("SCHEDULER_POD_NAME", "")
         if "-" not in me:
             raise ValueError(
@@ -174,7 +175,7 @@ class Settings:
             count = int(env.get("SCHEDULER_NUM", ""))
         except ValueError:
             count = 1
-        return Scope(selector, me, tuple(statefulset_members(me, count)), *sharding)
+        return replace(scope, me=me, members=tuple(statefulset_members(me, count)))
 
 
 FLAG_NAMES = {
