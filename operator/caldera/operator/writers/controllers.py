@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from caldera.cache.podgroups import implicit_podgroup_manifest, implicit_podgroup_name
@@ -38,7 +38,7 @@ from caldera.models.core import FINISHED_PHASES, Pod
 from caldera.models.parse import parse_object
 from caldera.models.volcano import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION, Queue
 from caldera.operator.logs import about
-from caldera.queue_operate import command_target, follow_parent, plan
+from caldera.queue_operate import QueueWrite, command_target, follow_parent, plan
 
 __all__ = ["Controllers", "occupied_queues"]
 
@@ -196,22 +196,34 @@ class Controllers:
         if state is None or not isinstance(queue, Queue):
             return
         writes = follow_parent(queue, state.queues)
-        if not writes:
-            return
+        if writes:
+            parent = queue.spec.parent or ROOT_QUEUE
+            await self._apply(
+                writes, f"as its parent {parent} is {state.queues[parent].status.state}"
+            )
+
+    async def _apply(self, writes: Sequence[QueueWrite], why: str) -> None:
+        """Make ``writes`` (:mod:`caldera.queue_operate`), each logged saying ``why``; a
+        failure is logged, and the rest left undone."""
         try:
             await apply_queue_writes(self._rest, writes)
         except LiveError as exc:
-            log.warning("%s", exc, extra=about("Queue", queue.metadata.name))
+            log.warning("%s: %s", why, exc, extra=about("Queue", writes[0].name))
             return
-        (write,) = writes
-        log.info(
-            "queue %s: %s, as its parent %s is %s",
-            write.name,
-            write.state,
-            queue.spec.parent,
-            state.queues[queue.spec.parent or ROOT_QUEUE].status.state,
-            extra=about("Queue", write.name),
-        )
+        for write in writes:
+            log.info(
+                "queue %s: %s, %s", write.name, write.state, why, extra=about("Queue", write.name)
+            )
+
+    async def _queues(self) -> Mapping[str, Queue]:
+        """The queues as the cache holds them; listed, on an instance whose cache does not hold
+        the whole cluster (or not yet)."""
+        state = self._view()
+        if state is not None:
+            return state.queues
+        listed = await self._rest.call("list", QUEUES)
+        parsed = (parse_object("Queue", item) for item in listed.get("items", []))
+        return {q.metadata.name: q for q in parsed if isinstance(q, Queue)}
 
     def _queue_failed(self, name: str, doing: str, exc: BaseException) -> None:
         """A write to queue ``name`` failed: logged, unless the API server is away (the
@@ -242,34 +254,16 @@ class Controllers:
                 )
             return
         try:
-            listed = await self._rest.call("list", QUEUES)
-            queues = {}
-            for item in listed.get("items", []):
-                parsed = parse_object("Queue", item)
-                if isinstance(parsed, Queue):
-                    queues[parsed.metadata.name] = parsed
-            target = queues.get(queue)
-            writes = (
-                f"queue {queue} does not exist" if target is None else plan(verb, target, queues)
-            )
-            if isinstance(writes, str):
-                log.warning("%s: %s", what, writes, extra=about("Queue", queue))
-                return
-            await apply_queue_writes(self._rest, writes)
-        except LiveError as exc:
-            log.warning("%s: %s", what, exc, extra=about("Queue", queue))
-            return
+            queues = await self._queues()
         except API_ERRORS as exc:
             log.warning("%s: %s", what, describe(exc), extra=about("Queue", queue))
             return
-        for write in writes:
-            log.info(
-                "queue %s: %s, by %s",
-                write.name,
-                write.state,
-                what,
-                extra=about("Queue", write.name),
-            )
+        target = queues.get(queue)
+        writes = f"queue {queue} does not exist" if target is None else plan(verb, target, queues)
+        if isinstance(writes, str):
+            log.warning("%s: %s", what, writes, extra=about("Queue", queue))
+        else:
+            await self._apply(writes, f"by {what}")
 
     async def create_podgroup(self, pod: Pod, min_member: int) -> bool:
         """Volcano's pg-controller duty: a PodGroup for a bare pod, then the annotation naming
