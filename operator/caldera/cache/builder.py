@@ -97,8 +97,8 @@ class Builder:
             return True
         return self.scope.owns(meta.name, [o.name for o in meta.owner_references])
 
-    def foreign(self, key: str, spec: PodGroup | Group, named_by: Collection[str]) -> bool:
-        """Job ``key`` (of ``spec``, named by the pods ``named_by``) is another instance's: the
+    def foreign(self, spec: PodGroup | Group, named_by: Collection[str]) -> bool:
+        """The job of ``spec``, named by the pods ``named_by``, is another instance's: the
         hash ring gives it another replica, its pods are a peer's (:attr:`Group.foreign`), or
         pods name it and none is ours (another scheduler's PodGroup, whose status that
         scheduler writes). A group no pod names yet is anyone's to admit."""
@@ -107,8 +107,14 @@ class Builder:
         if isinstance(spec, PodGroup) and not self.owns(spec.metadata):
             return True
         pods, names = self.state.pods, self.scheduler_names
-        named = [pods[k] for k in named_by if k in pods]
-        return bool(named) and not any(p.spec.scheduler_name in names for p in named)
+        named = False
+        for key in named_by:
+            pod = pods.get(key)
+            if pod is not None:
+                if pod.spec.scheduler_name in names:
+                    return False  # usually the first: a job of ours is decided at once
+                named = True
+        return named
 
     def problem(self, kind: str, name: str, message: str) -> None:
         self.problems.append(ObjectError(kind, name, message))
@@ -415,7 +421,7 @@ class Builder:
         kept = self.memo.kept
         source: Hashable
         conditions: Sequence[PodGroupCondition]
-        foreign = self.foreign(key, spec, named_by)
+        foreign = self.foreign(spec, named_by)
         if isinstance(spec, Group):
             source, phase, conditions = (spec, foreign), "Pending", ()
         else:
