@@ -46,6 +46,17 @@ async def running_operator(k8s: K8sHandle, **overrides: Any) -> AsyncIterator[Ru
         await asyncio.wait_for(task, timeout=20)
 
 
+def shard_instance(name: str, mode: str) -> dict[str, Any]:
+    """The options of a scheduler that follows its NodeShard (``--scheduler-sharding-mode``):
+    its scheduler name, NodeShard and lease all ``name``."""
+    return {
+        "scheduler_names": [name],
+        "scheduler_sharding_mode": mode,
+        "scheduler_sharding_name": name,
+        "lock_name": name,
+    }
+
+
 def node(name: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

@@ -12,7 +12,7 @@ from typing import Any
 
 from caldera.operator.shard_controller import ControllerSettings, run_controller
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, running_operator, wait_bound
+from integration.harness import node, pod, running_operator, shard_instance, wait_bound
 
 TWO = """\
 schedulerConfigs:
@@ -84,11 +84,7 @@ async def test_the_controller_assigns_and_reassigns_the_nodes(k8s: K8sHandle) ->
     busy["spec"]["nodeName"] = "n0"  # 75 % of n0's cpu: alpha's range
     await k8s.create("pods", busy, namespace=k8s.namespace)
     await k8s.create("configmaps", config_map(k8s.namespace, TWO), namespace=k8s.namespace)
-    schedulers = [
-        {"scheduler_names": [n], "scheduler_sharding_mode": "hard", "scheduler_sharding_name": n,
-         "lock_name": n}
-        for n in ("alpha", "beta")
-    ]  # fmt: skip
+    schedulers = [shard_instance(n, "hard") for n in ("alpha", "beta")]
     async with contextlib.AsyncExitStack() as stack:
         await stack.enter_async_context(controller(k8s))
         await desired(k8s, "alpha", ["n0"])

@@ -16,7 +16,7 @@ import pytest
 from caldera.sharding.ring import statefulset_members
 from caldera.sharding.scope import Scope
 from emulator.handles import K8sHandle
-from integration.harness import node, pod, queue, running_operator, wait_bound
+from integration.harness import node, pod, queue, running_operator, shard_instance, wait_bound
 
 
 def hash_env(me: str, count: int) -> dict[str, str]:
@@ -165,11 +165,7 @@ async def test_a_nodeshard_change_moves_a_node_between_running_schedulers(k8s: K
     for obj in first:
         await k8s.create("pods", obj, namespace=k8s.namespace)
     await k8s.create("pods", pod("b0", scheduler="beta", cpu="1"), namespace=k8s.namespace)
-    shards = [
-        {"scheduler_names": [n], "scheduler_sharding_mode": "hard", "scheduler_sharding_name": n,
-         "lock_name": n}
-        for n in ("alpha", "beta")
-    ]  # fmt: skip
+    shards = [shard_instance(n, "hard") for n in ("alpha", "beta")]
     async with contextlib.AsyncExitStack() as stack:
         for options in shards:
             await stack.enter_async_context(running_operator(k8s, **options))
@@ -208,11 +204,7 @@ async def test_soft_sharding_fills_its_shard_first_then_borrows(k8s: K8sHandle, 
         await k8s.create(
             "pods", pod(pod_name, scheduler=scheduler, cpu="1"), namespace=k8s.namespace
         )
-    options = [
-        {"scheduler_names": [n], "scheduler_sharding_mode": "soft", "scheduler_sharding_name": n,
-         "lock_name": n}
-        for n in names
-    ]  # fmt: skip
+    options = [shard_instance(n, "soft") for n in names]
     async with contextlib.AsyncExitStack() as stack:
         for opts in options:
             await stack.enter_async_context(running_operator(k8s, **opts))
